@@ -1,0 +1,45 @@
+"""The exceptions memwarden raises at its public edge.
+
+Each one subclasses the builtin a caller would naturally catch (``ValueError`` for bad input,
+``PermissionError`` for a denial), so code written against plain Python keeps working.
+"""
+
+from __future__ import annotations
+
+
+class MemwardenError(Exception):
+    """Base class of every error memwarden raises on purpose."""
+
+
+class InvalidRequest(MemwardenError, ValueError):
+    """The request is malformed; raised before any policy or storage work is done."""
+
+
+class AccessDenied(MemwardenError, PermissionError):
+    """Policy denies the operation (deny by default, deny overrides allow).
+
+    ``rule`` names the policy line that decided, or is ``None`` when no rule matched.
+    """
+
+    def __init__(self, message: str, *, rule: str | None = None) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+class WriteRejected(MemwardenError):
+    """A write validator rejected the content; nothing was stored.
+
+    ``verdicts`` carries every validator verdict that was reached, in chain order.
+    """
+
+    def __init__(self, message: str, *, verdicts: tuple = ()) -> None:
+        super().__init__(message)
+        self.verdicts = verdicts
+
+
+class PolicyError(MemwardenError, ValueError):
+    """A policy file or rule is malformed; the message names the line."""
+
+
+class AuditError(MemwardenError):
+    """The audit log could not be written; the operation fails closed."""

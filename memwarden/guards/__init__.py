@@ -1,0 +1,1 @@
+"""Guards on the governed path: write validators and read-time visibility."""

@@ -1,0 +1,90 @@
+"""The ordered chain of write validators every write passes through.
+
+A validator looks at a candidate record and answers accept, quarantine or reject. The chain
+stops at the first reject. A validator that raises does not get the benefit of the doubt:
+its failure is a reject (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from memwarden.memory.records import MemoryRecord, Principal
+
+
+class Outcome(str, Enum):
+    """What a validator wants done with a write."""
+
+    ACCEPT = "accept"
+    QUARANTINE = "quarantine"
+    REJECT = "reject"
+
+
+class Verdict(BaseModel):
+    """One validator's answer about one write, with a reason safe to log (no content)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    validator: str
+    outcome: Outcome
+    reason: str = ""
+
+    @property
+    def text(self) -> str:
+        """``name=outcome`` plus the reason, for spans and audit."""
+        return f"{self.validator}={self.outcome.value}" + (f" ({self.reason})" if self.reason else "")
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationContext:
+    """What a validator may know about the write besides the record itself."""
+
+    principal: Principal
+    subjects: frozenset[str]
+
+
+class WriteValidator(Protocol):
+    """A pluggable check on writes."""
+
+    name: str
+
+    def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
+        """Judge one candidate record."""
+
+
+class ValidatorChain:
+    """Runs validators in order; the strongest outcome wins, the first reject stops the chain."""
+
+    def __init__(self, validators: Iterable[WriteValidator] = ()) -> None:
+        self.validators: tuple[WriteValidator, ...] = tuple(validators)
+
+    def run(self, record: MemoryRecord, context: ValidationContext) -> Sequence[Verdict]:
+        """All verdicts reached, in chain order."""
+        verdicts: list[Verdict] = []
+        for validator in self.validators:
+            name = getattr(validator, "name", type(validator).__name__)
+            try:
+                verdict = validator.check(record, context)
+                if not isinstance(verdict, Verdict):
+                    raise TypeError(f"returned {type(verdict).__name__}, not a Verdict")
+            except Exception as exc:  # noqa: BLE001 - any failure must fail closed
+                verdict = Verdict(validator=name, outcome=Outcome.REJECT,
+                                  reason=f"validator failed: {type(exc).__name__}")
+            verdicts.append(verdict)
+            if verdict.outcome is Outcome.REJECT:
+                break
+        return verdicts
+
+
+def strongest(verdicts: Sequence[Verdict]) -> Outcome:
+    """The outcome the chain as a whole decides."""
+    outcomes = {v.outcome for v in verdicts}
+    for outcome in (Outcome.REJECT, Outcome.QUARANTINE):
+        if outcome in outcomes:
+            return outcome
+    return Outcome.ACCEPT

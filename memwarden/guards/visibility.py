@@ -1,0 +1,25 @@
+"""The read-time guard: which stored records may be returned at all, whoever asks.
+
+Only active, unexpired records are ever returned. The same rule exists twice on purpose:
+as a ``where`` filter pushed into the store and as a check on every row that comes back.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memwarden.memory.records import MemoryRecord, Status
+
+Where = dict
+
+
+def visible_filter(now: datetime) -> Where:
+    """Active and not expired at ``now``."""
+    return {"$and": [{"status": Status.ACTIVE.value}, {"expires_at": {"$gt": now.timestamp()}}]}
+
+
+def is_visible(record: MemoryRecord, now: datetime) -> bool:
+    """The same rule as :func:`visible_filter`, on a rebuilt record."""
+    if record.status is not Status.ACTIVE:
+        return False
+    return record.expires_at is None or record.expires_at > now

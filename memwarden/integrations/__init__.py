@@ -1,0 +1,1 @@
+"""Bridges to other systems: OpenTelemetry tracing and the LangGraph BaseStore adapter."""

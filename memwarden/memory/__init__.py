@@ -1,0 +1,1 @@
+"""Records, the governed Memory and Session, storage backends and embeddings."""

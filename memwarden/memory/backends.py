@@ -1,0 +1,111 @@
+"""Storage backends behind the governed pipeline: Chroma embedded or Chroma server.
+
+Nothing outside :mod:`memwarden.memory.memory` holds a backend, so there is no way to reach
+stored records except through the pipeline. A backend stores rows (id, text, flat metadata,
+embedding) and knows nothing about policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+COLLECTION = "memwarden-records"
+
+Where = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    """One row as a backend returns it."""
+
+    id: str
+    document: str
+    metadata: dict[str, Any]
+
+
+class Backend(Protocol):
+    """The few calls the pipeline needs from a vector store."""
+
+    def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
+               metadatas: Sequence[dict[str, Any]]) -> None:
+        """Insert or replace rows."""
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Replace the metadata of existing rows (text and vector unchanged)."""
+
+    def fetch(self, ids: Sequence[str] | None = None, where: Where | None = None,
+              limit: int | None = None) -> list[StoredRow]:
+        """Rows by id and/or metadata filter."""
+
+    def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
+        """The k nearest rows that pass ``where``, with cosine distances."""
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove rows."""
+
+    def count(self) -> int:
+        """Number of rows stored."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+def _rows(ids: list[str], documents: list[str] | None, metadatas: list[dict] | None) -> list[StoredRow]:
+    documents = documents or [""] * len(ids)
+    metadatas = metadatas or [{}] * len(ids)
+    return [StoredRow(i, d or "", dict(m or {})) for i, d, m in zip(ids, documents, metadatas)]
+
+
+class ChromaBackend:
+    """A Chroma collection (embedded PersistentClient or HttpClient) with cosine distance."""
+
+    def __init__(self, client: Any, collection: str = COLLECTION) -> None:
+        self._client = client
+        # embedding_function=None: memwarden always passes vectors itself, so Chroma's default
+        # embedder (which downloads a model at first use) is never constructed.
+        self._col = client.get_or_create_collection(
+            collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
+        )
+
+    @classmethod
+    def embedded(cls, path: str, collection: str = COLLECTION) -> ChromaBackend:
+        """Open (or create) a local persistent Chroma database at ``path``, telemetry off."""
+        import chromadb
+        from chromadb.config import Settings
+
+        client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+        return cls(client, collection)
+
+    def upsert(self, ids, embeddings, documents, metadatas) -> None:  # noqa: D102 - see Backend
+        self._col.upsert(ids=list(ids), embeddings=np.asarray(embeddings, dtype=np.float32),
+                         documents=list(documents), metadatas=list(metadatas))
+
+    def update_metadata(self, ids, metadatas) -> None:  # noqa: D102
+        self._col.update(ids=list(ids), metadatas=list(metadatas))
+
+    def fetch(self, ids=None, where=None, limit=None) -> list[StoredRow]:  # noqa: D102
+        got = self._col.get(ids=list(ids) if ids is not None else None, where=where or None,
+                            limit=limit, include=["documents", "metadatas"])
+        return _rows(got["ids"], got["documents"], got["metadatas"])
+
+    def query(self, embedding, k, where) -> list[tuple[StoredRow, float]]:  # noqa: D102
+        got = self._col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)], n_results=k,
+                              where=where or None, include=["documents", "metadatas", "distances"])
+        rows = _rows(got["ids"][0], got["documents"][0], got["metadatas"][0])
+        return list(zip(rows, got["distances"][0]))
+
+    def delete(self, ids) -> None:  # noqa: D102
+        if ids:
+            self._col.delete(ids=list(ids))
+
+    def count(self) -> int:  # noqa: D102
+        return self._col.count()
+
+    def close(self) -> None:  # noqa: D102
+        # Chroma has no public close; dropping the references lets its system shut down.
+        self._col = None
+        self._client = None

@@ -1,0 +1,85 @@
+"""Flattening records into backend metadata and back.
+
+Chroma metadata is flat, so a namespace is stored both whole (``ns``) and one label per key
+(``ns_0``, ``ns_1``, ... with ``ns_depth``): that is what lets policy patterns become exact,
+label-wise ``where`` filters. Times are stored as POSIX seconds so they can be compared.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from memwarden.memory.records import MemoryRecord
+from memwarden.memory.backends import StoredRow
+
+#: Stored in place of "never" so that an expiry filter is a plain comparison.
+NEVER = 253402300799.0  # 9999-12-31T23:59:59Z
+LABEL_PREFIX = "lbl_"
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _dt(value: Any) -> datetime | None:
+    if value is None or value == NEVER:
+        return None
+    return datetime.fromtimestamp(float(value), tz=timezone.utc)
+
+
+def to_metadata(record: MemoryRecord) -> dict[str, Any]:
+    """The flat metadata stored for a record (its content is stored as the document)."""
+    meta: dict[str, Any] = {
+        "ns": record.namespace_text,
+        "ns_depth": len(record.namespace),
+        "kind": record.kind.value,
+        "status": record.status.value,
+        "writer": record.writer,
+        "source": record.source.value,
+        "created_at": record.created_at.timestamp(),
+        "expires_at": _ts(record.expires_at) or NEVER,
+        "trust": float(record.trust),
+        "version": record.version,
+    }
+    for i, label in enumerate(record.namespace):
+        meta[f"ns_{i}"] = label
+    # Chroma refuses empty lists and None values, so absent optional fields are omitted.
+    optional = {
+        "subjects": list(record.subjects),
+        "parents": list(record.parents),
+        "writer_roles": list(record.writer_roles),
+        "valid_from": _ts(record.valid_from),
+        "valid_to": _ts(record.valid_to),
+        "supersedes": record.supersedes,
+    }
+    meta.update({k: v for k, v in optional.items() if v not in (None, [])})
+    for key, value in record.labels.items():
+        meta[LABEL_PREFIX + key] = value
+    return meta
+
+
+def from_row(row: StoredRow) -> MemoryRecord:
+    """Rebuild the record a row was made from."""
+    m = row.metadata
+    depth = int(m["ns_depth"])
+    return MemoryRecord(
+        id=row.id,
+        namespace=tuple(m[f"ns_{i}"] for i in range(depth)),
+        content=row.document,
+        kind=m["kind"],
+        subjects=tuple(m.get("subjects", ())),
+        writer=m["writer"],
+        writer_roles=tuple(m.get("writer_roles", ())),
+        source=m["source"],
+        parents=tuple(m.get("parents", ())),
+        created_at=_dt(m["created_at"]),
+        valid_from=_dt(m.get("valid_from")),
+        valid_to=_dt(m.get("valid_to")),
+        expires_at=_dt(m.get("expires_at")),
+        trust=m.get("trust", 1.0),
+        status=m["status"],
+        version=int(m.get("version", 1)),
+        supersedes=m.get("supersedes"),
+        labels={k[len(LABEL_PREFIX):]: v for k, v in m.items() if k.startswith(LABEL_PREFIX)},
+    )

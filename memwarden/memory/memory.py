@@ -1,0 +1,434 @@
+"""``Memory``: the one governed path from a principal's operation to the store.
+
+Every operation, whatever its kind, runs through :meth:`Memory.batch` and then ``_run``:
+
+    span start -> canonicalise + validate -> policy decision (deny by default)
+    -> guards for the op kind -> backend, with the policy pushed down as a filter
+    -> re-check of every result -> audit entry -> span end
+
+The backend is private to this class; nothing else in memwarden holds it, so there is no
+second way to reach stored records.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
+from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
+from memwarden.guards.visibility import is_visible, visible_filter
+from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
+from memwarden.memory.audit import AuditLog
+from memwarden.memory.backends import Backend, ChromaBackend
+from memwarden.memory.codec import from_row, to_metadata
+from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
+from memwarden.memory.ops import (
+    POLICY_ACTION, EraseOp, ForgetOp, GetOp, Op, SearchOp, UpdateOp, WriteOp, op_namespace,
+)
+from memwarden.memory.records import (
+    ErasureReceipt, MemoryRecord, Principal, SearchHit, Status, hashed, record_id, utcnow,
+)
+from memwarden.policies.engine import Decision, PolicyEngine
+from memwarden.policies.namespace import Namespace, namespace_text
+from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
+
+if TYPE_CHECKING:
+    from memwarden.integrations.store import GovernedStore
+    from memwarden.memory.session import Session
+
+
+@dataclass
+class _Facts:
+    """What one operation did, gathered as it runs; becomes its span attributes and audit entry."""
+
+    op: str
+    principal: Principal
+    subjects: frozenset[str] = frozenset()
+    namespace: Namespace | None = None
+    decision: str | None = None
+    rules: list[str] = field(default_factory=list)
+    verdicts: Sequence[Verdict] = ()
+    record_ids: list[str] = field(default_factory=list)
+    returned: int | None = None
+    withheld: int | None = None
+    rechecked_out: int = 0
+    outcome: str = "error"
+    error: str | None = None
+    audited: bool = False
+    audit_seq: int | None = None
+
+    def decided(self, decision: Decision) -> Decision:
+        self.decision = "allow" if decision.allowed else "deny"
+        self.rules.append(decision.rule_text)
+        return decision
+
+    def audit_entry(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "principal": self.principal.id,
+            "roles": sorted(self.subjects - {self.principal.id}),
+            "action": POLICY_ACTION[self.op],
+            "namespace": namespace_text(self.namespace) if self.namespace is not None else None,
+            "decision": self.decision,
+            "rules": list(dict.fromkeys(self.rules)),
+            "verdicts": [v.text for v in self.verdicts],
+            "records": self.record_ids,
+            "returned": self.returned,
+            "withheld": self.withheld,
+            "outcome": self.outcome,
+            "error": self.error,
+        }
+
+    def span_attributes(self) -> dict[str, Any]:
+        return {
+            "gen_ai.operation.name": SPAN_NAMES[self.op],
+            "memwarden.operation": self.op,
+            "memwarden.principal": self.principal.id,
+            "memwarden.roles": sorted(self.subjects - {self.principal.id}),
+            "memwarden.action": POLICY_ACTION[self.op],
+            "memwarden.namespace": namespace_text(self.namespace) if self.namespace is not None else None,
+            "memwarden.decision": self.decision,
+            "memwarden.rule": "; ".join(dict.fromkeys(self.rules)) or None,
+            "memwarden.verdicts": [v.text for v in self.verdicts],
+            "memwarden.record_ids": self.record_ids,
+            "memwarden.records.returned": self.returned,
+            "memwarden.records.withheld": self.withheld,
+            "memwarden.records.rechecked_out": self.rechecked_out,
+            "memwarden.outcome": self.outcome,
+            "memwarden.audit.seq": self.audit_seq,
+        }
+
+
+class Memory:
+    """A governed, shared memory: policy, guards, audit and tracing around a Chroma store."""
+
+    def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, *,
+                 embedding: object | None = None, validators: Iterable[WriteValidator] = (),
+                 count_withheld: bool = False) -> None:
+        self._backend = backend
+        self._policy = policy
+        self._audit = audit
+        self._embedder = as_embedder(embedding)
+        self._validators = ValidatorChain(validators)
+        self._count_withheld = count_withheld
+        # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
+        self._write_lock = threading.RLock()
+        self._closed = False
+        self._handlers: dict[str, Callable[[Any, _Facts, dict[str, np.ndarray]], Any]] = {
+            "write": self._write, "search": self._search, "get": self._get,
+            "update": self._update, "forget": self._forget, "erase": self._erase,
+        }
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path, policy: str | Path | PolicyEngine | None = None, *,
+             embedding: object | None = None, validators: Iterable[WriteValidator] = (),
+             count_withheld: bool = False) -> Memory:
+        """Open (or create) an embedded memory in directory ``path``.
+
+        ``policy`` is a CSV policy file, the name of a bundled policy ("hospital", "office",
+        "household"), a ready PolicyEngine, or None (no rules: everything is denied).
+        ``embedding`` is any LangChain ``Embeddings``; None uses the bundled offline MiniLM.
+        """
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise InvalidRequest(f"memory path {str(root)!r} exists and is not a directory")
+        root.mkdir(parents=True, exist_ok=True)
+        engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
+        return cls(ChromaBackend.embedded(str(root / "chroma")), engine, AuditLog(root / "audit.sqlite3"),
+                   embedding=embedding, validators=validators, count_withheld=count_withheld)
+
+    # -- public surface -----------------------------------------------------------------
+
+    @property
+    def policy(self) -> PolicyEngine:
+        """The policy engine in force (reload it to apply policy changes)."""
+        return self._policy
+
+    @property
+    def audit_log(self) -> AuditLog:
+        """The hash-chained audit log of every operation."""
+        return self._audit
+
+    def session(self, principal: Principal) -> Session:
+        """A session that acts as ``principal`` for every operation it makes."""
+        from memwarden.memory.session import Session
+
+        self._subjects_for(principal)
+        return Session(self, principal)
+
+    def batch(self, principal: Principal, ops: Iterable[Op]) -> list[Any]:
+        """Run operations in order, each through the governed pipeline; results in order.
+
+        The first operation that fails raises; the ones before it have taken effect.
+        """
+        if self._closed:
+            raise InvalidRequest("this Memory is closed")
+        ops = list(ops)
+        return [self._run(principal, op, self._prefetch_vectors(ops)) for op in ops]
+
+    def as_store(self) -> GovernedStore:
+        """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``."""
+        from memwarden.integrations.store import GovernedStore
+
+        return GovernedStore(self)
+
+    def close(self) -> None:
+        """Release the store and the audit log; the Memory cannot be used afterwards."""
+        if not self._closed:
+            self._closed = True
+            self._backend.close()
+            self._audit.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the pipeline -------------------------------------------------------------------
+
+    def _prefetch_vectors(self, ops: list[Op]) -> dict[str, np.ndarray]:
+        # Embedding is pure computation; doing all of a batch's texts at once is several
+        # times faster, and a vector for a write that is later denied is simply dropped.
+        texts = list(dict.fromkeys(
+            op.content for op in ops
+            if isinstance(op, (WriteOp, UpdateOp)) and isinstance(op.content, str) and op.content.strip()
+        ))
+        if len(texts) < 2:
+            return {}
+        return dict(zip(texts, embed_many(self._embedder, texts)))
+
+    def _vector(self, text: str, vectors: dict[str, np.ndarray]) -> np.ndarray:
+        vec = vectors.get(text)
+        return vec if vec is not None else embed_one(self._embedder, text)
+
+    def _subjects_for(self, principal: Principal) -> frozenset[str]:
+        if not isinstance(principal, Principal):
+            raise InvalidRequest(f"principal must be a memwarden Principal, got {type(principal).__name__}")
+        if not self._policy.knows(principal.id, principal.roles):
+            raise InvalidRequest(f"unknown principal {principal.id!r}: it has no roles and the policy does not name it")
+        return self._policy.subjects(principal.id, principal.roles)
+
+    def _run(self, principal: Principal, op: Op, vectors: dict[str, np.ndarray]) -> Any:
+        action = getattr(op, "action", None)
+        if action not in self._handlers:
+            raise InvalidRequest(f"not a memwarden operation: {type(op).__name__}")
+        facts = _Facts(action, principal if isinstance(principal, Principal) else Principal("invalid"))
+        with operation_span(action) as span:
+            try:
+                facts.subjects = self._subjects_for(principal)
+                op = op.canonical()
+                facts.namespace = op_namespace(op)
+                result = self._handlers[action](op, facts, vectors)
+                facts.outcome = "ok"
+                return result
+            except MemwardenError as exc:
+                facts.outcome = {AccessDenied: "denied", WriteRejected: "rejected"}.get(type(exc), "invalid")
+                facts.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+                raise
+            except Exception as exc:
+                facts.outcome, facts.error = "error", type(exc).__name__
+                raise
+            finally:
+                if not facts.audited:
+                    # Raising here replaces the result: an operation that cannot be audited
+                    # does not return its data (fail closed).
+                    facts.audit_seq = self._audit.append(facts.audit_entry())
+                annotate(span, facts.span_attributes, error=facts.outcome != "ok")
+
+    def _commit(self, facts: _Facts, apply: Callable[[], None]) -> None:
+        """Audit a mutation, then apply it; a failed apply gets a second, compensating entry.
+
+        Auditing first means a crash leaves either an audited record or an audit entry for
+        a record that is absent, never a record that no entry accounts for.
+        """
+        facts.outcome = "ok"
+        facts.audit_seq = self._audit.append(facts.audit_entry())
+        facts.audited = True
+        try:
+            apply()
+        except Exception as exc:
+            facts.outcome, facts.error = "error", f"apply failed after audit: {type(exc).__name__}"
+            self._audit.append(facts.audit_entry())
+            raise
+
+    def _require(self, facts: _Facts, action: str, namespace: Namespace) -> Decision:
+        decision = facts.decided(self._policy.decide(facts.subjects, action, namespace))
+        if not decision.allowed:
+            raise AccessDenied(f"{facts.principal.id!r} may not {action} in {namespace_text(namespace)!r}: "
+                               f"{decision.rule_text}", rule=decision.rule.text if decision.rule else None)
+        return decision
+
+    def _fetch_one(self, rid: str) -> MemoryRecord | None:
+        rows = self._backend.fetch(ids=[rid])
+        return from_row(rows[0]) if rows else None
+
+    def _may_see(self, facts: _Facts, record: MemoryRecord | None) -> bool:
+        return (record is not None and is_visible(record, utcnow())
+                and self._policy.decide(facts.subjects, "read", record.namespace).allowed)
+
+    def _visible(self, facts: _Facts, rid: str) -> MemoryRecord:
+        """The record, if the caller may see it; otherwise the same error as for a missing id,
+        so that a denied caller learns nothing about whether it exists."""
+        record = self._fetch_one(rid)
+        if not self._may_see(facts, record):
+            raise InvalidRequest(f"no record {rid!r} is visible to {facts.principal.id!r}")
+        facts.namespace = record.namespace
+        return record
+
+    def _validated(self, facts: _Facts, record: MemoryRecord) -> MemoryRecord:
+        verdicts = self._validators.run(record, ValidationContext(facts.principal, facts.subjects))
+        facts.verdicts = verdicts
+        outcome = strongest(verdicts)
+        if outcome is Outcome.REJECT:
+            reasons = "; ".join(v.text for v in verdicts if v.outcome is Outcome.REJECT)
+            raise WriteRejected(f"write rejected: {reasons}", verdicts=tuple(verdicts))
+        if outcome is Outcome.QUARANTINE:
+            return record.model_copy(update={"status": Status.QUARANTINED})
+        return record
+
+    def _roles(self, facts: _Facts) -> tuple[str, ...]:
+        return tuple(sorted(facts.subjects - {facts.principal.id}))
+
+    # -- handlers, one per operation kind -----------------------------------------------
+
+    def _write(self, op: WriteOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
+        self._require(facts, "write", op.namespace)
+        for parent in op.parents:
+            if not self._may_see(facts, self._fetch_one(parent)):
+                raise InvalidRequest(f"parent {parent!r} is not a record visible to {facts.principal.id!r}")
+        rid = record_id(facts.principal.id, op.namespace, op.content)
+        facts.record_ids = [rid]
+        now = utcnow()
+        with self._write_lock:
+            existing = self._fetch_one(rid)
+            if existing is not None and existing.status is not Status.FORGOTTEN:
+                facts.rules.append("replay: identical write already stored")
+                return existing
+            record = self._validated(facts, MemoryRecord(
+                id=rid, namespace=op.namespace, content=op.content, kind=op.kind, subjects=op.subjects,
+                writer=facts.principal.id, writer_roles=self._roles(facts), source=op.source,
+                parents=op.parents, created_at=now, valid_from=op.valid_from, valid_to=op.valid_to,
+                expires_at=op.expires_at(now), trust=op.trust, labels=op.labels,
+            ))
+            vector = self._vector(op.content, vectors)
+            self._commit(facts, lambda: self._backend.upsert([rid], [vector], [op.content], [to_metadata(record)]))
+        return record
+
+    def _search(self, op: SearchOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[SearchHit]:
+        scope = self._policy.scope(facts.subjects, "read", op.namespace)
+        if scope.empty:
+            facts.decision = "deny"
+            facts.rules.append("no matching rule (deny by default)")
+            raise AccessDenied(f"{facts.principal.id!r} may not read anything at or below "
+                               f"{namespace_text(op.namespace) or '(root)'!r}")
+        facts.decision = "allow"
+        facts.rules.extend(f"scope: {p.text}" for p in scope.allow)
+        facts.rules.extend(f"scope: not {p.text}" for p in scope.deny)
+        now = utcnow()
+        kinds = {"kind": {"$in": [k.value for k in op.kinds]}} if op.kinds else {}
+        base = [visible_filter(now), kinds]
+        rows = self._backend.query(embed_one(self._embedder, op.query), op.k, all_of(base + [scope_filter(scope)]))
+        hits: list[SearchHit] = []
+        for row, distance in rows:
+            record = from_row(row)
+            # Defence in depth: the enforcer itself must agree with the pushed-down filter.
+            if (record.namespace[: len(op.namespace)] == op.namespace and self._may_see(facts, record)
+                    and (not op.kinds or record.kind in op.kinds)):
+                hits.append(SearchHit(record=record, score=1.0 - float(distance)))
+            else:
+                facts.rechecked_out += 1
+        facts.returned = len(hits)
+        facts.record_ids = [h.record.id for h in hits]
+        if self._count_withheld:
+            facts.withheld = len(self._backend.fetch(where=all_of(base + [outside_scope_filter(scope)])))
+        return hits
+
+    def _get(self, op: GetOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord | None:
+        record = self._fetch_one(op.id)
+        facts.record_ids = [op.id]
+        if record is None:
+            facts.returned = 0
+            return None
+        facts.namespace = record.namespace
+        decision = facts.decided(self._policy.decide(facts.subjects, "read", record.namespace))
+        if not (decision.allowed and is_visible(record, utcnow())):
+            facts.returned, facts.withheld = 0, 1
+            return None
+        facts.returned, facts.withheld = 1, 0
+        return record
+
+    def _update(self, op: UpdateOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
+        with self._write_lock:
+            old = self._visible(facts, op.id)
+            self._require(facts, "update", old.namespace)
+            now = utcnow()
+            new = self._validated(facts, old.model_copy(update={
+                "id": record_id(facts.principal.id, old.namespace, op.content, supersedes=old.id),
+                "content": op.content,
+                "kind": op.kind if op.kind is not None else old.kind,
+                "subjects": op.subjects if op.subjects is not None else old.subjects,
+                "labels": op.labels if op.labels is not None else old.labels,
+                "writer": facts.principal.id, "writer_roles": self._roles(facts),
+                "created_at": now, "version": old.version + 1, "supersedes": old.id,
+                "status": Status.ACTIVE,
+            }))
+            retired = old.model_copy(update={"status": Status.SUPERSEDED, "valid_to": now})
+            facts.record_ids = [new.id, old.id]
+            vector = self._vector(op.content, vectors)
+
+            def apply() -> None:
+                self._backend.upsert([new.id], [vector], [new.content], [to_metadata(new)])
+                self._backend.update_metadata([old.id], [to_metadata(retired)])
+
+            self._commit(facts, apply)
+        return new
+
+    def _forget(self, op: ForgetOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> None:
+        with self._write_lock:
+            old = self._visible(facts, op.id)
+            self._require(facts, "forget", old.namespace)
+            facts.record_ids = [old.id]
+            gone = old.model_copy(update={"status": Status.FORGOTTEN, "valid_to": utcnow()})
+            self._commit(facts, lambda: self._backend.update_metadata([old.id], [to_metadata(gone)]))
+
+    def _erase(self, op: EraseOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> ErasureReceipt:
+        with self._write_lock:
+            found: dict[str, MemoryRecord] = {}
+            frontier = [from_row(r) for r in self._backend.fetch(ids=list(op.ids))] if op.ids else []
+            if op.subject is not None:
+                frontier += [from_row(r) for r in self._backend.fetch(where={"subjects": {"$contains": op.subject}})]
+            direct = len({r.id for r in frontier})
+            # Everything derived from an erased record (provenance parents, later versions)
+            # and every earlier version of it goes too, transitively.
+            while frontier:
+                fresh = [r for r in frontier if r.id not in found]
+                found.update((r.id, r) for r in fresh)
+                if not fresh:
+                    break
+                ids = [r.id for r in fresh]
+                linked = [{"parents": {"$contains": i}} for i in ids] + [{"supersedes": {"$in": ids}}]
+                frontier = [from_row(r) for r in self._backend.fetch(where=any_of(linked))]
+                earlier = [r.supersedes for r in fresh if r.supersedes and r.supersedes not in found]
+                if earlier:
+                    frontier += [from_row(r) for r in self._backend.fetch(ids=earlier)]
+            # All or nothing: every record must be erasable by this caller before any is touched.
+            for record in found.values():
+                self._require(facts, "erase", record.namespace)
+            erased = sorted(found)
+            facts.record_ids = [hashed(i) for i in erased]
+            facts.returned = len(erased)
+            self._commit(facts, lambda: self._backend.delete(erased))
+        return ErasureReceipt(
+            subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(facts.record_ids),
+            count=len(erased), cascaded=len(erased) - direct, actor=facts.principal.id,
+            rules=tuple(dict.fromkeys(facts.rules)), erased_at=utcnow(), audit_seq=facts.audit_seq,
+        )

@@ -1,0 +1,236 @@
+"""Memory operations as small immutable values.
+
+Every call on a Session becomes one of these and goes through ``Memory.batch``. Each op
+knows how to canonicalise itself (``canonical``), which is the edge where bad input becomes
+an InvalidRequest with a precise message, before any policy or storage work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import ClassVar, Union
+
+from memwarden.errors import InvalidRequest
+from memwarden.memory.records import Kind, Source, ensure_kind
+from memwarden.policies.namespace import Namespace, canonical_label, canonical_namespace
+
+#: Longest content accepted, in characters (documented in the README).
+MAX_CONTENT_CHARS = 32_768
+#: Longest query accepted, in characters.
+MAX_QUERY_CHARS = 4_096
+#: Largest k a search may ask for.
+MAX_K = 1_000
+#: Most subjects, parents or labels on one record.
+MAX_LIST = 64
+
+NamespaceLike = Union[str, Sequence[str]]
+
+
+def _text(value: object, what: str, limit: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidRequest(f"{what} is empty")
+    if len(value) > limit:
+        raise InvalidRequest(f"{what} is {len(value)} characters long; the limit is {limit}")
+    if "\x00" in value:
+        raise InvalidRequest(f"{what} contains a NUL character")
+    return value
+
+
+def _names(values: object, what: str) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, (list, tuple, set, frozenset)):
+        raise InvalidRequest(f"{what} must be a list of strings, got {type(values).__name__}")
+    if len(values) > MAX_LIST:
+        raise InvalidRequest(f"{what} has {len(values)} entries; the limit is {MAX_LIST}")
+    return tuple(dict.fromkeys(canonical_label(v, what=what[:-1] if what.endswith("s") else what) for v in values))
+
+
+def _record_id(value: object) -> str:
+    if not isinstance(value, str) or not value.startswith("mem_") or len(value) != 36 \
+            or any(c not in "0123456789abcdef" for c in value[4:]):
+        raise InvalidRequest(f"{value!r} is not a memwarden record id (mem_ + 32 hex digits)")
+    return value
+
+
+def _when(value: object, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidRequest(f"{what} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None:
+        raise InvalidRequest(f"{what} must be timezone-aware (naive datetimes are ambiguous)")
+    return value.astimezone(timezone.utc)
+
+
+def _labels(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(f"labels must be a mapping of strings, got {type(value).__name__}")
+    if len(value) > MAX_LIST:
+        raise InvalidRequest(f"labels has {len(value)} entries; the limit is {MAX_LIST}")
+    out = {}
+    for key, val in value.items():
+        if not isinstance(key, str) or not key or not all(c.isascii() and (c.isalnum() or c == "_") for c in key):
+            raise InvalidRequest(f"label key {key!r} must be ASCII letters, digits or '_'")
+        out[key] = canonical_label(val, what=f"label {key!r}")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOp:
+    """Store a new memory (a retry with the same writer, namespace and content is a no-op)."""
+
+    action: ClassVar[str] = "write"
+
+    content: str
+    namespace: NamespaceLike
+    kind: str | Kind = Kind.FACT
+    subjects: Sequence[str] = ()
+    source: str | Source = Source.AGENT
+    parents: Sequence[str] = ()
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    ttl: float | None = None
+    trust: float = 1.0
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def canonical(self) -> WriteOp:
+        """This op with every field checked and normalised."""
+        try:
+            source = Source(self.source)
+        except ValueError:
+            raise InvalidRequest(f"unknown source {self.source!r}; expected one of "
+                                 + ", ".join(s.value for s in Source)) from None
+        if self.ttl is not None and (not isinstance(self.ttl, (int, float)) or not math.isfinite(self.ttl) or self.ttl <= 0):
+            raise InvalidRequest(f"ttl must be a positive number of seconds, got {self.ttl!r}")
+        if not isinstance(self.trust, (int, float)) or not 0.0 <= self.trust <= 1.0:
+            raise InvalidRequest(f"trust must be between 0 and 1, got {self.trust!r}")
+        valid_from, valid_to = _when(self.valid_from, "valid_from"), _when(self.valid_to, "valid_to")
+        if valid_from and valid_to and valid_to <= valid_from:
+            raise InvalidRequest("valid_to must be after valid_from")
+        return replace(
+            self,
+            content=_text(self.content, "content", MAX_CONTENT_CHARS),
+            namespace=canonical_namespace(self.namespace),
+            kind=ensure_kind(self.kind),
+            subjects=_names(self.subjects, "subjects"),
+            source=source,
+            parents=tuple(_record_id(p) for p in _names(self.parents, "parents")),
+            valid_from=valid_from,
+            valid_to=valid_to,
+            trust=float(self.trust),
+            labels=_labels(self.labels),
+        )
+
+    def expires_at(self, now: datetime) -> datetime | None:
+        """When a record written at ``now`` expires, from ``ttl``."""
+        return now + timedelta(seconds=self.ttl) if self.ttl is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOp:
+    """Semantic search at or below a namespace prefix; returns only what the caller may see."""
+
+    action: ClassVar[str] = "search"
+
+    query: str
+    namespace: NamespaceLike = ()
+    k: int = 5
+    kinds: Sequence[str | Kind] | None = None
+
+    def canonical(self) -> SearchOp:
+        """This op with every field checked and normalised."""
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
+            raise InvalidRequest(f"k must be an integer from 1 to {MAX_K}, got {self.k!r}")
+        kinds = None
+        if self.kinds is not None:
+            if isinstance(self.kinds, str) or not self.kinds:
+                raise InvalidRequest("kinds must be a non-empty list of kinds")
+            kinds = tuple(dict.fromkeys(ensure_kind(k) for k in self.kinds))
+        return replace(self, query=_text(self.query, "query", MAX_QUERY_CHARS),
+                       namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class GetOp:
+    """Fetch one record by id; None when it does not exist or the caller may not see it."""
+
+    action: ClassVar[str] = "get"
+
+    id: str
+
+    def canonical(self) -> GetOp:
+        """This op with its id checked."""
+        return replace(self, id=_record_id(self.id))
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateOp:
+    """Write a new version that supersedes the record ``id``."""
+
+    action: ClassVar[str] = "update"
+
+    id: str
+    content: str
+    kind: str | Kind | None = None
+    subjects: Sequence[str] | None = None
+    labels: Mapping[str, str] | None = None
+
+    def canonical(self) -> UpdateOp:
+        """This op with every field checked and normalised."""
+        return replace(
+            self,
+            id=_record_id(self.id),
+            content=_text(self.content, "content", MAX_CONTENT_CHARS),
+            kind=ensure_kind(self.kind) if self.kind is not None else None,
+            subjects=_names(self.subjects, "subjects") if self.subjects is not None else None,
+            labels=_labels(self.labels) if self.labels is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetOp:
+    """Logically forget one record: it is never returned again."""
+
+    action: ClassVar[str] = "forget"
+
+    id: str
+
+    def canonical(self) -> ForgetOp:
+        """This op with its id checked."""
+        return replace(self, id=_record_id(self.id))
+
+
+@dataclass(frozen=True, slots=True)
+class EraseOp:
+    """Erase every record about ``subject`` (and/or the given ids) and everything derived from them."""
+
+    action: ClassVar[str] = "erase"
+
+    subject: str | None = None
+    ids: Sequence[str] = ()
+
+    def canonical(self) -> EraseOp:
+        """This op with its subject and ids checked."""
+        if self.subject is None and not self.ids:
+            raise InvalidRequest("erase needs a subject or record ids")
+        if isinstance(self.ids, str):
+            raise InvalidRequest("ids must be a list of record ids, not one string")
+        subject = canonical_label(self.subject, what="subject") if self.subject is not None else None
+        return replace(self, subject=subject, ids=tuple(dict.fromkeys(_record_id(i) for i in self.ids)))
+
+
+Op = Union[WriteOp, SearchOp, GetOp, UpdateOp, ForgetOp, EraseOp]
+
+#: The policy action each operation is checked against.
+POLICY_ACTION = {"write": "write", "search": "read", "get": "read", "update": "update",
+                 "forget": "forget", "erase": "erase"}
+
+
+def op_namespace(op: Op) -> Namespace | None:
+    """The namespace an op names directly, if any (for spans and audit)."""
+    ns = getattr(op, "namespace", None)
+    return ns if isinstance(ns, tuple) else None

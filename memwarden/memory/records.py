@@ -1,0 +1,147 @@
+"""The records and results that cross memwarden's public edge (pydantic models)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memwarden.errors import InvalidRequest
+from memwarden.policies.namespace import Namespace, canonical_label, namespace_text
+
+
+class Kind(str, Enum):
+    """What a memory is for (MemGuard's functional kinds, plus lessons from rejected writes)."""
+
+    FACT = "fact"
+    EVENT = "event"
+    RULE = "rule"
+    PREFERENCE = "preference"
+    LESSON = "lesson"
+
+
+class Source(str, Enum):
+    """Where the content came from; external and tool content earns less trust."""
+
+    USER = "user"
+    AGENT = "agent"
+    TOOL = "tool"
+    EXTERNAL = "external"
+
+
+class Status(str, Enum):
+    """Lifecycle state; only ``active`` records are ever returned by search."""
+
+    ACTIVE = "active"
+    QUARANTINED = "quarantined"
+    SUPERSEDED = "superseded"
+    FORGOTTEN = "forgotten"
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC (every timestamp memwarden stores is)."""
+    return datetime.now(timezone.utc)
+
+
+class Principal(BaseModel):
+    """Who is acting: an id and the roles it is given (the policy's ``g`` lines add more)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    roles: tuple[str, ...] = ()
+
+    def __init__(self, id: str, roles: list[str] | tuple[str, ...] = (), **kwargs: object) -> None:  # noqa: A002
+        super().__init__(id=id, roles=tuple(roles), **kwargs)
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        return canonical_label(value, what="principal id")
+
+    @field_validator("roles")
+    @classmethod
+    def _check_roles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(canonical_label(r, what="role") for r in value))
+
+
+def record_id(writer: str, namespace: Namespace, content: str, supersedes: str | None = None) -> str:
+    """Deterministic id: the same writer writing the same content in the same place gets the
+    same id, so a retried write is a no-op. An update also hashes the id it supersedes, so
+    reverting to an older text makes a new version rather than colliding with the old one."""
+    h = hashlib.sha256()
+    for part in (writer, namespace_text(namespace), content, supersedes or ""):
+        h.update(part.encode("utf-8"))
+        h.update(b"\x00")
+    return "mem_" + h.hexdigest()[:32]
+
+
+class MemoryRecord(BaseModel):
+    """One memory with its provenance, lifecycle and temporal fields (immutable once built)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    namespace: Namespace
+    content: str
+    kind: Kind = Kind.FACT
+    subjects: tuple[str, ...] = ()
+    writer: str
+    writer_roles: tuple[str, ...] = ()
+    source: Source = Source.AGENT
+    parents: tuple[str, ...] = ()
+    created_at: datetime = Field(default_factory=utcnow)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    expires_at: datetime | None = None
+    trust: float = Field(default=1.0, ge=0.0, le=1.0)
+    status: Status = Status.ACTIVE
+    version: int = 1
+    supersedes: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def namespace_text(self) -> str:
+        """The namespace as ``a/b/c``."""
+        return namespace_text(self.namespace)
+
+
+class SearchHit(BaseModel):
+    """One search result: the record and its similarity score (1 is identical)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    record: MemoryRecord
+    score: float
+
+
+class ErasureReceipt(BaseModel):
+    """Content-free proof of an erasure: what was removed, by whom, under which rule."""
+
+    model_config = ConfigDict(frozen=True)
+
+    subject: str | None
+    requested_ids: tuple[str, ...] = ()
+    erased_ids_sha256: tuple[str, ...]
+    count: int
+    cascaded: int
+    actor: str
+    rules: tuple[str, ...]
+    erased_at: datetime
+    audit_seq: int | None = None
+
+
+def hashed(value: str) -> str:
+    """sha256 of an identifier, for logs that must not identify a subject."""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def ensure_kind(value: object) -> Kind:
+    """Parse a kind, raising InvalidRequest that lists the allowed values."""
+    try:
+        return Kind(value)
+    except ValueError:
+        allowed = ", ".join(k.value for k in Kind)
+        raise InvalidRequest(f"unknown kind {value!r}; expected one of {allowed}") from None

@@ -1,0 +1,66 @@
+"""``Session``: thin convenience methods over ``Memory.batch`` for one principal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memwarden.memory.ops import EraseOp, ForgetOp, GetOp, NamespaceLike, Op, SearchOp, UpdateOp, WriteOp
+from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source
+
+if TYPE_CHECKING:
+    from memwarden.memory.memory import Memory
+
+
+class Session:
+    """Acts as one principal; every method builds one operation and runs it through the pipeline."""
+
+    def __init__(self, memory: Memory, principal: Principal) -> None:
+        self._memory = memory
+        self._principal = principal
+
+    @property
+    def principal(self) -> Principal:
+        """Who this session acts as."""
+        return self._principal
+
+    def batch(self, ops: Iterable[Op]) -> list[Any]:
+        """Run several operations in order; see ``Memory.batch``."""
+        return self._memory.batch(self._principal, ops)
+
+    def _one(self, op: Op) -> Any:
+        return self._memory.batch(self._principal, [op])[0]
+
+    def write(self, content: str, namespace: NamespaceLike, *, kind: str | Kind = Kind.FACT,
+              subjects: Sequence[str] = (), source: str | Source = Source.AGENT, parents: Sequence[str] = (),
+              valid_from: datetime | None = None, valid_to: datetime | None = None, ttl: float | None = None,
+              trust: float = 1.0, labels: Mapping[str, str] | None = None) -> MemoryRecord:
+        """Store a memory; raises AccessDenied, WriteRejected or InvalidRequest. A flagged write
+        comes back with status ``quarantined`` and stays invisible to search until approved."""
+        return self._one(WriteOp(content, namespace, kind, tuple(subjects), source, tuple(parents),
+                                 valid_from, valid_to, ttl, trust, dict(labels or {})))
+
+    def search(self, query: str, namespace: NamespaceLike = (), *, k: int = 5,
+               kinds: Sequence[str | Kind] | None = None) -> list[SearchHit]:
+        """Up to ``k`` nearest memories at or below ``namespace`` that this principal may see."""
+        return self._one(SearchOp(query, namespace, k, kinds))
+
+    def get(self, id: str) -> MemoryRecord | None:  # noqa: A002 - the contract's name
+        """The record, or None when it does not exist or this principal may not see it."""
+        return self._one(GetOp(id))
+
+    def update(self, id: str, content: str, *, kind: str | Kind | None = None,  # noqa: A002
+               subjects: Sequence[str] | None = None, labels: Mapping[str, str] | None = None) -> MemoryRecord:
+        """Write a new version that supersedes ``id``; returns the new version."""
+        return self._one(UpdateOp(id, content, kind, tuple(subjects) if subjects is not None else None,
+                                  dict(labels) if labels is not None else None))
+
+    def forget(self, id: str) -> None:  # noqa: A002
+        """Logically forget a record: it is never returned again."""
+        self._one(ForgetOp(id))
+
+    def erase(self, subject: str | None = None, *, ids: Sequence[str] = ()) -> ErasureReceipt:
+        """Erase every record about ``subject`` (and/or ``ids``) and all records derived from them.
+        All or nothing: if any one may not be erased, nothing is and AccessDenied is raised."""
+        return self._one(EraseOp(subject, tuple(ids)))

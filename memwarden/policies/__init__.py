@@ -1,0 +1,1 @@
+"""Casbin model and policies, namespace canonicalisation, decisions, read-filter pushdown."""

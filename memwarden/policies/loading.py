@@ -1,0 +1,141 @@
+"""Reading policy data: the CSV format of the design, validated line by line.
+
+Policy is data. This module turns a file (or text) into validated rules and role links and
+hands them to pycasbin through its Adapter interface, so the enforcer never sees a line that
+did not pass the checks below.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from casbin import persist
+
+from memwarden.errors import InvalidRequest, PolicyError
+from memwarden.policies.namespace import canonical_label
+from memwarden.policies.patterns import NamespacePattern, parse_pattern
+
+ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin")
+EFFECTS = ("allow", "deny")
+BUNDLED_POLICIES = ("hospital", "office", "household")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One ``p`` line: who, where, which action, and whether it allows or denies."""
+
+    subject: str
+    pattern: NamespacePattern
+    action: str
+    effect: str
+    origin: str
+
+    @property
+    def text(self) -> str:
+        """The rule as a policy line, for explanations and audit."""
+        return f"p, {self.subject}, {self.pattern.text}, {self.action}, {self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class RoleLink:
+    """One ``g`` line: ``member`` holds ``role``."""
+
+    member: str
+    role: str
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyData:
+    """Everything a policy source contains, validated."""
+
+    rules: tuple[Rule, ...]
+    links: tuple[RoleLink, ...]
+
+
+def _name(value: str, where: str, what: str) -> str:
+    try:
+        return canonical_label(value, what=what)
+    except InvalidRequest as exc:
+        raise PolicyError(f"{where}: {exc}") from None
+
+
+def parse_policy_text(text: str, *, source: str = "<policy>") -> PolicyData:
+    """Parse policy CSV text; raise PolicyError naming the source line of the first problem."""
+    rules: list[Rule] = []
+    links: list[RoleLink] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{source}:{lineno}"
+        fields = [f.strip() for f in next(csv.reader(io.StringIO(line), skipinitialspace=True))]
+        kind, args = fields[0], fields[1:]
+        if kind == "p":
+            if len(args) not in (3, 4):
+                raise PolicyError(f"{where}: a p line has 3 or 4 fields after 'p' (role, pattern, action[, allow|deny]), got {len(args)}")
+            subject = _name(args[0], where, "rule subject")
+            try:
+                pattern = parse_pattern(args[1])
+            except PolicyError as exc:
+                raise PolicyError(f"{where}: {exc}") from None
+            action = args[2]
+            if action not in ACTIONS:
+                raise PolicyError(f"{where}: unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
+            effect = args[3] if len(args) == 4 else "allow"
+            if effect not in EFFECTS:
+                raise PolicyError(f"{where}: unknown effect {effect!r}; expected allow or deny")
+            rules.append(Rule(subject, pattern, action, effect, where))
+        elif kind == "g":
+            if len(args) != 2:
+                raise PolicyError(f"{where}: a g line has 2 fields after 'g' (principal, role), got {len(args)}")
+            links.append(RoleLink(_name(args[0], where, "principal"), _name(args[1], where, "role"), where))
+        else:
+            raise PolicyError(f"{where}: a line starts with 'p' or 'g', not {kind!r}")
+    return PolicyData(tuple(rules), tuple(links))
+
+
+def bundled_policy_path(name: str) -> Path:
+    """Path of a policy shipped with memwarden (``hospital``, ``office``, ``household``)."""
+    if name not in BUNDLED_POLICIES:
+        raise PolicyError(f"no bundled policy {name!r}; bundled ones are {', '.join(BUNDLED_POLICIES)}")
+    return Path(str(resources.files("memwarden.policies") / "bundled" / f"{name}.csv"))
+
+
+def bundled_model_path() -> str:
+    """Path of the bundled Casbin model file."""
+    return str(resources.files("memwarden.policies") / "bundled" / "model.conf")
+
+
+def read_policy(source: str | Path | None) -> PolicyData:
+    """Load policy data from a CSV path, a bundled policy name, or nothing (deny everything)."""
+    if source is None:
+        return PolicyData((), ())
+    path = Path(source)
+    if not path.exists() and isinstance(source, str) and source in BUNDLED_POLICIES:
+        path = bundled_policy_path(source)
+    if not path.is_file():
+        raise PolicyError(f"policy file {str(source)!r} does not exist")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"policy file {str(path)!r} is not UTF-8: {exc}") from None
+    return parse_policy_text(text, source=str(path))
+
+
+class PolicyDataAdapter(persist.Adapter):
+    """A read-only pycasbin adapter over already validated PolicyData."""
+
+    def __init__(self, data: PolicyData) -> None:
+        self.data = data
+
+    def load_policy(self, model) -> None:  # noqa: ANN001 - pycasbin's Model has no public type
+        """Load every validated rule and role link into the Casbin model."""
+        for rule in self.data.rules:
+            model.add_policy("p", "p", [rule.subject, rule.pattern.text, rule.action, rule.effect])
+        for link in self.data.links:
+            model.add_policy("g", "g", [link.member, link.role])

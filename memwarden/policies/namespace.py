@@ -1,0 +1,77 @@
+"""Canonical namespaces: the only form in which labels are ever compared or stored.
+
+A namespace is a tuple of labels, as in LangGraph; ``"ward3/patients/p12"`` is accepted as
+shorthand. Every label is NFKC-normalised and then checked, so that two spellings that look
+alike either become the same label or are refused. Matching elsewhere is label by label on
+these tuples, never on raw strings.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from urllib.parse import unquote
+
+from memwarden.errors import InvalidRequest
+
+Namespace = tuple[str, ...]
+
+#: Longest label, in characters after normalisation.
+MAX_LABEL_CHARS = 128
+#: Deepest namespace; records store one metadata field per level, so depth is bounded.
+MAX_DEPTH = 8
+
+# Format (Cf) covers zero-width and bidi controls; Co/Cn/Cs are private, unassigned and
+# surrogate code points. None of them has a visible spelling, so none belongs in a label.
+_FORBIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"}
+_RESERVED = {".", "..", "*", "**"}
+
+
+def canonical_label(label: object, *, what: str = "namespace label") -> str:
+    """Return the canonical form of one label, or raise InvalidRequest saying what is wrong."""
+    if not isinstance(label, str):
+        raise InvalidRequest(f"{what} must be a string, got {type(label).__name__}")
+    text = unicodedata.normalize("NFKC", label)
+    if not text:
+        raise InvalidRequest(f"{what} is empty")
+    if len(text) > MAX_LABEL_CHARS:
+        raise InvalidRequest(f"{what} is {len(text)} characters long; the limit is {MAX_LABEL_CHARS}")
+    if text != text.strip():
+        raise InvalidRequest(f"{what} {label!r} has leading or trailing whitespace")
+    for ch in text:
+        if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
+            raise InvalidRequest(f"{what} {label!r} contains the control or invisible character U+{ord(ch):04X}")
+    if "/" in text or "\\" in text:
+        raise InvalidRequest(f"{what} {label!r} contains a path separator")
+    if text in _RESERVED:
+        raise InvalidRequest(f"{what} {label!r} is reserved")
+    # A label is never decoded here, but a downstream system might: refuse labels that
+    # percent-decode into traversal or separators so no consumer can be tricked later.
+    decoded = unicodedata.normalize("NFKC", unquote(text))
+    if decoded != text and (decoded in _RESERVED or "/" in decoded or "\\" in decoded or "\x00" in decoded):
+        raise InvalidRequest(f"{what} {label!r} percent-decodes to {decoded!r}")
+    return text
+
+
+def split_namespace(namespace: object) -> tuple[object, ...]:
+    """Turn the accepted input forms (tuple, list or "a/b/c") into a raw tuple of labels."""
+    if isinstance(namespace, str):
+        return tuple(namespace.split("/")) if namespace else ()
+    if isinstance(namespace, (tuple, list)):
+        return tuple(namespace)
+    raise InvalidRequest(f"namespace must be a tuple of labels or an 'a/b/c' string, got {type(namespace).__name__}")
+
+
+def canonical_namespace(namespace: object, *, allow_empty: bool = False) -> Namespace:
+    """Canonicalise a namespace; raise InvalidRequest naming the first bad label."""
+    labels = split_namespace(namespace)
+    if not labels and not allow_empty:
+        raise InvalidRequest("namespace is empty; give at least one label")
+    if len(labels) > MAX_DEPTH:
+        raise InvalidRequest(f"namespace has {len(labels)} labels; the limit is {MAX_DEPTH}")
+    return tuple(canonical_label(label, what=f"namespace label {i}") for i, label in enumerate(labels))
+
+
+def namespace_text(namespace: Sequence[str]) -> str:
+    """The display and storage form of a canonical namespace ("a/b/c")."""
+    return "/".join(namespace)
