@@ -52,6 +52,7 @@ def to_metadata(record: MemoryRecord) -> dict[str, Any]:
         "valid_from": _ts(record.valid_from),
         "valid_to": _ts(record.valid_to),
         "supersedes": record.supersedes,
+        "key": record.key,
     }
     meta.update({k: v for k, v in optional.items() if v not in (None, [])})
     for key, value in record.labels.items():
@@ -81,5 +82,6 @@ def from_row(row: StoredRow) -> MemoryRecord:
         status=m["status"],
         version=int(m.get("version", 1)),
         supersedes=m.get("supersedes"),
+        key=m.get("key"),
         labels={k[len(LABEL_PREFIX):]: v for k, v in m.items() if k.startswith(LABEL_PREFIX)},
     )

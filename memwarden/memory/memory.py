@@ -32,7 +32,7 @@ from memwarden.memory.ops import (
     POLICY_ACTION, EraseOp, ForgetOp, GetOp, Op, SearchOp, UpdateOp, WriteOp, op_namespace,
 )
 from memwarden.memory.records import (
-    ErasureReceipt, MemoryRecord, Principal, SearchHit, Status, hashed, record_id, utcnow,
+    ErasureReceipt, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
 )
 from memwarden.policies.engine import Decision, PolicyEngine
 from memwarden.policies.namespace import Namespace, namespace_text
@@ -305,19 +305,25 @@ class Memory:
         for parent in op.parents:
             if not self._may_see(facts, self._fetch_one(parent)):
                 raise InvalidRequest(f"parent {parent!r} is not a record visible to {facts.principal.id!r}")
-        rid = record_id(facts.principal.id, op.namespace, op.content)
+        keyed = op.key is not None
+        rid = keyed_id(op.namespace, op.key) if keyed else record_id(facts.principal.id, op.namespace, op.content)
         facts.record_ids = [rid]
         now = utcnow()
+        version = 1
         with self._write_lock:
             existing = self._fetch_one(rid)
             if existing is not None and existing.status is not Status.FORGOTTEN:
-                facts.rules.append("replay: identical write already stored")
-                return existing
+                if not keyed:
+                    facts.rules.append("replay: identical write already stored")
+                    return existing
+                # Overwriting a keyed item replaces what others wrote: that is an update.
+                self._require(facts, "update", op.namespace)
+                version = existing.version + 1
             record = self._validated(facts, MemoryRecord(
                 id=rid, namespace=op.namespace, content=op.content, kind=op.kind, subjects=op.subjects,
                 writer=facts.principal.id, writer_roles=self._roles(facts), source=op.source,
                 parents=op.parents, created_at=now, valid_from=op.valid_from, valid_to=op.valid_to,
-                expires_at=op.expires_at(now), trust=op.trust, labels=op.labels,
+                expires_at=op.expires_at(now), trust=op.trust, labels=op.labels, key=op.key, version=version,
             ))
             vector = self._vector(op.content, vectors)
             self._commit(facts, lambda: self._backend.upsert([rid], [vector], [op.content], [to_metadata(record)]))

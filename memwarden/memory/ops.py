@@ -23,6 +23,8 @@ MAX_CONTENT_CHARS = 32_768
 MAX_QUERY_CHARS = 4_096
 #: Largest k a search may ask for.
 MAX_K = 1_000
+#: Longest addressable key (LangGraph store keys), in characters.
+MAX_KEY_CHARS = 1_024
 #: Most subjects, parents or labels on one record.
 MAX_LIST = 64
 
@@ -96,6 +98,7 @@ class WriteOp:
     ttl: float | None = None
     trust: float = 1.0
     labels: Mapping[str, str] = field(default_factory=dict)
+    key: str | None = None
 
     def canonical(self) -> WriteOp:
         """This op with every field checked and normalised."""
@@ -123,6 +126,7 @@ class WriteOp:
             valid_to=valid_to,
             trust=float(self.trust),
             labels=_labels(self.labels),
+            key=_text(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
         )
 
     def expires_at(self, now: datetime) -> datetime | None:

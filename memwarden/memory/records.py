@@ -67,6 +67,16 @@ class Principal(BaseModel):
         return tuple(dict.fromkeys(canonical_label(r, what="role") for r in value))
 
 
+def keyed_id(namespace: Namespace, key: str) -> str:
+    """Id of an addressable item (a LangGraph store key): one id per (namespace, key), so a
+    put to the same key overwrites instead of adding."""
+    h = hashlib.sha256()
+    for part in ("key", namespace_text(namespace), key):
+        h.update(part.encode("utf-8"))
+        h.update(b"\x00")
+    return "mem_" + h.hexdigest()[:32]
+
+
 def record_id(writer: str, namespace: Namespace, content: str, supersedes: str | None = None) -> str:
     """Deterministic id: the same writer writing the same content in the same place gets the
     same id, so a retried write is a no-op. An update also hashes the id it supersedes, so
@@ -101,6 +111,7 @@ class MemoryRecord(BaseModel):
     version: int = 1
     supersedes: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+    key: str | None = None
 
     @property
     def namespace_text(self) -> str:
