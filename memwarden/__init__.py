@@ -6,14 +6,14 @@ OpenTelemetry and written to a hash-chained audit log.
 
 from memwarden.errors import AccessDenied, AuditError, InvalidRequest, MemwardenError, PolicyError, WriteRejected
 from memwarden.memory.memory import Memory
-from memwarden.memory.ops import EraseOp, ForgetOp, GetOp, SearchOp, UpdateOp, WriteOp
+from memwarden.memory.ops import EraseOp, ForgetOp, GetOp, ListNamespacesOp, SearchOp, UpdateOp, WriteOp
 from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source, Status
 from memwarden.memory.session import Session
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AccessDenied", "AuditError", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind",
+    "AccessDenied", "AuditError", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind", "ListNamespacesOp",
     "Memory", "MemoryRecord", "MemwardenError", "PolicyError", "Principal", "SearchHit", "SearchOp", "Session",
     "Source", "Status", "UpdateOp", "WriteOp", "WriteRejected",
 ]

@@ -21,6 +21,7 @@ SPAN_NAMES = {
     "write": "create_memory",
     "update": "update_memory",
     "search": "search_memory",
+    "list": "search_memory",
     "get": "get_memory",
     "forget": "delete_memory",
     "erase": "delete_memory",

@@ -38,8 +38,8 @@ class Backend(Protocol):
         """Replace the metadata of existing rows (text and vector unchanged)."""
 
     def fetch(self, ids: Sequence[str] | None = None, where: Where | None = None,
-              limit: int | None = None) -> list[StoredRow]:
-        """Rows by id and/or metadata filter."""
+              limit: int | None = None, offset: int | None = None) -> list[StoredRow]:
+        """Rows by id and/or metadata filter, in storage order."""
 
     def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
         """The k nearest rows that pass ``where``, with cosine distances."""
@@ -87,9 +87,9 @@ class ChromaBackend:
     def update_metadata(self, ids, metadatas) -> None:  # noqa: D102
         self._col.update(ids=list(ids), metadatas=list(metadatas))
 
-    def fetch(self, ids=None, where=None, limit=None) -> list[StoredRow]:  # noqa: D102
+    def fetch(self, ids=None, where=None, limit=None, offset=None) -> list[StoredRow]:  # noqa: D102
         got = self._col.get(ids=list(ids) if ids is not None else None, where=where or None,
-                            limit=limit, include=["documents", "metadatas"])
+                            limit=limit, offset=offset, include=["documents", "metadatas"])
         return _rows(got["ids"], got["documents"], got["metadatas"])
 
     def query(self, embedding, k, where) -> list[tuple[StoredRow, float]]:  # noqa: D102

@@ -29,12 +29,12 @@ from memwarden.memory.backends import Backend, ChromaBackend
 from memwarden.memory.codec import from_row, to_metadata
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.ops import (
-    POLICY_ACTION, EraseOp, ForgetOp, GetOp, Op, SearchOp, UpdateOp, WriteOp, op_namespace,
+    POLICY_ACTION, EraseOp, ForgetOp, GetOp, ListNamespacesOp, Op, SearchOp, UpdateOp, WriteOp, op_namespace,
 )
 from memwarden.memory.records import (
     ErasureReceipt, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
 )
-from memwarden.policies.engine import Decision, PolicyEngine
+from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
 from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
 
@@ -121,7 +121,7 @@ class Memory:
         self._write_lock = threading.RLock()
         self._closed = False
         self._handlers: dict[str, Callable[[Any, _Facts, dict[str, np.ndarray]], Any]] = {
-            "write": self._write, "search": self._search, "get": self._get,
+            "write": self._write, "search": self._search, "list": self._list, "get": self._get,
             "update": self._update, "forget": self._forget, "erase": self._erase,
         }
 
@@ -267,6 +267,18 @@ class Memory:
                                f"{decision.rule_text}", rule=decision.rule.text if decision.rule else None)
         return decision
 
+    def _read_scope(self, facts: _Facts, prefix: Namespace) -> ReadScope:
+        scope = self._policy.scope(facts.subjects, "read", prefix)
+        if scope.empty:
+            facts.decision = "deny"
+            facts.rules.append("no matching rule (deny by default)")
+            raise AccessDenied(f"{facts.principal.id!r} may not read anything at or below "
+                               f"{namespace_text(prefix) or '(root)'!r}")
+        facts.decision = "allow"
+        facts.rules.extend(f"scope: {p.text}" for p in scope.allow)
+        facts.rules.extend(f"scope: not {p.text}" for p in scope.deny)
+        return scope
+
     def _fetch_one(self, rid: str) -> MemoryRecord | None:
         rows = self._backend.fetch(ids=[rid])
         return from_row(rows[0]) if rows else None
@@ -330,26 +342,23 @@ class Memory:
         return record
 
     def _search(self, op: SearchOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[SearchHit]:
-        scope = self._policy.scope(facts.subjects, "read", op.namespace)
-        if scope.empty:
-            facts.decision = "deny"
-            facts.rules.append("no matching rule (deny by default)")
-            raise AccessDenied(f"{facts.principal.id!r} may not read anything at or below "
-                               f"{namespace_text(op.namespace) or '(root)'!r}")
-        facts.decision = "allow"
-        facts.rules.extend(f"scope: {p.text}" for p in scope.allow)
-        facts.rules.extend(f"scope: not {p.text}" for p in scope.deny)
+        scope = self._read_scope(facts, op.namespace)
         now = utcnow()
         kinds = {"kind": {"$in": [k.value for k in op.kinds]}} if op.kinds else {}
         base = [visible_filter(now), kinds]
-        rows = self._backend.query(embed_one(self._embedder, op.query), op.k, all_of(base + [scope_filter(scope)]))
+        where = all_of(base + [scope_filter(scope)])
+        if op.query is None:
+            found = [(row, None) for row in self._backend.fetch(where=where, limit=op.k, offset=op.offset)]
+        else:
+            vector = embed_one(self._embedder, op.query)
+            found = self._backend.query(vector, op.offset + op.k, where)[op.offset:]
         hits: list[SearchHit] = []
-        for row, distance in rows:
+        for row, distance in found:
             record = from_row(row)
             # Defence in depth: the enforcer itself must agree with the pushed-down filter.
             if (record.namespace[: len(op.namespace)] == op.namespace and self._may_see(facts, record)
                     and (not op.kinds or record.kind in op.kinds)):
-                hits.append(SearchHit(record=record, score=1.0 - float(distance)))
+                hits.append(SearchHit(record=record, score=None if distance is None else 1.0 - float(distance)))
             else:
                 facts.rechecked_out += 1
         facts.returned = len(hits)
@@ -357,6 +366,20 @@ class Memory:
         if self._count_withheld:
             facts.withheld = len(self._backend.fetch(where=all_of(base + [outside_scope_filter(scope)])))
         return hits
+
+    def _list(self, op: ListNamespacesOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[Namespace]:
+        scope = self._read_scope(facts, op.prefix)
+        now = utcnow()
+        seen: dict[Namespace, None] = {}
+        for row in self._backend.fetch(where=all_of([visible_filter(now), scope_filter(scope)])):
+            record = from_row(row)
+            if record.namespace[: len(op.prefix)] == op.prefix and self._may_see(facts, record):
+                seen[record.namespace[: op.max_depth] if op.max_depth else record.namespace] = None
+            else:
+                facts.rechecked_out += 1
+        found = sorted(seen)[op.offset: op.offset + op.limit]
+        facts.returned = len(found)
+        return found
 
     def _get(self, op: GetOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord | None:
         record = self._fetch_one(op.id)

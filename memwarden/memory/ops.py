@@ -136,26 +136,61 @@ class WriteOp:
 
 @dataclass(frozen=True, slots=True)
 class SearchOp:
-    """Semantic search at or below a namespace prefix; returns only what the caller may see."""
+    """Search at or below a namespace prefix; returns only what the caller may see.
+
+    With a ``query`` the results are the nearest memories; without one they are listed in
+    storage order (LangGraph's filter-only search). ``offset`` skips that many results.
+    """
 
     action: ClassVar[str] = "search"
 
-    query: str
+    query: str | None
     namespace: NamespaceLike = ()
     k: int = 5
     kinds: Sequence[str | Kind] | None = None
+    offset: int = 0
 
     def canonical(self) -> SearchOp:
         """This op with every field checked and normalised."""
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
             raise InvalidRequest(f"k must be an integer from 1 to {MAX_K}, got {self.k!r}")
+        if isinstance(self.offset, bool) or not isinstance(self.offset, int) or not 0 <= self.offset <= MAX_K:
+            raise InvalidRequest(f"offset must be an integer from 0 to {MAX_K}, got {self.offset!r}")
         kinds = None
         if self.kinds is not None:
             if isinstance(self.kinds, str) or not self.kinds:
                 raise InvalidRequest("kinds must be a non-empty list of kinds")
             kinds = tuple(dict.fromkeys(ensure_kind(k) for k in self.kinds))
-        return replace(self, query=_text(self.query, "query", MAX_QUERY_CHARS),
-                       namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds)
+        query = _text(self.query, "query", MAX_QUERY_CHARS) if self.query is not None else None
+        return replace(self, query=query, namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class ListNamespacesOp:
+    """The distinct namespaces at or below ``prefix`` that hold records the caller may see."""
+
+    action: ClassVar[str] = "list"
+
+    prefix: NamespaceLike = ()
+    max_depth: int | None = None
+    limit: int = 100
+    offset: int = 0
+
+    def canonical(self) -> ListNamespacesOp:
+        """This op with every field checked and normalised."""
+        for name in ("limit", "offset"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "limit" else 0):
+                raise InvalidRequest(f"{name} must be a {'positive' if name == 'limit' else 'non-negative'} integer, got {value!r}")
+        if self.max_depth is not None and (isinstance(self.max_depth, bool) or not isinstance(self.max_depth, int)
+                                           or self.max_depth < 1):
+            raise InvalidRequest(f"max_depth must be a positive integer or None, got {self.max_depth!r}")
+        return replace(self, prefix=canonical_namespace(self.prefix, allow_empty=True))
+
+    @property
+    def namespace(self) -> NamespaceLike:
+        """The prefix, under the name spans and audit use."""
+        return self.prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,10 +262,10 @@ class EraseOp:
         return replace(self, subject=subject, ids=tuple(dict.fromkeys(_record_id(i) for i in self.ids)))
 
 
-Op = Union[WriteOp, SearchOp, GetOp, UpdateOp, ForgetOp, EraseOp]
+Op = Union[WriteOp, SearchOp, ListNamespacesOp, GetOp, UpdateOp, ForgetOp, EraseOp]
 
 #: The policy action each operation is checked against.
-POLICY_ACTION = {"write": "write", "search": "read", "get": "read", "update": "update",
+POLICY_ACTION = {"write": "write", "search": "read", "list": "read", "get": "read", "update": "update",
                  "forget": "forget", "erase": "erase"}
 
 

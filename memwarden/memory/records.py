@@ -120,12 +120,13 @@ class MemoryRecord(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """One search result: the record and its similarity score (1 is identical)."""
+    """One search result: the record and its similarity score (1 is identical; None when
+    the search had no query and merely listed records)."""
 
     model_config = ConfigDict(frozen=True)
 
     record: MemoryRecord
-    score: float
+    score: float | None
 
 
 class ErasureReceipt(BaseModel):

@@ -6,7 +6,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memwarden.memory.ops import EraseOp, ForgetOp, GetOp, NamespaceLike, Op, SearchOp, UpdateOp, WriteOp
+from memwarden.memory.ops import (
+    EraseOp, ForgetOp, GetOp, ListNamespacesOp, NamespaceLike, Op, SearchOp, UpdateOp, WriteOp,
+)
+from memwarden.policies.namespace import Namespace
 from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source
 
 if TYPE_CHECKING:
@@ -41,10 +44,16 @@ class Session:
         return self._one(WriteOp(content, namespace, kind, tuple(subjects), source, tuple(parents),
                                  valid_from, valid_to, ttl, trust, dict(labels or {})))
 
-    def search(self, query: str, namespace: NamespaceLike = (), *, k: int = 5,
-               kinds: Sequence[str | Kind] | None = None) -> list[SearchHit]:
-        """Up to ``k`` nearest memories at or below ``namespace`` that this principal may see."""
-        return self._one(SearchOp(query, namespace, k, kinds))
+    def search(self, query: str | None, namespace: NamespaceLike = (), *, k: int = 5,
+               kinds: Sequence[str | Kind] | None = None, offset: int = 0) -> list[SearchHit]:
+        """Up to ``k`` nearest memories at or below ``namespace`` that this principal may see
+        (``query=None`` lists them instead)."""
+        return self._one(SearchOp(query, namespace, k, kinds, offset))
+
+    def list_namespaces(self, prefix: NamespaceLike = (), *, max_depth: int | None = None,
+                        limit: int = 100, offset: int = 0) -> list[Namespace]:
+        """Namespaces at or below ``prefix`` holding records this principal may see, sorted."""
+        return self._one(ListNamespacesOp(prefix, max_depth, limit, offset))
 
     def get(self, id: str) -> MemoryRecord | None:  # noqa: A002 - the contract's name
         """The record, or None when it does not exist or this principal may not see it."""
