@@ -287,14 +287,27 @@ class Memory:
         return (record is not None and is_visible(record, utcnow())
                 and self._policy.decide(facts.subjects, "read", record.namespace).allowed)
 
-    def _visible(self, facts: _Facts, rid: str) -> MemoryRecord:
-        """The record, if the caller may see it; otherwise the same error as for a missing id,
-        so that a denied caller learns nothing about whether it exists."""
+    def _target(self, facts: _Facts, rid: str, *, superseded_ok: bool = False) -> MemoryRecord:
+        """The record an update or forget acts on. A record the caller may not read gets the
+        same error as a missing id, so a denied caller learns nothing about whether it exists."""
         record = self._fetch_one(rid)
-        if not self._may_see(facts, record):
+        readable = record is not None and self._policy.decide(facts.subjects, "read", record.namespace).allowed
+        if readable and superseded_ok and record.status is Status.SUPERSEDED:
+            facts.namespace = record.namespace
+            return record
+        if not (readable and is_visible(record, utcnow())):
             raise InvalidRequest(f"no record {rid!r} is visible to {facts.principal.id!r}")
         facts.namespace = record.namespace
         return record
+
+    def _lineage(self, record: MemoryRecord) -> list[MemoryRecord]:
+        """Every version of the memory ``record`` belongs to, oldest first."""
+        chain = [record]
+        while chain[0].supersedes and (older := self._fetch_one(chain[0].supersedes)) is not None:
+            chain.insert(0, older)
+        while newer := self._backend.fetch(where={"supersedes": chain[-1].id}, limit=1):
+            chain.append(from_row(newer[0]))
+        return chain
 
     def _validated(self, facts: _Facts, record: MemoryRecord) -> MemoryRecord:
         verdicts = self._validators.run(record, ValidationContext(facts.principal, facts.subjects))
@@ -397,7 +410,7 @@ class Memory:
 
     def _update(self, op: UpdateOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
         with self._write_lock:
-            old = self._visible(facts, op.id)
+            old = self._target(facts, op.id)
             self._require(facts, "update", old.namespace)
             now = utcnow()
             new = self._validated(facts, old.model_copy(update={
@@ -422,12 +435,17 @@ class Memory:
         return new
 
     def _forget(self, op: ForgetOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> None:
+        # Forgetting is about the memory, not one version: an id from before an update still
+        # names it, and every version of it goes, so no older text resurfaces in history.
         with self._write_lock:
-            old = self._visible(facts, op.id)
-            self._require(facts, "forget", old.namespace)
-            facts.record_ids = [old.id]
-            gone = old.model_copy(update={"status": Status.FORGOTTEN, "valid_to": utcnow()})
-            self._commit(facts, lambda: self._backend.update_metadata([old.id], [to_metadata(gone)]))
+            target = self._target(facts, op.id, superseded_ok=True)
+            self._require(facts, "forget", target.namespace)
+            now = utcnow()
+            versions = [r for r in self._lineage(target) if r.status is not Status.FORGOTTEN]
+            facts.record_ids = [r.id for r in versions]
+            gone = [r.model_copy(update={"status": Status.FORGOTTEN, "valid_to": r.valid_to or now}) for r in versions]
+            self._commit(facts, lambda: self._backend.update_metadata([r.id for r in gone],
+                                                                       [to_metadata(r) for r in gone]))
 
     def _erase(self, op: EraseOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> ErasureReceipt:
         with self._write_lock:

@@ -25,6 +25,35 @@ MAX_DEPTH = 8
 # surrogate code points. None of them has a visible spelling, so none belongs in a label.
 _FORBIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"}
 _RESERVED = {".", "..", "*", "**"}
+# Unicode's Default_Ignorable_Code_Point ranges: rendered as nothing, so a label holding one
+# looks exactly like a label without it. Most are Cf (caught above); these are not: variation
+# selectors, the combining grapheme joiner, Hangul fillers and a few reserved blocks.
+_DEFAULT_IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+#: Percent-decoding rounds tried on a label (catches double and triple encoding).
+_MAX_DECODE_ROUNDS = 4
+
+
+def _invisible(ch: str) -> bool:
+    if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
+        return True
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _DEFAULT_IGNORABLE)
+
+
+def _percent_decodings(text: str) -> list[str]:
+    """The label after one, two, ... rounds of percent-decoding, until nothing changes."""
+    out = []
+    for _ in range(_MAX_DECODE_ROUNDS):
+        decoded = unicodedata.normalize("NFKC", unquote(text))
+        if decoded == text:
+            break
+        out.append(text := decoded)
+    return out
 
 
 def canonical_label(label: object, *, what: str = "namespace label") -> str:
@@ -39,7 +68,7 @@ def canonical_label(label: object, *, what: str = "namespace label") -> str:
     if text != text.strip():
         raise InvalidRequest(f"{what} {label!r} has leading or trailing whitespace")
     for ch in text:
-        if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
+        if _invisible(ch):
             raise InvalidRequest(f"{what} {label!r} contains the control or invisible character U+{ord(ch):04X}")
     if "/" in text or "\\" in text:
         raise InvalidRequest(f"{what} {label!r} contains a path separator")
@@ -47,9 +76,9 @@ def canonical_label(label: object, *, what: str = "namespace label") -> str:
         raise InvalidRequest(f"{what} {label!r} is reserved")
     # A label is never decoded here, but a downstream system might: refuse labels that
     # percent-decode into traversal or separators so no consumer can be tricked later.
-    decoded = unicodedata.normalize("NFKC", unquote(text))
-    if decoded != text and (decoded in _RESERVED or "/" in decoded or "\\" in decoded or "\x00" in decoded):
-        raise InvalidRequest(f"{what} {label!r} percent-decodes to {decoded!r}")
+    for decoded in _percent_decodings(text):
+        if decoded in _RESERVED or "/" in decoded or "\\" in decoded or "\x00" in decoded:
+            raise InvalidRequest(f"{what} {label!r} percent-decodes to {decoded!r}")
     return text
 
 

@@ -1,0 +1,267 @@
+"""Tools for policy authors: explain one decision, and lint a policy before it is deployed.
+
+``explain`` answers "may this principal do this here, and which line decides?" with the same
+canonicalisation and engine the governed path uses. ``lint`` reads a policy (text, a file, or
+already parsed data) and reports, with line numbers, every line that is malformed, can never
+match, never changes a decision, or is probably a mistake. Lint never raises on a bad policy:
+parse errors are findings like any other.
+
+Every "never matches" or "redundant" finding is exact, not a heuristic: it follows from the
+matching rules (label by label, ``*`` = one label, trailing ``**`` = one or more labels,
+deny overrides allow, subjects = given roles plus the ``g`` closure), so removing a line
+reported as ``redundant-allow``, ``redundant-deny``, ``shadowed-allow``, ``unused-deny`` or
+``duplicate-rule`` never changes any decision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from memwarden.errors import InvalidRequest, PolicyError
+from memwarden.policies.engine import Decision, PolicyEngine
+from memwarden.policies.loading import ACTIONS, PolicyData, RoleLink, Rule, parse_policy_text
+from memwarden.policies.namespace import MAX_DEPTH, canonical_label, canonical_namespace
+from memwarden.policies.patterns import ONE, NamespacePattern
+
+__all__ = ["LintFinding", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps"]
+
+# Severities, most serious first.
+ERROR, WARNING, INFO = "error", "warning", "info"
+_SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], action: str,
+            namespace: object) -> Decision:
+    """Decide one request exactly as the governed path would, and return the Decision.
+
+    The principal id, roles and namespace are canonicalised first (bad input raises
+    InvalidRequest, as it would for a real operation); the principal's subjects are its id,
+    its given roles and everything the policy's ``g`` lines add, transitively.
+    ``decision.explain()`` renders the answer and the deciding line for a human.
+    """
+    if action not in ACTIONS:
+        raise InvalidRequest(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
+    if isinstance(roles, str):
+        raise InvalidRequest("roles must be a list of role names, not one string")
+    pid = canonical_label(principal_id, what="principal id")
+    given = tuple(dict.fromkeys(canonical_label(r, what="role") for r in roles))
+    ns = canonical_namespace(namespace)
+    return engine.decide(engine.subjects(pid, given), action, ns)
+
+
+@dataclass(frozen=True, slots=True)
+class LintFinding:
+    """One problem found in a policy.
+
+    ``code`` is stable and machine-readable (see :func:`lint`); ``origin`` is the
+    ``source:line`` of the offending line (None for findings about the policy as a whole);
+    ``line`` is the policy line as written (rules are shown in normalised form).
+    """
+
+    severity: str
+    code: str
+    origin: str | None
+    message: str
+    line: str | None = None
+
+    @property
+    def lineno(self) -> int | None:
+        """The line number within the source, when the finding is about one line."""
+        if self.origin is None:
+            return None
+        tail = self.origin.rsplit(":", 1)[-1]
+        return int(tail) if tail.isdigit() else None
+
+    def __str__(self) -> str:
+        where = f"{self.origin}: " if self.origin else ""
+        return f"{where}{self.severity}: {self.message} [{self.code}]"
+
+
+# -- pattern algebra (exact over an unbounded label alphabet, depths 1..MAX_DEPTH) --------
+
+def _depths(p: NamespacePattern) -> range:
+    n = len(p.labels)
+    return range(n + 1, MAX_DEPTH + 1) if p.deep else range(n, n + 1)
+
+
+def can_match(p: NamespacePattern) -> bool:
+    """False when no namespace of allowed depth can match ``p`` (``**`` after MAX_DEPTH labels)."""
+    return len(_depths(p)) > 0
+
+
+def covers(outer: NamespacePattern, inner: NamespacePattern) -> bool:
+    """True when every namespace matching ``inner`` also matches ``outer``."""
+    if not can_match(inner):
+        return True
+    if not set(_depths(inner)) <= set(_depths(outer)):
+        return False
+    # Every depth of inner reaches every label position of outer (outer's depths >= its
+    # length), so position by position: outer's '*' takes anything; a fixed label in outer
+    # needs the same fixed label in inner (inner's '*' could be any other label).
+    return all(o == ONE or o == i for o, i in zip(outer.labels, inner.labels))
+
+
+def overlaps(a: NamespacePattern, b: NamespacePattern) -> bool:
+    """True when some namespace matches both patterns."""
+    if not set(_depths(a)) & set(_depths(b)):
+        return False
+    return all(x == ONE or y == ONE or x == y for x, y in zip(a.labels, b.labels))
+
+
+# -- lint ------------------------------------------------------------------------------------
+
+def _closure(links: Iterable[RoleLink]) -> dict[str, frozenset[str]]:
+    """For each name, every role it holds through ``g`` lines, transitively (itself included)."""
+    parents: dict[str, set[str]] = {}
+    for link in links:
+        parents.setdefault(link.member, set()).add(link.role)
+    out: dict[str, frozenset[str]] = {}
+    for start in {*parents, *(r for rs in parents.values() for r in rs)}:
+        seen, todo = {start}, [start]
+        while todo:
+            for role in parents.get(todo.pop(), ()):
+                if role not in seen:
+                    seen.add(role)
+                    todo.append(role)
+        out[start] = frozenset(seen)
+    return out
+
+
+def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[LintFinding]:
+    """Check a policy and return every finding, errors first, then by line.
+
+    ``data`` is parsed PolicyData, policy text, or a Path to a policy file. Codes:
+
+    errors
+      ``parse-error``      the line is malformed (the engine would refuse the whole file)
+      ``never-matches``    the pattern cannot match any namespace (``**`` after MAX_DEPTH labels)
+    warnings
+      ``duplicate-rule``   the same rule appears on an earlier line
+      ``shadowed-allow``   a deny of the same action covers every namespace of this allow, for
+                           the same subject or a role that subject always holds: it never allows
+      ``unknown-subject``  the subject is not named in any ``g`` line, so only a principal given
+                           that role at run time (or with that id) can use the rule
+      ``duplicate-link``   the same ``g`` line appears earlier
+      ``role-cycle``       the ``g`` line closes a cycle (harmless, but never intended)
+    info
+      ``redundant-allow``  a broader allow of the same action, for the same subject or a role it
+                           always holds, covers this one: removing it changes nothing
+      ``redundant-deny``   likewise for a deny covered by a broader deny
+      ``unused-deny``      no allow of the same action (for anyone) overlaps this deny, and no
+                           match means deny anyway: it never changes a decision
+    """
+    if isinstance(data, Path):
+        return lint_file(data)
+    if isinstance(data, str):
+        return lint_text(data, source=source or "<policy>")
+    if not isinstance(data, PolicyData):
+        raise TypeError(f"lint takes PolicyData, policy text or a Path, got {type(data).__name__}")
+    return _sorted(_lint_data(data))
+
+
+def lint_file(path: str | Path) -> list[LintFinding]:
+    """Lint a policy file; an unreadable file is a single ``parse-error`` finding."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [LintFinding(ERROR, "parse-error", str(path), f"cannot read policy file: {exc}")]
+    return lint_text(text, source=str(path))
+
+
+def lint_text(text: str, *, source: str = "<policy>") -> list[LintFinding]:
+    """Lint policy text line by line: every malformed line is reported (not only the first),
+    and the lines that do parse are checked as a policy of their own."""
+    findings: list[LintFinding] = []
+    rules: list[Rule] = []
+    links: list[RoleLink] = []
+    tag = "\x00lint\x00"
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        origin = f"{source}:{lineno}"
+        try:
+            parsed = parse_policy_text(raw, source=tag)
+        except PolicyError as exc:
+            message = str(exc).removeprefix(f"{tag}:1: ")
+            findings.append(LintFinding(ERROR, "parse-error", origin, message, raw.strip()))
+            continue
+        except Exception as exc:  # noqa: BLE001 - lint reports, it never raises on a policy
+            findings.append(LintFinding(ERROR, "parse-error", origin, f"{type(exc).__name__}: {exc}", raw.strip()))
+            continue
+        rules += [dataclasses.replace(r, origin=origin) for r in parsed.rules]
+        links += [dataclasses.replace(g, origin=origin) for g in parsed.links]
+    return _sorted(findings + _lint_data(PolicyData(tuple(rules), tuple(links))))
+
+
+def _sorted(findings: list[LintFinding]) -> list[LintFinding]:
+    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], f.lineno or 0, f.code))
+
+
+def _lint_data(data: PolicyData) -> list[LintFinding]:
+    findings: list[LintFinding] = []
+    closure = _closure(data.links)
+    named = {g.member for g in data.links} | {g.role for g in data.links}
+
+    def holds(subject: str) -> frozenset[str]:
+        return closure.get(subject, frozenset({subject}))
+
+    def add(severity: str, code: str, item: Rule | RoleLink, message: str) -> None:
+        text = item.text if isinstance(item, Rule) else f"g, {item.member}, {item.role}"
+        findings.append(LintFinding(severity, code, item.origin, message, text))
+
+    live: list[Rule] = []
+    first_seen: dict[tuple, Rule] = {}
+    for rule in data.rules:
+        key = (rule.subject, rule.pattern, rule.action, rule.effect)
+        if key in first_seen:
+            add(WARNING, "duplicate-rule", rule, f"duplicate of {first_seen[key].origin}")
+            continue
+        first_seen[key] = rule
+        if not can_match(rule.pattern):
+            add(ERROR, "never-matches", rule,
+                f"pattern {rule.pattern.text!r} needs more than {MAX_DEPTH} labels, the deepest namespace allowed")
+            continue
+        if rule.subject not in named:
+            add(WARNING, "unknown-subject", rule,
+                f"subject {rule.subject!r} is in no g line: the rule applies only to principals given role "
+                f"{rule.subject!r} at run time or whose id is {rule.subject!r}")
+        live.append(rule)
+
+    for rule in live:
+        same = [o for o in live if o is not rule and o.action == rule.action and o.subject in holds(rule.subject)]
+        if rule.effect == "allow":
+            deny = next((o for o in same if o.effect == "deny" and covers(o.pattern, rule.pattern)), None)
+            if deny is not None:
+                add(WARNING, "shadowed-allow", rule,
+                    f"never allows anything: {deny.origin} ({deny.text}) denies every namespace it matches")
+                continue
+        # Two rules that cover each other (same pattern, subjects holding each other through
+        # a role cycle): only the later one is redundant, so removing every finding is safe.
+        broader = next((o for o in same if o.effect == rule.effect and covers(o.pattern, rule.pattern)
+                        and not (covers(rule.pattern, o.pattern) and rule.subject in holds(o.subject)
+                                 and _index(data, o) > _index(data, rule))), None)
+        if broader is not None:
+            add(INFO, f"redundant-{rule.effect}", rule,
+                f"{broader.origin} ({broader.text}) already {rule.effect}s everything this rule matches")
+            continue
+        if rule.effect == "deny" and not any(
+                o.effect == "allow" and o.action == rule.action and overlaps(o.pattern, rule.pattern) for o in live):
+            add(INFO, "unused-deny", rule,
+                f"no allow rule for {rule.action!r} overlaps {rule.pattern.text!r}; unmatched requests are denied anyway")
+
+    seen_links: dict[tuple[str, str], RoleLink] = {}
+    for link in data.links:
+        key = (link.member, link.role)
+        if key in seen_links:
+            add(WARNING, "duplicate-link", link, f"duplicate of {seen_links[key].origin}")
+            continue
+        seen_links[key] = link
+        if link.member == link.role or link.member in _closure(seen_links.values()).get(link.role, ()):
+            add(WARNING, "role-cycle", link, f"{link.role!r} already holds {link.member!r}: this line closes a cycle")
+    return findings
+
+
+def _index(data: PolicyData, rule: Rule) -> int:
+    return next(i for i, r in enumerate(data.rules) if r is rule)
