@@ -7,7 +7,7 @@ its failure is a reject (fail closed).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -40,12 +40,24 @@ class Verdict(BaseModel):
         return f"{self.validator}={self.outcome.value}" + (f" ({self.reason})" if self.reason else "")
 
 
+def _none(*_: object) -> list[MemoryRecord]:
+    return []
+
+
 @dataclass(frozen=True, slots=True)
 class ValidationContext:
-    """What a validator may know about the write besides the record itself."""
+    """What a validator may know about the write besides the record itself.
+
+    ``related(record, k)`` returns up to k active records that share a subject with the
+    candidate and that the writer may read, nearest first (never records the writer could
+    not see, so a verdict cannot leak them). ``lessons()`` returns the active lesson records
+    left by earlier rejections and retractions.
+    """
 
     principal: Principal
     subjects: frozenset[str]
+    related: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
+    lessons: Callable[[], list[MemoryRecord]] = _none
 
 
 class WriteValidator(Protocol):

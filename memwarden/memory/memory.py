@@ -38,6 +38,9 @@ from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
 from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
 
+# Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
+_MAX_LESSONS = 500
+
 if TYPE_CHECKING:
     from memwarden.integrations.store import GovernedStore
     from memwarden.memory.session import Session
@@ -309,8 +312,23 @@ class Memory:
             chain.append(from_row(newer[0]))
         return chain
 
-    def _validated(self, facts: _Facts, record: MemoryRecord) -> MemoryRecord:
-        verdicts = self._validators.run(record, ValidationContext(facts.principal, facts.subjects))
+    def _related(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray, k: int) -> list[MemoryRecord]:
+        """Active records sharing a subject with ``record`` that the writer may read."""
+        scope = self._policy.scope(facts.subjects, "read", ())
+        if not record.subjects or scope.empty:
+            return []
+        about = any_of([{"subjects": {"$contains": s}} for s in record.subjects])
+        rows = self._backend.query(vector, k, all_of([visible_filter(utcnow()), about, scope_filter(scope)]))
+        return [r for r in (from_row(row) for row, _ in rows) if r.id != record.id and self._may_see(facts, r)]
+
+    def _lessons(self) -> list[MemoryRecord]:
+        rows = self._backend.fetch(where=all_of([visible_filter(utcnow()), {"kind": "lesson"}]), limit=_MAX_LESSONS)
+        return [from_row(r) for r in rows]
+
+    def _validated(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray) -> MemoryRecord:
+        context = ValidationContext(facts.principal, facts.subjects,
+                                    related=lambda r, k: self._related(facts, r, vector, k), lessons=self._lessons)
+        verdicts = self._validators.run(record, context)
         facts.verdicts = verdicts
         outcome = strongest(verdicts)
         if outcome is Outcome.REJECT:
@@ -344,13 +362,13 @@ class Memory:
                 # Overwriting a keyed item replaces what others wrote: that is an update.
                 self._require(facts, "update", op.namespace)
                 version = existing.version + 1
+            vector = self._vector(op.content, vectors)
             record = self._validated(facts, MemoryRecord(
                 id=rid, namespace=op.namespace, content=op.content, kind=op.kind, subjects=op.subjects,
                 writer=facts.principal.id, writer_roles=self._roles(facts), source=op.source,
                 parents=op.parents, created_at=now, valid_from=op.valid_from, valid_to=op.valid_to,
                 expires_at=op.expires_at(now), trust=op.trust, labels=op.labels, key=op.key, version=version,
-            ))
-            vector = self._vector(op.content, vectors)
+            ), vector)
             self._commit(facts, lambda: self._backend.upsert([rid], [vector], [op.content], [to_metadata(record)]))
         return record
 
@@ -413,6 +431,7 @@ class Memory:
             old = self._target(facts, op.id)
             self._require(facts, "update", old.namespace)
             now = utcnow()
+            vector = self._vector(op.content, vectors)
             new = self._validated(facts, old.model_copy(update={
                 "id": record_id(facts.principal.id, old.namespace, op.content, supersedes=old.id),
                 "content": op.content,
@@ -422,10 +441,9 @@ class Memory:
                 "writer": facts.principal.id, "writer_roles": self._roles(facts),
                 "created_at": now, "version": old.version + 1, "supersedes": old.id,
                 "status": Status.ACTIVE,
-            }))
+            }), vector)
             retired = old.model_copy(update={"status": Status.SUPERSEDED, "valid_to": now})
             facts.record_ids = [new.id, old.id]
-            vector = self._vector(op.content, vectors)
 
             def apply() -> None:
                 self._backend.upsert([new.id], [vector], [new.content], [to_metadata(new)])
