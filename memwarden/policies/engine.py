@@ -14,7 +14,9 @@ from pathlib import Path
 
 import casbin
 
-from memwarden.policies.loading import PolicyData, PolicyDataAdapter, Rule, bundled_model_path, read_policy
+from memwarden.policies.loading import (
+    PolicyData, PolicyDataAdapter, Rule, bundled_model_path, casbin_fields, read_policy,
+)
 from memwarden.policies.namespace import Namespace, namespace_text
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 
@@ -32,6 +34,7 @@ class Decision:
     action: str
     namespace: Namespace
     rule: Rule | None
+    review: bool = False
 
     @property
     def rule_text(self) -> str:
@@ -40,8 +43,17 @@ class Decision:
 
     def explain(self) -> str:
         """One line a human can read: decision, request and deciding rule."""
-        verdict = "allow" if self.allowed else "deny"
+        verdict = ("review" if self.review else "allow") if self.allowed else "deny"
         return f"{verdict} {self.action} on {namespace_text(self.namespace)!r}: {self.rule_text}"
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """Forgetting defaults that apply to one record (None: not set by policy)."""
+
+    ttl: float | None
+    half_life: float | None
+    capacity: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +101,7 @@ class PolicyEngine:
         enforcer = casbin.Enforcer(bundled_model_path(), PolicyDataAdapter(data))
         enforcer.add_function("subjectIn", _subject_in)
         enforcer.add_function("nsMatch", _ns_match)
-        by_fields = {(r.subject, r.pattern.text, r.action, r.effect): r for r in data.rules}
+        by_fields = {casbin_fields(r): r for r in data.rules}
         named = {r.subject for r in data.rules} | {l.member for l in data.links} | {l.role for l in data.links}
         with self._lock:
             self._enforcer = enforcer
@@ -139,11 +151,24 @@ class PolicyEngine:
         with self._lock:
             allowed, explain = self._enforcer.enforce_ex(subjects, namespace, action)
             rule = self._by_fields.get(tuple(explain)) if explain else None
-            decision = Decision(bool(allowed), action, namespace, rule)
+            review = next((r for r in self._data.rules if r.effect == "review" and r.action == action
+                           and r.subject in subjects and r.pattern.matches(namespace)), None) if allowed else None
+            decision = Decision(bool(allowed), action, namespace, review or rule, review is not None)
             if len(self._decisions) >= _CACHE_LIMIT:
                 self._decisions.clear()
             self._decisions[key] = decision
             return decision
+
+    def lifecycle(self, namespace: Namespace, kind: str) -> Lifecycle:
+        """Forgetting defaults for a record: the shortest TTL and half-life and the smallest
+        capacity among the matching ``ttl``, ``decay`` and ``cap`` lines (the strictest wins)."""
+        def strictest(what: str) -> float | None:
+            values = [r.value for r in self._data.lifecycle if r.what == what and r.pattern.matches(namespace)
+                      and r.kind in (None, kind)]
+            return min(values) if values else None
+
+        cap = strictest("cap")
+        return Lifecycle(strictest("ttl"), strictest("decay"), int(cap) if cap is not None else None)
 
     def scope(self, subjects: Subjects, action: str, prefix: Namespace) -> ReadScope:
         """The allow and deny patterns relevant to ``action`` at or below ``prefix``."""

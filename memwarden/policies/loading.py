@@ -19,8 +19,12 @@ from memwarden.errors import InvalidRequest, PolicyError
 from memwarden.policies.namespace import canonical_label
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 
-ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin")
-EFFECTS = ("allow", "deny")
+ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin", "history")
+#: ``review`` allows the action but holds the result for quorum approval (writes are stored
+#: quarantined); like deny over allow, review wins over a plain allow.
+EFFECTS = ("allow", "deny", "review")
+KINDS = ("fact", "event", "rule", "preference", "lesson")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 BUNDLED_POLICIES = ("hospital", "office", "household")
 
 
@@ -50,11 +54,61 @@ class RoleLink:
 
 
 @dataclass(frozen=True, slots=True)
+class LifecycleRule:
+    """A ``ttl``, ``decay`` or ``cap`` line: forgetting defaults for matching namespaces.
+
+    ``ttl, PATTERN, KIND|*, DURATION``: records expire DURATION after they are written.
+    ``decay, PATTERN, HALF_LIFE``: records fade with a half-life that each read refreshes.
+    ``cap, PATTERN, N``: each matching namespace holds at most N active records.
+    """
+
+    what: str
+    pattern: NamespacePattern
+    kind: str | None
+    value: float
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
 class PolicyData:
     """Everything a policy source contains, validated."""
 
     rules: tuple[Rule, ...]
     links: tuple[RoleLink, ...]
+    lifecycle: tuple[LifecycleRule, ...] = ()
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from ``90``, ``30s``, ``15m``, ``12h``, ``7d`` or ``2w``; raises ValueError."""
+    text = text.strip()
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in _UNITS else (text, "s")
+    value = float(number) * _UNITS[unit]
+    if not value > 0 or value != value or value == float("inf"):
+        raise ValueError(f"duration {text!r} must be positive and finite")
+    return value
+
+
+def _lifecycle(kind: str, args: list[str], where: str) -> LifecycleRule:
+    shapes = {"ttl": "PATTERN, KIND|*, DURATION", "decay": "PATTERN, HALF_LIFE", "cap": "PATTERN, N"}
+    if len(args) != shapes[kind].count(",") + 1:
+        raise PolicyError(f"{where}: a {kind} line is '{kind}, {shapes[kind]}'")
+    try:
+        pattern = parse_pattern(args[0])
+    except PolicyError as exc:
+        raise PolicyError(f"{where}: {exc}") from None
+    record_kind = None
+    if kind == "ttl" and args[1] != "*":
+        if args[1] not in KINDS:
+            raise PolicyError(f"{where}: unknown kind {args[1]!r}; expected * or one of {', '.join(KINDS)}")
+        record_kind = args[1]
+    raw = args[-1]
+    try:
+        value = float(int(raw)) if kind == "cap" else parse_duration(raw)
+    except ValueError:
+        raise PolicyError(f"{where}: {raw!r} is not a valid {'count' if kind == 'cap' else 'duration'}") from None
+    if value < 1:
+        raise PolicyError(f"{where}: {kind} must be at least 1")
+    return LifecycleRule(kind, pattern, record_kind, value, where)
 
 
 def _name(value: str, where: str, what: str) -> str:
@@ -68,6 +122,7 @@ def parse_policy_text(text: str, *, source: str = "<policy>") -> PolicyData:
     """Parse policy CSV text; raise PolicyError naming the source line of the first problem."""
     rules: list[Rule] = []
     links: list[RoleLink] = []
+    lifecycle: list[LifecycleRule] = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -88,15 +143,17 @@ def parse_policy_text(text: str, *, source: str = "<policy>") -> PolicyData:
                 raise PolicyError(f"{where}: unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
             effect = args[3] if len(args) == 4 else "allow"
             if effect not in EFFECTS:
-                raise PolicyError(f"{where}: unknown effect {effect!r}; expected allow or deny")
+                raise PolicyError(f"{where}: unknown effect {effect!r}; expected allow, deny or review")
             rules.append(Rule(subject, pattern, action, effect, where))
         elif kind == "g":
             if len(args) != 2:
                 raise PolicyError(f"{where}: a g line has 2 fields after 'g' (principal, role), got {len(args)}")
             links.append(RoleLink(_name(args[0], where, "principal"), _name(args[1], where, "role"), where))
+        elif kind in ("ttl", "decay", "cap"):
+            lifecycle.append(_lifecycle(kind, args, where))
         else:
-            raise PolicyError(f"{where}: a line starts with 'p' or 'g', not {kind!r}")
-    return PolicyData(tuple(rules), tuple(links))
+            raise PolicyError(f"{where}: a line starts with p, g, ttl, decay or cap, not {kind!r}")
+    return PolicyData(tuple(rules), tuple(links), tuple(lifecycle))
 
 
 def bundled_policy_path(name: str) -> Path:
@@ -127,6 +184,11 @@ def read_policy(source: str | Path | None) -> PolicyData:
     return parse_policy_text(text, source=str(path))
 
 
+def casbin_fields(rule: Rule) -> tuple[str, str, str, str]:
+    """The rule as Casbin sees it: a review rule allows, and the engine adds the review."""
+    return (rule.subject, rule.pattern.text, rule.action, "deny" if rule.effect == "deny" else "allow")
+
+
 class PolicyDataAdapter(persist.Adapter):
     """A read-only pycasbin adapter over already validated PolicyData."""
 
@@ -136,6 +198,6 @@ class PolicyDataAdapter(persist.Adapter):
     def load_policy(self, model) -> None:  # noqa: ANN001 - pycasbin's Model has no public type
         """Load every validated rule and role link into the Casbin model."""
         for rule in self.data.rules:
-            model.add_policy("p", "p", [rule.subject, rule.pattern.text, rule.action, rule.effect])
+            model.add_policy("p", "p", list(casbin_fields(rule)))
         for link in self.data.links:
             model.add_policy("g", "g", [link.member, link.role])
