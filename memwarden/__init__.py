@@ -6,7 +6,10 @@ OpenTelemetry and written to a hash-chained audit log.
 
 from memwarden.errors import AccessDenied, AuditError, InvalidRequest, MemwardenError, PolicyError, WriteRejected
 from memwarden.memory.memory import Memory
-from memwarden.memory.ops import EraseOp, ForgetOp, GetOp, ListNamespacesOp, SearchOp, UpdateOp, WriteOp
+from memwarden.memory.memory import Settings
+from memwarden.memory.ops import (
+    EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, RetractOp, ReviewOp, SearchOp, SweepOp, UpdateOp, WriteOp,
+)
 from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source, Status
 from memwarden.memory.session import Session
 
@@ -14,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AccessDenied", "AuditError", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind", "ListNamespacesOp",
-    "Memory", "MemoryRecord", "MemwardenError", "PolicyError", "Principal", "SearchHit", "SearchOp", "Session",
-    "Source", "Status", "UpdateOp", "WriteOp", "WriteRejected",
+    "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "PolicyError", "Principal", "RetractOp", "ReviewOp",
+    "SearchHit", "SearchOp", "Session", "Settings", "Source", "Status", "SweepOp", "UpdateOp", "WriteOp",
+    "WriteRejected",
 ]

@@ -1,15 +1,40 @@
-"""The append-only, hash-chained audit log (SQLite, next to the data by default).
+"""The append-only, hash-chained and keyed audit log (SQLite, next to the data by default).
 
 Every governed operation appends one entry. Entries never hold content or query text, only
-ids, counts, decisions and verdicts. Each entry's hash covers its fields and the previous
-entry's hash, so editing, deleting, inserting or reordering entries breaks the chain at a
-place :meth:`AuditLog.verify` reports.
+ids, counts, decisions and verdicts.
+
+Two layers protect the entries:
+
+1. A hash chain. Each entry's hash covers its fields (including its sequence number) and the
+   previous entry's hash, so editing, deleting, inserting or reordering entries breaks the
+   chain at a place :meth:`AuditLog.verify` reports.
+2. A MAC. Each entry's hash is also signed with HMAC-SHA256 under a secret key kept in a
+   separate file (``audit.key`` beside the database, mode 0600, created on the first append).
+   Anyone can recompute a plain hash chain after tampering; without the key nobody can
+   recompute the MACs. The log's authenticated head (the sequence number and hash of the last
+   entry, MAC'd too) is updated with every append, so cutting entries off the end is seen too.
+
+Threat model. Detected: an attacker who can write the database but cannot read the key file
+edits an entry (even one byte), deletes one (anywhere, the last included), swaps or reorders
+entries, inserts one, or appends one by hand, whether or not they recompute the hashes; and
+deleting or replacing the key file. Not detected: an attacker who can read the key file can
+forge anything, so keep it where the process that writes the log can read it and those who
+administer the database cannot (``key_path=`` or ``MEMWARDEN_AUDIT_KEY_FILE`` put it
+elsewhere); an attacker who restores an older copy of both the database and its head (a
+rollback to a state that was once genuine) is not detected by the log alone: export the
+head now and then (:meth:`AuditLog.head`) to somewhere they cannot write.
+
+Entries written before the key existed (logs from memwarden before MACs) stay verifiable by
+their hash chain; every entry from the first keyed one on must carry a valid MAC.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -21,43 +46,153 @@ from typing import Any
 from memwarden.errors import AuditError
 
 GENESIS = "0" * 64
+KEY_FILE = "audit.key"
+KEY_ENV = "MEMWARDEN_AUDIT_KEY_FILE"
+_MAC_DOMAIN = b"memwarden-audit-v1\n"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
     seq   INTEGER PRIMARY KEY,
     body  TEXT NOT NULL,
     prev  TEXT NOT NULL,
-    hash  TEXT NOT NULL
+    hash  TEXT NOT NULL,
+    mac   TEXT
 )
 """
+_META_SCHEMA = "CREATE TABLE IF NOT EXISTS audit_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
 
 def _digest(prev: str, body: str) -> str:
     return hashlib.sha256((prev + "\n" + body).encode("utf-8")).hexdigest()
 
 
+def _mac(key: bytes, text: str) -> str:
+    return hmac.new(key, _MAC_DOMAIN + text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _entries(first: int, last: int) -> str:
+    return f"entry {first}" if first == last else f"entries {first}-{last}"
+
+
+def _key_id(key: bytes) -> str:
+    return hashlib.sha256(b"memwarden-audit-key-id\n" + key).hexdigest()[:16]
+
+
 @dataclass(frozen=True, slots=True)
 class VerifyReport:
-    """The outcome of checking the whole chain."""
+    """The outcome of checking the whole log.
+
+    ``problems`` are sentences, each naming the entry (``entry N``) or the part of the log it
+    is about; ``bad_entries`` lists the sequence numbers named; ``authenticated`` counts the
+    entries whose MAC was checked (the rest predate the key).
+    """
 
     ok: bool
     entries: int
     problems: list[str] = field(default_factory=list)
+    bad_entries: list[int] = field(default_factory=list)
+    authenticated: int = 0
 
 
 class AuditLog:
-    """Hash-chained entries in one SQLite table; safe across threads and processes."""
+    """Hash-chained, MAC'd entries in one SQLite table; safe across threads and processes."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, key_path: str | Path | None = None) -> None:
         self.path = Path(path)
+        env_key = os.environ.get(KEY_ENV)
+        self.key_path = Path(key_path) if key_path is not None else Path(env_key) if env_key else self.path.parent / KEY_FILE
         self._lock = threading.Lock()
+        self._key: bytes | None = None
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(_SCHEMA)
+            self._db.execute(_META_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(audit)")}
+            if "mac" not in columns:  # a log from before MACs: add the column, keep its entries
+                try:
+                    self._db.execute("ALTER TABLE audit ADD COLUMN mac TEXT")
+                except sqlite3.OperationalError as exc:  # another process just did it
+                    if "duplicate column" not in str(exc):
+                        raise
         except sqlite3.Error as exc:
             raise AuditError(f"cannot open the audit log at {self.path}: {exc}") from exc
+
+    # -- the key ----------------------------------------------------------------------------
+
+    def _read_key(self) -> bytes | None:
+        try:
+            text = self.key_path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AuditError(f"cannot read the audit key {self.key_path}: {exc}") from exc
+        try:
+            key = bytes.fromhex(text)
+        except ValueError:
+            key = b""
+        if len(key) < 32:
+            raise AuditError(f"the audit key {self.key_path} is not a 256-bit hex key")
+        return key
+
+    def _create_key(self) -> bytes:
+        """Write a fresh key atomically (mode 0600); if another process won the race, use its."""
+        self.key_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.key_path.with_name(f".{self.key_path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                fh.write(secrets.token_hex(32) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, self.key_path)  # fails if the key already exists: never overwrite one
+            except FileExistsError:
+                pass
+        finally:
+            tmp.unlink(missing_ok=True)
+        key = self._read_key()
+        assert key is not None
+        return key
+
+    def _meta(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT name, value FROM audit_meta").fetchall())
+
+    def _keyed_meta(self, meta: dict[str, str], key: bytes) -> bool:
+        """Whether the meta rows are authentic under ``key``."""
+        claimed = meta.get("meta_mac", "")
+        return (meta.get("key_id") == _key_id(key)
+                and hmac.compare_digest(claimed, _mac(key, f"meta:hmac_from={meta.get('hmac_from')}")))
+
+    def _ensure_key(self) -> bytes:
+        """The key to sign with; creates it (and the log's key record) on first use. Called
+        inside the append transaction."""
+        if self._key is None:
+            key = self._read_key()
+            meta = self._meta()
+            if key is None:
+                signed = self._db.execute("SELECT 1 FROM audit WHERE mac IS NOT NULL LIMIT 1").fetchone()
+                if "key_id" in meta or signed:
+                    raise AuditError(f"the audit key {self.key_path} is missing but this log was signed with one; "
+                                     "refusing to append (restore the key file)")
+                key = self._create_key()
+            self._key = key
+        meta = self._meta()
+        if "key_id" not in meta:
+            if self._db.execute("SELECT 1 FROM audit WHERE mac IS NOT NULL LIMIT 1").fetchone():
+                raise AuditError("this audit log's signing record is missing although its entries are signed "
+                                 "(removed?); refusing to append: run `memwarden audit verify`")
+            row = self._db.execute("SELECT MAX(seq) FROM audit").fetchone()
+            start = (row[0] or 0) + 1
+            rows = [("hmac_from", str(start)), ("key_id", _key_id(self._key)),
+                    ("meta_mac", _mac(self._key, f"meta:hmac_from={start}"))]
+            self._db.executemany("INSERT INTO audit_meta(name, value) VALUES (?, ?)", rows)
+        elif not self._keyed_meta(meta, self._key):
+            raise AuditError(f"the audit key {self.key_path} does not match this log (replaced?); refusing to append")
+        return self._key
+
+    # -- writing and reading ------------------------------------------------------------------
 
     def append(self, fields: dict[str, Any]) -> int:
         """Append one entry and return its sequence number; raise AuditError if it cannot."""
@@ -68,11 +203,16 @@ class AuditLog:
                 # never chain onto the same previous entry.
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
+                    key = self._ensure_key()
                     row = self._db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
                     seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
                     body = json.dumps({"seq": seq, **fields}, sort_keys=True, separators=(",", ":"), default=str)
-                    self._db.execute("INSERT INTO audit(seq, body, prev, hash) VALUES (?, ?, ?, ?)",
-                                     (seq, body, prev, _digest(prev, body)))
+                    digest = _digest(prev, body)
+                    self._db.execute("INSERT INTO audit(seq, body, prev, hash, mac) VALUES (?, ?, ?, ?, ?)",
+                                     (seq, body, prev, digest, _mac(key, f"entry:{seq}:{digest}")))
+                    head = f"{seq}:{digest}"
+                    self._db.executemany("INSERT OR REPLACE INTO audit_meta(name, value) VALUES (?, ?)",
+                                         [("head", head), ("head_mac", _mac(key, f"head:{head}"))])
                     self._db.execute("COMMIT")
                 except BaseException:
                     self._db.execute("ROLLBACK")
@@ -88,27 +228,120 @@ class AuditLog:
         for (body,) in rows:
             yield json.loads(body)
 
-    def verify(self) -> VerifyReport:
-        """Walk the chain and report every place where it does not hold."""
-        problems: list[str] = []
+    def head(self) -> tuple[int, str] | None:
+        """(sequence number, hash) of the last entry, to keep somewhere the log's writers
+        cannot reach; None for an empty log."""
         with self._lock:
-            rows = self._db.execute("SELECT seq, body, prev, hash FROM audit ORDER BY seq").fetchall()
-        prev_hash, expected_seq = GENESIS, 1
-        for seq, body, prev, digest in rows:
+            row = self._db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        return (row[0], row[1]) if row else None
+
+    # -- verification -------------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Check the chain, the MACs and the head; report every place where they do not hold."""
+        problems: list[str] = []
+        bad: set[int] = set()
+
+        def problem(text: str, *seqs: int) -> None:
+            problems.append(text)
+            bad.update(seqs)
+
+        with self._lock:
+            rows = self._db.execute("SELECT seq, body, prev, hash, mac FROM audit ORDER BY seq").fetchall()
+            meta = self._meta()
+        try:
+            key = self._read_key()
+        except AuditError as exc:
+            key = None
+            problem(f"key: {exc}")
+
+        # -- the key and the log's key record
+        keyed = key is not None and "key_id" in meta
+        hmac_from: int | None = None
+        if "key_id" in meta:
+            if key is None:
+                problem(f"key: the key file {self.key_path} is missing; this log was signed with one, "
+                        "so its entries cannot be authenticated (deleted or moved?)")
+            elif meta.get("key_id") != _key_id(key):
+                problem(f"key: the key file {self.key_path} is not the key this log was signed with (replaced?)")
+                keyed = False
+            elif not self._keyed_meta(meta, key):
+                problem("key record: its MAC does not verify (the record of when signing began was edited)")
+                keyed = False
             try:
-                claimed = json.loads(body).get("seq")
-            except json.JSONDecodeError:
-                claimed = None
+                hmac_from = int(meta.get("hmac_from", "1"))
+            except ValueError:
+                hmac_from = 1
+        elif key is not None and rows:
+            problem(f"key record: missing although the key file {self.key_path} exists "
+                    "(the log's signing record was removed, or a crash cut its first signed append short)")
+            hmac_from = 1
+        elif any(mac is not None for *_, mac in rows):
+            problem("key record: missing although entries carry MACs (the signing record was removed)")
+            hmac_from = 1
+
+        # -- the entries
+        claimed_seqs: dict[int, Any] = {}
+        for seq, body, *_ in rows:
+            try:
+                claimed_seqs[seq] = json.loads(body).get("seq")
+            except (json.JSONDecodeError, AttributeError):
+                claimed_seqs[seq] = None
+        reported_swaps: set[int] = set()
+        prev_hash, expected_seq, authenticated = GENESIS, 1, 0
+        for seq, body, prev, digest, mac in rows:
+            claimed = claimed_seqs[seq]
             if seq != expected_seq:
-                problems.append(f"entry {seq}: expected sequence number {expected_seq} (an entry is missing or was inserted)")
+                if seq > expected_seq:
+                    problem(f"entry {seq}: expected sequence number {expected_seq}: "
+                            f"{_entries(expected_seq, seq - 1)} missing (deleted)",
+                            *range(expected_seq, seq + 1))
+                else:
+                    problem(f"entry {seq}: expected sequence number {expected_seq} (inserted)", seq)
             if claimed != seq:
-                problems.append(f"entry {seq}: its body says sequence {claimed} (moved or edited)")
+                other = claimed if isinstance(claimed, int) else None
+                if other is not None and claimed_seqs.get(other) == seq:
+                    if min(seq, other) not in reported_swaps:
+                        reported_swaps.add(min(seq, other))
+                        lo, hi = sorted((seq, other))
+                        problem(f"entries {lo} and {hi}: swapped (each holds the other's body)", lo, hi)
+                else:
+                    problem(f"entry {seq}: its body says sequence {claimed} (moved or edited)", seq)
             if prev != prev_hash:
-                problems.append(f"entry {seq}: does not chain onto the entry before it (deleted, inserted or reordered)")
+                problem(f"entry {seq}: does not chain onto the entry before it (deleted, inserted or reordered)", seq)
             if _digest(prev, body) != digest:
-                problems.append(f"entry {seq}: content does not match its hash (edited)")
+                problem(f"entry {seq}: content does not match its hash (edited)", seq)
+            if hmac_from is not None and seq >= hmac_from:
+                if mac is None:
+                    problem(f"entry {seq}: has no MAC (appended or rewritten by hand, without the key)", seq)
+                elif keyed:
+                    authenticated += 1
+                    if not hmac.compare_digest(mac, _mac(key, f"entry:{seq}:{digest}")):  # type: ignore[arg-type]
+                        problem(f"entry {seq}: MAC does not verify (edited, or forged without the key)", seq)
             prev_hash, expected_seq = digest, seq + 1
-        return VerifyReport(not problems, len(rows), problems)
+
+        # -- the head: the last entry the key holder wrote
+        if keyed and hmac_from is not None and (rows or "head" in meta):
+            head = meta.get("head")
+            last = rows[-1] if rows else None
+            if head is None or not hmac.compare_digest(meta.get("head_mac", ""), _mac(key, f"head:{head}")):  # type: ignore[arg-type]
+                if last is not None and last[0] >= hmac_from:
+                    problem("head: missing or its MAC does not verify (edited)", last[0])
+            else:
+                head_seq = int(head.split(":", 1)[0])
+                if last is None or head.split(":", 1)[1] != last[3] or head_seq != last[0]:
+                    last_seq = last[0] if last else 0
+                    if last_seq > head_seq:
+                        problem(f"head: the log ends at entry {last_seq} but the last signed append was entry "
+                                f"{head_seq} ({_entries(head_seq + 1, last_seq)} appended by hand)",
+                                *range(head_seq + 1, last_seq + 1))
+                    elif last_seq < head_seq:
+                        problem(f"head: the log ends at entry {last_seq} but the last signed append was entry "
+                                f"{head_seq} ({_entries(last_seq + 1, head_seq)} deleted from the end)",
+                                *range(last_seq + 1, head_seq + 1))
+                    else:
+                        problem(f"head: entry {head_seq} is not the entry that was signed last (replaced)", head_seq)
+        return VerifyReport(not problems, len(rows), problems, sorted(bad), authenticated)
 
     def close(self) -> None:
         """Close the database connection."""

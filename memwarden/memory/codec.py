@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from memwarden.memory.records import MemoryRecord
+from memwarden.guards.forgetting import forget_at
 from memwarden.memory.backends import StoredRow
+from memwarden.memory.records import MemoryRecord
 
 #: Stored in place of "never" so that an expiry filter is a plain comparison.
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z
@@ -38,7 +39,10 @@ def to_metadata(record: MemoryRecord) -> dict[str, Any]:
         "writer": record.writer,
         "source": record.source.value,
         "created_at": record.created_at.timestamp(),
-        "expires_at": _ts(record.expires_at) or NEVER,
+        # ``expires_at`` is the moment the record stops being returned (TTL or decay), the
+        # one field read filters compare; ``ttl_at`` keeps the TTL itself.
+        "expires_at": _ts(forget_at(record)) or NEVER,
+        "uses": record.uses,
         "trust": float(record.trust),
         "version": record.version,
     }
@@ -53,6 +57,11 @@ def to_metadata(record: MemoryRecord) -> dict[str, Any]:
         "valid_to": _ts(record.valid_to),
         "supersedes": record.supersedes,
         "key": record.key,
+        "ttl_at": _ts(record.expires_at),
+        "half_life": record.half_life,
+        "last_access": _ts(record.last_access),
+        "approvals": list(record.approvals),
+        "rejections": list(record.rejections),
     }
     meta.update({k: v for k, v in optional.items() if v not in (None, [])})
     for key, value in record.labels.items():
@@ -77,11 +86,16 @@ def from_row(row: StoredRow) -> MemoryRecord:
         created_at=_dt(m["created_at"]),
         valid_from=_dt(m.get("valid_from")),
         valid_to=_dt(m.get("valid_to")),
-        expires_at=_dt(m.get("expires_at")),
+        expires_at=_dt(m.get("ttl_at")),
         trust=m.get("trust", 1.0),
         status=m["status"],
         version=int(m.get("version", 1)),
         supersedes=m.get("supersedes"),
         key=m.get("key"),
+        half_life=m.get("half_life"),
+        last_access=_dt(m.get("last_access")),
+        uses=int(m.get("uses", 0)),
+        approvals=tuple(m.get("approvals", ())),
+        rejections=tuple(m.get("rejections", ())),
         labels={k[len(LABEL_PREFIX):]: v for k, v in m.items() if k.startswith(LABEL_PREFIX)},
     )

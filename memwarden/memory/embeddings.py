@@ -360,13 +360,17 @@ def embed_many(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return _checked(vectors, len(texts), embedder)
 
 
-def embed_one(embedder: Embedder, text: str) -> np.ndarray:
-    """Embed one search query with ``embed_query``; float32 array of shape ``(dim,)``.
+def embed_one(embedder: Embedder, text: str, *, query: bool = False) -> np.ndarray:
+    """Embed one text; float32 array of shape ``(dim,)``.
 
-    Query-side on purpose: asymmetric models (e.g. e5, Cohere) embed queries differently from
-    documents. To store one text, use ``embed_many(embedder, [text])[0]``. Raises ``ValueError``
-    on a malformed vector, as :func:`embed_many` does.
+    By default the text is a document to store, embedded exactly as :func:`embed_many` would,
+    so a write of one text and a batched write give the same vector. Pass ``query=True`` for a
+    search query: it then goes through ``embed_query``, because asymmetric models (e.g. e5,
+    Cohere) embed queries differently from documents. Raises ``ValueError`` on a malformed
+    vector, as :func:`embed_many` does.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return _checked([embedder.embed_query(text)], 1, embedder)[0]
+    if query:
+        return _checked([embedder.embed_query(text)], 1, embedder)[0]
+    return embed_many(embedder, [text])[0]

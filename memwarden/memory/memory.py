@@ -13,6 +13,7 @@ second way to reach stored records.
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timedelta
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,12 +25,15 @@ from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, Write
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
 from memwarden.guards.visibility import is_visible, visible_filter
 from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
+from memwarden.guards.forgetting import eviction_order
 from memwarden.memory.audit import AuditLog
+from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, ChromaBackend
 from memwarden.memory.codec import from_row, to_metadata
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.ops import (
-    POLICY_ACTION, EraseOp, ForgetOp, GetOp, ListNamespacesOp, Op, SearchOp, UpdateOp, WriteOp, op_namespace,
+    POLICY_ACTION, EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, Op, RetractOp, ReviewOp, SearchOp,
+    SweepOp, UpdateOp, WriteOp, op_namespace,
 )
 from memwarden.memory.records import (
     ErasureReceipt, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
@@ -108,24 +112,50 @@ class _Facts:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Tunables of a Memory, passed as keyword arguments to ``Memory.open``.
+
+    ``count_withheld``: count, for every search, the in-scope records policy hid (an extra
+    id-only query; off by default because it grows with the store).
+    ``quorum``: distinct approvers (never the writer) needed to release a quarantined write,
+    and distinct rejections that reject it. With n = 3f + 1 voters, a quorum of 2f + 1
+    means f colluders can never release a write alone.
+    ``review_timeout``: seconds a quarantined write waits for its quorum; after that it is
+    rejected (fail closed).
+    """
+
+    count_withheld: bool = False
+    quorum: int = 2
+    review_timeout: float = 7 * 86400.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.quorum, bool) or not isinstance(self.quorum, int) or self.quorum < 1:
+            raise InvalidRequest(f"quorum must be a positive integer, got {self.quorum!r}")
+        if not isinstance(self.review_timeout, (int, float)) or not self.review_timeout > 0:
+            raise InvalidRequest(f"review_timeout must be a positive number of seconds, got {self.review_timeout!r}")
+
+
 class Memory:
     """A governed, shared memory: policy, guards, audit and tracing around a Chroma store."""
 
-    def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, *,
+    def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones, *,
                  embedding: object | None = None, validators: Iterable[WriteValidator] = (),
-                 count_withheld: bool = False) -> None:
+                 settings: Settings = Settings()) -> None:
         self._backend = backend
         self._policy = policy
         self._audit = audit
+        self._tombstones = tombstones
         self._embedder = as_embedder(embedding)
         self._validators = ValidatorChain(validators)
-        self._count_withheld = count_withheld
+        self._settings = settings
         # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
         self._write_lock = threading.RLock()
         self._closed = False
         self._handlers: dict[str, Callable[[Any, _Facts, dict[str, np.ndarray]], Any]] = {
             "write": self._write, "search": self._search, "list": self._list, "get": self._get,
-            "update": self._update, "forget": self._forget, "erase": self._erase,
+            "update": self._update, "forget": self._forget, "erase": self._erase, "review": self._review,
+            "retract": self._retract, "history": self._history, "sweep": self._sweep,
         }
 
     # -- construction -------------------------------------------------------------------
@@ -133,20 +163,23 @@ class Memory:
     @classmethod
     def open(cls, path: str | Path, policy: str | Path | PolicyEngine | None = None, *,
              embedding: object | None = None, validators: Iterable[WriteValidator] = (),
-             count_withheld: bool = False) -> Memory:
+             **settings: Any) -> Memory:
         """Open (or create) an embedded memory in directory ``path``.
 
         ``policy`` is a CSV policy file, the name of a bundled policy ("hospital", "office",
         "household"), a ready PolicyEngine, or None (no rules: everything is denied).
         ``embedding`` is any LangChain ``Embeddings``; None uses the bundled offline MiniLM.
+        Further keyword arguments are :class:`Settings`.
         """
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise InvalidRequest(f"memory path {str(root)!r} exists and is not a directory")
         root.mkdir(parents=True, exist_ok=True)
+        options = Settings(**settings)
         engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         return cls(ChromaBackend.embedded(str(root / "chroma")), engine, AuditLog(root / "audit.sqlite3"),
-                   embedding=embedding, validators=validators, count_withheld=count_withheld)
+                   Tombstones(root / "tombstones.sqlite3"), embedding=embedding, validators=validators,
+                   settings=options)
 
     # -- public surface -----------------------------------------------------------------
 
@@ -189,6 +222,7 @@ class Memory:
             self._closed = True
             self._backend.close()
             self._audit.close()
+            self._tombstones.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -325,10 +359,13 @@ class Memory:
         rows = self._backend.fetch(where=all_of([visible_filter(utcnow()), {"kind": "lesson"}]), limit=_MAX_LESSONS)
         return [from_row(r) for r in rows]
 
-    def _validated(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray) -> MemoryRecord:
+    def _validated(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray, decision: Decision) -> MemoryRecord:
         context = ValidationContext(facts.principal, facts.subjects,
                                     related=lambda r, k: self._related(facts, r, vector, k), lessons=self._lessons)
-        verdicts = self._validators.run(record, context)
+        verdicts = list(self._validators.run(record, context))
+        if decision.review:
+            verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,
+                                    reason=f"review required by {decision.rule_text}"))
         facts.verdicts = verdicts
         outcome = strongest(verdicts)
         if outcome is Outcome.REJECT:
@@ -344,14 +381,22 @@ class Memory:
     # -- handlers, one per operation kind -----------------------------------------------
 
     def _write(self, op: WriteOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
-        self._require(facts, "write", op.namespace)
+        decision = self._require(facts, "write", op.namespace)
         for parent in op.parents:
             if not self._may_see(facts, self._fetch_one(parent)):
                 raise InvalidRequest(f"parent {parent!r} is not a record visible to {facts.principal.id!r}")
+        erased_subject = self._tombstones.hit(op.subjects, op.content)
+        if erased_subject is not None:
+            if not op.allow_reingest:
+                raise WriteRejected(f"this content about subject {erased_subject!r} was erased; re-ingesting it "
+                                    "needs allow_reingest=True and erase permission")
+            self._require(facts, "erase", op.namespace)
         keyed = op.key is not None
         rid = keyed_id(op.namespace, op.key) if keyed else record_id(facts.principal.id, op.namespace, op.content)
         facts.record_ids = [rid]
         now = utcnow()
+        lifecycle = self._policy.lifecycle(op.namespace, op.kind.value)
+        ttl = op.ttl if op.ttl is not None else lifecycle.ttl
         version = 1
         with self._write_lock:
             existing = self._fetch_one(rid)
@@ -367,10 +412,45 @@ class Memory:
                 id=rid, namespace=op.namespace, content=op.content, kind=op.kind, subjects=op.subjects,
                 writer=facts.principal.id, writer_roles=self._roles(facts), source=op.source,
                 parents=op.parents, created_at=now, valid_from=op.valid_from, valid_to=op.valid_to,
-                expires_at=op.expires_at(now), trust=op.trust, labels=op.labels, key=op.key, version=version,
-            ), vector)
-            self._commit(facts, lambda: self._backend.upsert([rid], [vector], [op.content], [to_metadata(record)]))
+                expires_at=now + timedelta(seconds=ttl) if ttl else None, trust=op.trust, labels=op.labels,
+                key=op.key, version=version, half_life=lifecycle.half_life,
+                last_access=now if lifecycle.half_life else None,
+            ), vector, decision)
+            evicted = self._evictions(record, lifecycle.capacity)
+            facts.record_ids += [r.id for r in evicted]
+
+            def apply() -> None:
+                self._backend.upsert([rid], [vector], [op.content], [to_metadata(record)])
+                self._set_status(evicted, Status.FORGOTTEN, {"forgotten": "evicted"})
+
+            self._commit(facts, apply)
         return record
+
+    def _evictions(self, record: MemoryRecord, capacity: int | None) -> list[MemoryRecord]:
+        """Active records that must go so the namespace stays within ``capacity`` (a write
+        never evicts itself; see :func:`eviction_order`)."""
+        if capacity is None or record.status is not Status.ACTIVE:
+            return []
+        where = all_of([visible_filter(utcnow()), {"ns": record.namespace_text}])
+        others = [r for r in (from_row(row) for row in self._backend.fetch(where=where)) if r.id != record.id]
+        overflow = len(others) + 1 - capacity
+        return eviction_order(others)[:overflow] if overflow > 0 else []
+
+    def _set_status(self, records: Sequence[MemoryRecord], status: Status, labels: dict[str, str]) -> None:
+        if records:
+            changed = [r.model_copy(update={"status": status, "labels": {**r.labels, **labels}}) for r in records]
+            self._backend.update_metadata([r.id for r in changed], [to_metadata(r) for r in changed])
+
+    def _touch(self, records: Sequence[MemoryRecord]) -> None:
+        """Refresh the decay clock of records that were just read (a use stretches the half-life)."""
+        now = utcnow()
+        fading = [r.model_copy(update={"last_access": now, "uses": r.uses + 1}) for r in records if r.half_life]
+        if fading:
+            # Only the decay fields are sent: Chroma merges metadata, so a concurrent forget
+            # or update of the same record is never overwritten by a read.
+            self._backend.update_metadata([r.id for r in fading], [
+                {k: v for k, v in to_metadata(r).items() if k in ("last_access", "uses", "expires_at")} for r in fading
+            ])
 
     def _search(self, op: SearchOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[SearchHit]:
         scope = self._read_scope(facts, op.namespace)
@@ -394,7 +474,8 @@ class Memory:
                 facts.rechecked_out += 1
         facts.returned = len(hits)
         facts.record_ids = [h.record.id for h in hits]
-        if self._count_withheld:
+        self._touch([h.record for h in hits])
+        if self._settings.count_withheld:
             facts.withheld = len(self._backend.fetch(where=all_of(base + [outside_scope_filter(scope)])))
         return hits
 
@@ -424,12 +505,13 @@ class Memory:
             facts.returned, facts.withheld = 0, 1
             return None
         facts.returned, facts.withheld = 1, 0
+        self._touch([record])
         return record
 
     def _update(self, op: UpdateOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
         with self._write_lock:
             old = self._target(facts, op.id)
-            self._require(facts, "update", old.namespace)
+            decision = self._require(facts, "update", old.namespace)
             now = utcnow()
             vector = self._vector(op.content, vectors)
             new = self._validated(facts, old.model_copy(update={
@@ -440,17 +522,23 @@ class Memory:
                 "labels": op.labels if op.labels is not None else old.labels,
                 "writer": facts.principal.id, "writer_roles": self._roles(facts),
                 "created_at": now, "version": old.version + 1, "supersedes": old.id,
-                "status": Status.ACTIVE,
-            }), vector)
-            retired = old.model_copy(update={"status": Status.SUPERSEDED, "valid_to": now})
+                "status": Status.ACTIVE, "approvals": (), "rejections": (),
+                "last_access": now if old.half_life else None, "uses": 0,
+            }), vector, decision)
             facts.record_ids = [new.id, old.id]
 
             def apply() -> None:
                 self._backend.upsert([new.id], [vector], [new.content], [to_metadata(new)])
-                self._backend.update_metadata([old.id], [to_metadata(retired)])
+                # A quarantined new version leaves the old one in force until it is approved.
+                if new.status is Status.ACTIVE:
+                    self._retire(old, now)
 
             self._commit(facts, apply)
         return new
+
+    def _retire(self, old: MemoryRecord, now: datetime) -> None:
+        retired = old.model_copy(update={"status": Status.SUPERSEDED, "valid_to": now})
+        self._backend.update_metadata([old.id], [to_metadata(retired)])
 
     def _forget(self, op: ForgetOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> None:
         # Forgetting is about the memory, not one version: an id from before an update still
@@ -491,9 +579,110 @@ class Memory:
             erased = sorted(found)
             facts.record_ids = [hashed(i) for i in erased]
             facts.returned = len(erased)
-            self._commit(facts, lambda: self._backend.delete(erased))
+            marks = [tombstone_mark(s, r.content) for r in found.values() for s in r.subjects]
+
+            def apply() -> None:
+                # Tombstones first: from this moment the content cannot be re-ingested, even
+                # if the process dies before the rows are gone.
+                self._tombstones.add(marks, facts.audit_seq)
+                self._backend.delete(erased)
+
+            self._commit(facts, apply)
         return ErasureReceipt(
             subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(facts.record_ids),
             count=len(erased), cascaded=len(erased) - direct, actor=facts.principal.id,
             rules=tuple(dict.fromkeys(facts.rules)), erased_at=utcnow(), audit_seq=facts.audit_seq,
         )
+
+    def _review(self, op: ReviewOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
+        with self._write_lock:
+            record = self._fetch_one(op.id)
+            if record is None or record.status is not Status.QUARANTINED:
+                raise InvalidRequest(f"no record {op.id!r} is awaiting review")
+            facts.namespace = record.namespace
+            facts.record_ids = [record.id]
+            self._require(facts, "approve", record.namespace)
+            if facts.principal.id == record.writer:
+                raise AccessDenied(f"{facts.principal.id!r} wrote {record.id!r} and may not review it")
+            now = utcnow()
+            if (now - record.created_at).total_seconds() >= self._settings.review_timeout:
+                raise InvalidRequest(f"the review window of {record.id!r} has closed; it counts as rejected")
+            voter = facts.principal.id
+            approvals = tuple(sorted({*record.approvals, voter} if op.approve else set(record.approvals) - {voter}))
+            rejections = tuple(sorted(set(record.rejections) - {voter} if op.approve else {*record.rejections, voter}))
+            status, labels = Status.QUARANTINED, dict(record.labels)
+            if len(approvals) >= self._settings.quorum:
+                status = Status.ACTIVE
+            elif len(rejections) >= self._settings.quorum:
+                status, labels["forgotten"] = Status.FORGOTTEN, "rejected"
+            facts.rules.append(f"votes: {len(approvals)} approve, {len(rejections)} reject, quorum {self._settings.quorum}")
+            decided = record.model_copy(update={"approvals": approvals, "rejections": rejections,
+                                                "status": status, "labels": labels})
+            older = self._fetch_one(record.supersedes) if record.supersedes and status is Status.ACTIVE else None
+
+            def apply() -> None:
+                self._backend.update_metadata([record.id], [to_metadata(decided)])
+                if older is not None and older.status is Status.ACTIVE:
+                    self._retire(older, now)
+
+            self._commit(facts, apply)
+        return decided
+
+    def _retract(self, op: RetractOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[str]:
+        with self._write_lock:
+            record = self._fetch_one(op.id)
+            if record is None or record.status is Status.FORGOTTEN:
+                raise InvalidRequest(f"no record {op.id!r} can be retracted")
+            facts.namespace = record.namespace
+            self._require(facts, "approve", record.namespace)
+            # Taint tracing: everything derived from the poisoned record, transitively, is held
+            # for review; quarantine only hides, so it is applied wherever descendants live.
+            tainted: dict[str, MemoryRecord] = {}
+            frontier = [record.id]
+            while frontier:
+                rows = self._backend.fetch(where=any_of([{"parents": {"$contains": i}} for i in frontier]))
+                fresh = [r for r in map(from_row, rows) if r.id not in tainted and r.id != record.id]
+                tainted.update((r.id, r) for r in fresh)
+                frontier = [r.id for r in fresh]
+            held = [r for r in tainted.values() if r.status is Status.ACTIVE]
+            facts.record_ids = [record.id] + [r.id for r in held]
+
+            def apply() -> None:
+                self._set_status([record], Status.FORGOTTEN, {"forgotten": "retracted"})
+                self._set_status(held, Status.QUARANTINED, {"tainted_by": record.id})
+
+            self._commit(facts, apply)
+        return [r.id for r in held]
+
+    def _history(self, op: HistoryOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[MemoryRecord]:
+        record = self._fetch_one(op.id)
+        if record is None:
+            raise InvalidRequest(f"no record {op.id!r} has a history visible to {facts.principal.id!r}")
+        facts.namespace = record.namespace
+        self._require(facts, "history", record.namespace)
+        versions = [r for r in self._lineage(record) if r.status in (Status.ACTIVE, Status.SUPERSEDED)]
+        facts.record_ids = [r.id for r in versions]
+        facts.returned = len(versions)
+        return versions
+
+    def _sweep(self, op: SweepOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> int:
+        scope = self._policy.scope(facts.subjects, "admin", op.namespace)
+        if scope.empty:
+            facts.decision = "deny"
+            raise AccessDenied(f"{facts.principal.id!r} may not administer anything at or below "
+                               f"{namespace_text(op.namespace) or '(root)'!r}")
+        facts.decision = "allow"
+        facts.rules.extend(f"scope: {p.text}" for p in scope.allow)
+        now = utcnow()
+        cutoff = now.timestamp() - self._settings.review_timeout
+        gone = any_of([{"status": Status.FORGOTTEN.value},
+                       all_of([{"status": Status.ACTIVE.value}, {"expires_at": {"$lte": now.timestamp()}}]),
+                       all_of([{"status": Status.QUARANTINED.value}, {"created_at": {"$lte": cutoff}}])])
+        with self._write_lock:
+            doomed = [r for r in map(from_row, self._backend.fetch(where=all_of([gone, scope_filter(scope)])))
+                      if self._policy.decide(facts.subjects, "admin", r.namespace).allowed]
+            ids = sorted(r.id for r in doomed)
+            facts.record_ids = ids
+            facts.returned = len(ids)
+            self._commit(facts, lambda: self._backend.delete(ids))
+        return len(ids)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import ClassVar, Union
 
 from memwarden.errors import InvalidRequest
@@ -99,6 +99,7 @@ class WriteOp:
     trust: float = 1.0
     labels: Mapping[str, str] = field(default_factory=dict)
     key: str | None = None
+    allow_reingest: bool = False
 
     def canonical(self) -> WriteOp:
         """This op with every field checked and normalised."""
@@ -128,10 +129,6 @@ class WriteOp:
             labels=_labels(self.labels),
             key=_text(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
         )
-
-    def expires_at(self, now: datetime) -> datetime | None:
-        """When a record written at ``now`` expires, from ``ttl``."""
-        return now + timedelta(seconds=self.ttl) if self.ttl is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,11 +259,74 @@ class EraseOp:
         return replace(self, subject=subject, ids=tuple(dict.fromkeys(_record_id(i) for i in self.ids)))
 
 
-Op = Union[WriteOp, SearchOp, ListNamespacesOp, GetOp, UpdateOp, ForgetOp, EraseOp]
+@dataclass(frozen=True, slots=True)
+class ReviewOp:
+    """A vote on a quarantined record: ``approve=True`` to release it, False to reject it.
+
+    The record becomes active after ``quorum`` distinct approvers (never its writer) and is
+    rejected after ``quorum`` distinct rejections or when its review window closes.
+    """
+
+    action: ClassVar[str] = "review"
+
+    id: str
+    approve: bool = True
+
+    def canonical(self) -> ReviewOp:
+        """This op with its id checked."""
+        if not isinstance(self.approve, bool):
+            raise InvalidRequest(f"approve must be True or False, got {self.approve!r}")
+        return replace(self, id=_record_id(self.id))
+
+
+@dataclass(frozen=True, slots=True)
+class RetractOp:
+    """Retract a record as poisoned: it is forgotten, a lesson is kept, and every record
+    derived from it through provenance is quarantined (taint tracing)."""
+
+    action: ClassVar[str] = "retract"
+
+    id: str
+
+    def canonical(self) -> RetractOp:
+        """This op with its id checked."""
+        return replace(self, id=_record_id(self.id))
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryOp:
+    """Every version of a memory, oldest first (superseded ones included)."""
+
+    action: ClassVar[str] = "history"
+
+    id: str
+
+    def canonical(self) -> HistoryOp:
+        """This op with its id checked."""
+        return replace(self, id=_record_id(self.id))
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOp:
+    """Physically remove what is already invisible (forgotten, expired, faded, rejected or
+    timed-out quarantined records) in the namespaces the caller administers."""
+
+    action: ClassVar[str] = "sweep"
+
+    namespace: NamespaceLike = ()
+
+    def canonical(self) -> SweepOp:
+        """This op with its namespace prefix checked."""
+        return replace(self, namespace=canonical_namespace(self.namespace, allow_empty=True))
+
+
+Op = Union[WriteOp, SearchOp, ListNamespacesOp, GetOp, UpdateOp, ForgetOp, EraseOp, ReviewOp, RetractOp,
+           HistoryOp, SweepOp]
 
 #: The policy action each operation is checked against.
 POLICY_ACTION = {"write": "write", "search": "read", "list": "read", "get": "read", "update": "update",
-                 "forget": "forget", "erase": "erase"}
+                 "forget": "forget", "erase": "erase", "review": "approve", "retract": "approve",
+                 "history": "history", "sweep": "admin"}
 
 
 def op_namespace(op: Op) -> Namespace | None:

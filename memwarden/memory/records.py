@@ -112,6 +112,11 @@ class MemoryRecord(BaseModel):
     supersedes: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     key: str | None = None
+    half_life: float | None = None
+    last_access: datetime | None = None
+    uses: int = 0
+    approvals: tuple[str, ...] = ()
+    rejections: tuple[str, ...] = ()
 
     @property
     def namespace_text(self) -> str:

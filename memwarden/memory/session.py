@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memwarden.memory.ops import (
-    EraseOp, ForgetOp, GetOp, ListNamespacesOp, NamespaceLike, Op, SearchOp, UpdateOp, WriteOp,
+    EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, NamespaceLike, Op, RetractOp, ReviewOp, SearchOp,
+    SweepOp, UpdateOp, WriteOp,
 )
 from memwarden.policies.namespace import Namespace
 from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source
@@ -38,11 +39,15 @@ class Session:
     def write(self, content: str, namespace: NamespaceLike, *, kind: str | Kind = Kind.FACT,
               subjects: Sequence[str] = (), source: str | Source = Source.AGENT, parents: Sequence[str] = (),
               valid_from: datetime | None = None, valid_to: datetime | None = None, ttl: float | None = None,
-              trust: float = 1.0, labels: Mapping[str, str] | None = None) -> MemoryRecord:
+              trust: float = 1.0, labels: Mapping[str, str] | None = None, key: str | None = None,
+              allow_reingest: bool = False) -> MemoryRecord:
         """Store a memory; raises AccessDenied, WriteRejected or InvalidRequest. A flagged write
-        comes back with status ``quarantined`` and stays invisible to search until approved."""
+        comes back with status ``quarantined`` and stays invisible to search until approved.
+        ``ttl`` overrides the policy's default; ``key`` makes an addressable item that a later
+        write with the same key overwrites; ``allow_reingest`` stores content that an erasure
+        tombstoned (it needs erase permission)."""
         return self._one(WriteOp(content, namespace, kind, tuple(subjects), source, tuple(parents),
-                                 valid_from, valid_to, ttl, trust, dict(labels or {})))
+                                 valid_from, valid_to, ttl, trust, dict(labels or {}), key, allow_reingest))
 
     def search(self, query: str | None, namespace: NamespaceLike = (), *, k: int = 5,
                kinds: Sequence[str | Kind] | None = None, offset: int = 0) -> list[SearchHit]:
@@ -73,3 +78,24 @@ class Session:
         """Erase every record about ``subject`` (and/or ``ids``) and all records derived from them.
         All or nothing: if any one may not be erased, nothing is and AccessDenied is raised."""
         return self._one(EraseOp(subject, tuple(ids)))
+
+    def approve(self, id: str) -> MemoryRecord:  # noqa: A002
+        """Vote to release a quarantined record; returns it with its votes and status."""
+        return self._one(ReviewOp(id, True))
+
+    def reject(self, id: str) -> MemoryRecord:  # noqa: A002
+        """Vote to reject a quarantined record; returns it with its votes and status."""
+        return self._one(ReviewOp(id, False))
+
+    def retract(self, id: str) -> list[str]:  # noqa: A002
+        """Retract a record as poisoned; returns the ids of derived records now quarantined."""
+        return self._one(RetractOp(id))
+
+    def history(self, id: str) -> list[MemoryRecord]:  # noqa: A002
+        """Every live version of the memory ``id`` belongs to, oldest first (needs ``history``)."""
+        return self._one(HistoryOp(id))
+
+    def sweep(self, namespace: NamespaceLike = ()) -> int:
+        """Physically remove invisible records in the namespaces this principal administers;
+        returns how many were removed."""
+        return self._one(SweepOp(namespace))

@@ -106,8 +106,8 @@ def _lifecycle(kind: str, args: list[str], where: str) -> LifecycleRule:
         value = float(int(raw)) if kind == "cap" else parse_duration(raw)
     except ValueError:
         raise PolicyError(f"{where}: {raw!r} is not a valid {'count' if kind == 'cap' else 'duration'}") from None
-    if value < 1:
-        raise PolicyError(f"{where}: {kind} must be at least 1")
+    if kind == "cap" and value < 1:
+        raise PolicyError(f"{where}: cap must be at least 1")
     return LifecycleRule(kind, pattern, record_kind, value, where)
 
 
