@@ -4,7 +4,9 @@ Every memory operation passes Casbin access control, guards and validators, is t
 OpenTelemetry and written to a hash-chained audit log.
 """
 
-from memwarden.errors import AccessDenied, AuditError, InvalidRequest, MemwardenError, PolicyError, WriteRejected
+from memwarden.errors import (
+    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, WriteRejected,
+)
 from memwarden.memory.memory import Memory
 from memwarden.memory.memory import Settings
 from memwarden.memory.ops import (
@@ -17,7 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AccessDenied", "AuditError", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind", "ListNamespacesOp",
-    "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "PolicyError", "Principal", "RetractOp", "ReviewOp",
+    "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal", "RetractOp", "ReviewOp",
     "SearchHit", "SearchOp", "Session", "Settings", "Source", "Status", "SweepOp", "UpdateOp", "WriteOp",
     "WriteRejected",
 ]

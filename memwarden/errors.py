@@ -15,6 +15,11 @@ class InvalidRequest(MemwardenError, ValueError):
     """The request is malformed; raised before any policy or storage work is done."""
 
 
+class NotFound(InvalidRequest):
+    """No record with that id is visible to the caller; a missing record and one the caller
+    may not read look exactly alike, so the error is no existence oracle."""
+
+
 class AccessDenied(MemwardenError, PermissionError):
     """Policy denies the operation (deny by default, deny overrides allow).
 

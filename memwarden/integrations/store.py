@@ -31,15 +31,17 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import operator
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import takewhile
 from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import (
     BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
 )
 
-from memwarden.errors import InvalidRequest
+from memwarden.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
 from memwarden.memory import ops as mw
 from memwarden.memory.records import MemoryRecord, Principal, SearchHit, keyed_id
@@ -50,8 +52,9 @@ if TYPE_CHECKING:
 
 __all__ = ["GovernedStore"]
 
+_ORDERINGS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 #: LangGraph's filter operators (InMemoryStore's set).
-OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
+OPERATORS = frozenset({"$eq", "$ne", *_ORDERINGS})
 
 # A filter may discard most of a page, so a filtered search asks for at least this many
 # records at once rather than creeping forward a few at a time (each page is one audited op).
@@ -67,6 +70,7 @@ class GovernedStore(BaseStore):
     (see :mod:`memwarden.integrations.binding`) and raises AccessDenied when there is none.
     """
 
+    # BaseStore.put refuses a ttl unless the store declares support; expiry is the core's.
     supports_ttl = True
 
     def __init__(self, memory: Memory) -> None:
@@ -121,11 +125,10 @@ class GovernedStore(BaseStore):
         rid = keyed_id(canonical_namespace(op.namespace), op.key)
         try:
             self._memory.batch(principal, [mw.ForgetOp(rid)])
-        except InvalidRequest as exc:
-            # Only "nothing visible under that id" is LangGraph's no-op delete; any other
-            # invalid request (an unknown principal, say) must still surface.
-            if not str(exc).startswith(f"no record {rid!r}"):
-                raise
+        except NotFound:
+            # LangGraph's delete of a missing item is a no-op; any other invalid request (an
+            # unknown principal, say) still surfaces.
+            pass
 
     def _search(self, principal: Principal, op: SearchOp) -> list[SearchItem]:
         _check_window(op.limit, op.offset)
@@ -197,14 +200,14 @@ def _item(record: MemoryRecord) -> Item:
                 created_at=record.created_at, updated_at=record.created_at)
 
 
-def _search_items(hits: list[SearchHit], filter: Mapping[str, Any] | None) -> list[SearchItem]:  # noqa: A002
+def _search_items(hits: list[SearchHit], filter_by: Mapping[str, Any] | None) -> list[SearchItem]:
     items = []
     for hit in hits:
         record = hit.record
         if record.key is None:  # a plain memory, not a store item
             continue
         value = _value(record)
-        if filter and not all(_compare(value.get(k), v) for k, v in filter.items()):
+        if filter_by and not all(_compare(value.get(k), v) for k, v in filter_by.items()):
             continue
         items.append(SearchItem(namespace=record.namespace, key=record.key, value=value,
                                 created_at=record.created_at, updated_at=record.created_at, score=hit.score))
@@ -218,16 +221,15 @@ def _check_window(limit: object, offset: object) -> None:
         raise InvalidRequest(f"offset must be a non-negative integer, got {offset!r}")
 
 
-def _check_filter(filter: object) -> None:  # noqa: A002
+def _check_filter(filter_by: object) -> None:
     """Reject a malformed filter before any record is read, not on the first record it meets."""
-    if filter is None:
+    if filter_by is None:
         return
-    if not isinstance(filter, Mapping):
-        raise InvalidRequest(f"filter must be a mapping, got {type(filter).__name__}")
-    for value in filter.values():
+    if not isinstance(filter_by, Mapping):
+        raise InvalidRequest(f"filter must be a mapping, got {type(filter_by).__name__}")
+    for value in filter_by.values():
         if isinstance(value, Mapping):
-            operators = [k for k in value if isinstance(k, str) and k.startswith("$")]
-            if operators:
+            if any(isinstance(k, str) and k.startswith("$") for k in value):
                 unknown = sorted(set(map(str, value)) - OPERATORS)
                 if unknown:
                     raise InvalidRequest(f"unsupported filter operator(s) {unknown}; "
@@ -250,17 +252,17 @@ def _compare(item_value: Any, filter_value: Any) -> bool:
     return item_value == filter_value
 
 
-def _apply(value: Any, operator: str, operand: Any) -> bool:
-    if operator == "$eq":
+def _apply(value: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
         return value == operand
-    if operator == "$ne":
+    if op == "$ne":
         return value != operand
     try:
         left, right = float(value), float(operand)
     except (TypeError, ValueError):
         # InMemoryStore raises here; a missing or non-numeric field simply does not match.
         return False
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[operator]
+    return _ORDERINGS[op](left, right)
 
 
 def _canonical_condition(condition: MatchCondition) -> MatchCondition:
@@ -273,12 +275,7 @@ def _canonical_condition(condition: MatchCondition) -> MatchCondition:
 
 
 def _literal_head(path: tuple[str, ...]) -> Namespace:
-    head = []
-    for label in path:
-        if label == "*":
-            break
-        head.append(label)
-    return tuple(head)
+    return tuple(takewhile(lambda label: label != "*", path))
 
 
 def _matches_condition(condition: MatchCondition, namespace: Namespace) -> bool:

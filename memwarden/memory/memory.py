@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
+from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
 from memwarden.guards.visibility import is_visible, visible_filter
 from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
@@ -181,6 +181,26 @@ class Memory:
                    Tombstones(root / "tombstones.sqlite3"), embedding=embedding, validators=validators,
                    settings=options)
 
+    @classmethod
+    def connect(cls, host: str, port: int, policy: str | Path | PolicyEngine | None = None, *,
+                state: str | Path = "./memwarden-state", ssl: bool = False, headers: dict[str, str] | None = None,
+                embedding: object | None = None, validators: Iterable[WriteValidator] = (),
+                **settings: Any) -> Memory:
+        """The same governed memory against a Chroma server (``chroma run``).
+
+        Transient server errors are retried (tenacity); ids are deterministic, so retries
+        never duplicate. The audit log and tombstones live in directory ``state``.
+        """
+        from memwarden.memory.remote import RetryingChromaBackend
+
+        root = Path(state)
+        root.mkdir(parents=True, exist_ok=True)
+        options = Settings(**settings)
+        engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
+        return cls(RetryingChromaBackend.connect(host, port, ssl=ssl, headers=headers), engine,
+                   AuditLog(root / "audit.sqlite3"), Tombstones(root / "tombstones.sqlite3"),
+                   embedding=embedding, validators=validators, settings=options)
+
     # -- public surface -----------------------------------------------------------------
 
     @property
@@ -333,7 +353,7 @@ class Memory:
             facts.namespace = record.namespace
             return record
         if not (readable and is_visible(record, utcnow())):
-            raise InvalidRequest(f"no record {rid!r} is visible to {facts.principal.id!r}")
+            raise NotFound(f"no record {rid!r} is visible to {facts.principal.id!r}")
         facts.namespace = record.namespace
         return record
 

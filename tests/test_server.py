@@ -1,0 +1,148 @@
+"""The same governed API against a real Chroma server (``chroma run``): the contract,
+retries through injected connection failures, and several OS processes writing at once."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memwarden import AccessDenied, Memory, Principal
+from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.memory.remote import RetryingChromaBackend, is_transient
+
+
+def _connect(server, policy_file: Path, state: Path, **kw) -> Memory:
+    host, port = server
+    return Memory.connect(host, port, policy=policy_file, state=state, embedding=HashingEmbedding(), **kw)
+
+
+def test_contract_against_a_server(chroma_server, policy_file: Path, tmp_path: Path) -> None:
+    with _connect(chroma_server, policy_file, tmp_path / "s1") as mem:
+        alice = mem.session(Principal("alice"))
+        tag = uuid.uuid4().hex[:8]
+        rec = alice.write(f"Patient {tag} is allergic to penicillin", ("ward3", "patients", tag), subjects=[tag])
+        assert alice.write(f"Patient {tag} is allergic to penicillin", ("ward3", "patients", tag)) == rec
+        assert [h.record.id for h in alice.search("penicillin", ("ward3", "patients", tag))] == [rec.id]
+        assert mem.session(Principal("carol")).get(rec.id) is None
+        with pytest.raises(AccessDenied):
+            mem.session(Principal("carol")).write("x", ("ward3", "patients", tag))
+        new = alice.update(rec.id, f"Patient {tag} is allergic to penicillin and latex")
+        assert mem.session(Principal("dpo")).erase(subject=tag).count == 2
+        assert alice.get(new.id) is None
+        assert mem.audit_log.verify().ok
+
+
+class _FlakyProxy:
+    """A loopback TCP proxy that drops the first ``failures`` connections, then forwards."""
+
+    def __init__(self, target: tuple[str, int], failures: int) -> None:
+        self.target, self.failures = target, failures
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.dropped = 0
+        self.live: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def break_connections(self, then_drop: int) -> None:
+        """Cut every open connection (kept-alive ones too) and refuse the next ``then_drop``."""
+        self.failures = self.dropped + then_drop
+        for s in self.live:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.live.clear()
+
+    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.dropped < self.failures:
+                self.dropped += 1
+                client.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            self.live += [client, upstream]
+            threading.Thread(target=self._pipe, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+
+
+def test_transient_failures_are_retried_without_duplicates(chroma_server, policy_file: Path, tmp_path: Path) -> None:
+    proxy = _FlakyProxy(chroma_server, failures=0)
+    with _connect(("127.0.0.1", proxy.port), policy_file, tmp_path / "s2") as mem:
+        alice = mem.session(Principal("alice"))
+        tag = uuid.uuid4().hex[:8]
+        alice.search("warm up the connection pool", "ward3")
+        proxy.break_connections(then_drop=3)
+        rec = alice.write(f"Patient {tag} needs a wheelchair", ("ward3", "patients", tag))
+        assert proxy.dropped >= 1
+        hits = alice.search("wheelchair", ("ward3", "patients", tag), k=10)
+        assert [h.record.id for h in hits] == [rec.id]
+
+
+def test_only_transient_errors_are_retried() -> None:
+    import httpx
+
+    assert is_transient(httpx.ConnectError("refused"))
+    assert not is_transient(ValueError("Collection expecting embedding with dimension of 3, got 256"))
+
+
+WRITER = """
+import sys
+from memwarden import Memory, Principal, WriteOp
+from memwarden.memory.embeddings import HashingEmbedding
+host, port, policy, state, worker, n, tag = sys.argv[1:]
+mem = Memory.connect(host, int(port), policy=policy, state=state, embedding=HashingEmbedding())
+alice = mem.session(Principal("alice"))
+ops = [WriteOp(f"{tag} worker {worker} note {i}", ("ward3", "patients", tag)) for i in range(int(n))]
+for start in range(0, len(ops), 100):
+    alice.batch(ops[start:start + 100])
+mem.close()
+"""
+
+
+def test_four_processes_write_through_one_server(chroma_server, policy_file: Path, tmp_path: Path) -> None:
+    host, port = chroma_server
+    tag, n, workers = uuid.uuid4().hex[:8], 1000, 4
+    state = tmp_path / "shared-state"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, host, str(port), str(policy_file), str(state),
+                               str(w), str(n), tag]) for w in range(workers)]
+    assert [p.wait(timeout=600) for p in procs] == [0] * workers
+    with _connect(chroma_server, policy_file, state) as mem:
+        alice = mem.session(Principal("alice"))
+        listed = [h.record for h in alice.search(None, ("ward3", "patients", tag), k=1000)]
+        listed += [h.record for h in alice.search(None, ("ward3", "patients", tag), k=1000, offset=1000)]
+        listed += [h.record for h in alice.search(None, ("ward3", "patients", tag), k=1000, offset=2000)]
+        listed += [h.record for h in alice.search(None, ("ward3", "patients", tag), k=1000, offset=3000)]
+        contents = sorted(r.content for r in listed)
+        assert contents == sorted(f"{tag} worker {w} note {i}" for w in range(workers) for i in range(n))
+        assert len({r.id for r in listed}) == workers * n  # 0 lost, 0 duplicated
+        sample = listed[::97]
+        assert all(alice.get(r.id) == r for r in sample)  # get and search agree
+        report = mem.audit_log.verify()
+        assert report.ok
+        writes = [e for e in mem.audit_log.entries() if e["op"] == "write" and e["outcome"] == "ok"]
+        assert len({rid for e in writes for rid in e["records"]} & {r.id for r in listed}) == workers * n
