@@ -23,6 +23,8 @@ MAX_CONTENT_CHARS = 32_768
 MAX_QUERY_CHARS = 4_096
 #: Largest k a search may ask for.
 MAX_K = 1_000
+#: Largest offset a search may ask for (listing pages through big namespaces).
+MAX_OFFSET = 1_000_000
 #: Longest addressable key (LangGraph store keys), in characters.
 MAX_KEY_CHARS = 1_024
 #: Most subjects, parents or labels on one record.
@@ -151,8 +153,8 @@ class SearchOp:
         """This op with every field checked and normalised."""
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
             raise InvalidRequest(f"k must be an integer from 1 to {MAX_K}, got {self.k!r}")
-        if isinstance(self.offset, bool) or not isinstance(self.offset, int) or not 0 <= self.offset <= MAX_K:
-            raise InvalidRequest(f"offset must be an integer from 0 to {MAX_K}, got {self.offset!r}")
+        if isinstance(self.offset, bool) or not isinstance(self.offset, int) or not 0 <= self.offset <= MAX_OFFSET:
+            raise InvalidRequest(f"offset must be an integer from 0 to {MAX_OFFSET}, got {self.offset!r}")
         kinds = None
         if self.kinds is not None:
             if isinstance(self.kinds, str) or not self.kinds:
