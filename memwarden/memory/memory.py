@@ -228,7 +228,8 @@ class Memory:
         if self._closed:
             raise InvalidRequest("this Memory is closed")
         ops = list(ops)
-        return [self._run(principal, op, self._prefetch_vectors(ops)) for op in ops]
+        vectors = self._prefetch_vectors(ops)
+        return [self._run(principal, op, vectors) for op in ops]
 
     def as_store(self) -> GovernedStore:
         """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``."""
