@@ -65,6 +65,7 @@ class _Facts:
     returned: int | None = None
     withheld: int | None = None
     rechecked_out: int = 0
+    replay: bool = False
     outcome: str = "error"
     error: str | None = None
     audited: bool = False
@@ -88,6 +89,7 @@ class _Facts:
             "records": self.record_ids,
             "returned": self.returned,
             "withheld": self.withheld,
+            "replay": self.replay,
             "outcome": self.outcome,
             "error": self.error,
         }
@@ -107,6 +109,7 @@ class _Facts:
             "memwarden.records.returned": self.returned,
             "memwarden.records.withheld": self.withheld,
             "memwarden.records.rechecked_out": self.rechecked_out,
+            "memwarden.replay": self.replay,
             "memwarden.outcome": self.outcome,
             "memwarden.audit.seq": self.audit_seq,
         }
@@ -423,7 +426,7 @@ class Memory:
             existing = self._fetch_one(rid)
             if existing is not None and existing.status is not Status.FORGOTTEN:
                 if not keyed:
-                    facts.rules.append("replay: identical write already stored")
+                    facts.replay = True
                     return existing
                 # Overwriting a keyed item replaces what others wrote: that is an update.
                 self._require(facts, "update", op.namespace)

@@ -1,0 +1,99 @@
+"""Every example runs offline (scripted models) and tells the story its docstring promises.
+
+The examples are scripts, not a package, so they are loaded by path. They run in-process with
+the hashing test embedding for speed (two also through their command line, ``main``); the
+hospital one also runs with the default MiniLM embedding, as ``memwarden demo`` will.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from rich.console import Console
+
+from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.orchestrator import Scorecard
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"memwarden_example_{name}", EXAMPLES / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # pydantic resolves the models' postponed annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(name: str, function: str, tmp_path: Path, **kwargs) -> tuple[Scorecard, str]:
+    out = io.StringIO()
+    card = getattr(_load(name), function)(tmp_path / "data", Console(file=out, width=160), **kwargs)
+    assert isinstance(card, Scorecard) and card.audit_ok
+    return card, out.getvalue()
+
+
+def test_hospital_ward(tmp_path: Path) -> None:
+    card, out = _run("hospital_ward", "run_hospital", tmp_path, embedding=HashingEmbedding())
+    carol, dpo = card.row("carol"), card.row("dpo")
+    assert carol.denied == 1 and carol.withheld > 0 and carol.returned > 0
+    assert card.row("alice").withheld == card.row("bob").withheld == 0
+    assert dpo.erased == 4 and "erasure of p14: 4 records erased (1 by cascade)" in out
+    assert "error: access denied: you may not read in 'ward3/patients/p12'" in out  # the clerk's refusal
+    assert "What each principal was shown" in out and "hash chain verified" in out
+    assert "warfarin" not in out.split("Request 3")[1].split("Ward 3:")[0]  # nothing left about p14
+
+
+def test_hospital_ward_with_the_default_embedding_is_fast(tmp_path: Path) -> None:
+    card, _ = _run("hospital_ward", "run_hospital", tmp_path)
+    assert card.seconds is not None and card.seconds < 30
+    assert card.row("dpo").erased == 4 and card.row("carol").denied == 1
+
+
+def test_research_team(tmp_path: Path) -> None:
+    card, out = _run("research_team", "run_research", tmp_path, embedding=HashingEmbedding())
+    assert "analyst: an answer was refused and sent back" in out and "effect_pp: Input should be a valid number" in out
+    assert card.row("ivy").denied == 1 and card.row("vik").withheld > 0
+    assert "Cohort A (embargoed" not in out.split("What each principal was shown")[1].split("vik (reviewer)")[1]
+
+
+def test_household(tmp_path: Path) -> None:
+    card, out = _run("household", "run_household", tmp_path, embedding=HashingEmbedding())
+    assert "paused" in out and "homebot asks a parent" in out
+    assert card.row("homebot").replays == 1 and card.row("homebot").writes == 2
+    assert card.row("lena").denied == 1 and card.row("gus").withheld > 0
+    assert '"budget_known": false' in out
+
+
+def test_household_parent_says_no(tmp_path: Path) -> None:
+    card, out = _run("household", "run_household", tmp_path, embedding=HashingEmbedding(), approve="no")
+    assert "not added: a parent said 'no'" in out and card.row("homebot").writes == 1
+
+
+def test_supervisor_example(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph_supervisor")
+    card, out = _run("supervisor_example", "run_supervisor", tmp_path, embedding=HashingEmbedding())
+    assert "from the supervisor or the scout: 0" in out
+    assert "learned the scout's finding from the governed memory: True" in out
+    assert card.row("vik").withheld == 1  # the embargoed cohort
+
+
+def test_swarm_example(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph_swarm")
+    card, out = _run("swarm_example", "run_swarm", tmp_path, embedding=HashingEmbedding())
+    assert "reached the models of: nurse\n" in out
+    assert card.row("carol").denied == 1 and card.row("carol").withheld > 0
+
+
+@pytest.mark.parametrize("name", ["hospital_ward", "supervisor_example"])
+def test_command_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if name.endswith("_example"):
+        pytest.importorskip(f"langgraph_{name.removesuffix('_example')}")
+    assert _load(name).main(["--hashing", "--data", str(tmp_path / "d")]) == 0
+    assert "hash chain verified" in capsys.readouterr().out
+    assert (tmp_path / "d" / "audit.sqlite3").is_file()
