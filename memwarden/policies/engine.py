@@ -183,7 +183,8 @@ class PolicyEngine:
             ]
             scope = ReadScope(
                 prefix,
-                tuple(dict.fromkeys(r.pattern for r in relevant if r.effect == "allow")),
+                # a review rule allows too (decide says allowed, with review), so it is in scope
+                tuple(dict.fromkeys(r.pattern for r in relevant if r.effect != "deny")),
                 tuple(dict.fromkeys(r.pattern for r in relevant if r.effect == "deny")),
             )
             if len(self._scopes) >= _CACHE_LIMIT:

@@ -124,8 +124,10 @@ def parse_policy_text(text: str, *, source: str = "<policy>") -> PolicyData:
     links: list[RoleLink] = []
     lifecycle: list[LifecycleRule] = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
+        line = raw.strip()
+        # Only whole-line comments: a trailing "#" could silently cut off a field (a typo like
+        # "read#, deny" would turn a deny into an allow), so "#" inside a line is literal.
+        if not line or line.startswith("#"):
             continue
         where = f"{source}:{lineno}"
         fields = [f.strip() for f in next(csv.reader(io.StringIO(line), skipinitialspace=True))]

@@ -39,9 +39,11 @@ _MAX_DECODE_ROUNDS = 4
 
 
 def _invisible(ch: str) -> bool:
+    code = ord(ch)
+    if code < 0x80:
+        return code < 0x20 or code == 0x7F
     if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
         return True
-    code = ord(ch)
     return any(lo <= code <= hi for lo, hi in _DEFAULT_IGNORABLE)
 
 

@@ -8,9 +8,10 @@ parse errors are findings like any other.
 
 Every "never matches" or "redundant" finding is exact, not a heuristic: it follows from the
 matching rules (label by label, ``*`` = one label, trailing ``**`` = one or more labels,
-deny overrides allow, subjects = given roles plus the ``g`` closure), so removing a line
-reported as ``redundant-allow``, ``redundant-deny``, ``shadowed-allow``, ``unused-deny`` or
-``duplicate-rule`` never changes any decision.
+deny overrides review overrides allow, subjects = given roles plus the ``g`` closure), so
+removing a line reported as ``duplicate-rule``, ``shadowed-*``, ``redundant-*`` or
+``unused-deny`` never changes any decision (neither whether it allows nor whether it
+requires review).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from memwarden.policies.loading import ACTIONS, PolicyData, RoleLink, Rule, pars
 from memwarden.policies.namespace import MAX_DEPTH, canonical_label, canonical_namespace
 from memwarden.policies.patterns import ONE, NamespacePattern
 
-__all__ = ["LintFinding", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps"]
+__all__ = ["LintFinding", "can_match", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps"]
 
 # Severities, most serious first.
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -137,11 +138,12 @@ def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[Li
 
     errors
       ``parse-error``      the line is malformed (the engine would refuse the whole file)
-      ``never-matches``    the pattern cannot match any namespace (``**`` after MAX_DEPTH labels)
+      ``never-matches``    the pattern of a rule or lifecycle line cannot match any namespace
+                           (``**`` after MAX_DEPTH labels)
     warnings
       ``duplicate-rule``   the same rule appears on an earlier line
       ``shadowed-allow``   a deny of the same action covers every namespace of this allow, for
-                           the same subject or a role that subject always holds: it never allows
+      ``shadowed-review``  the same subject or a role that subject always holds: it never allows
       ``unknown-subject``  the subject is not named in any ``g`` line, so only a principal given
                            that role at run time (or with that id) can use the rule
       ``duplicate-link``   the same ``g`` line appears earlier
@@ -149,8 +151,10 @@ def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[Li
     info
       ``redundant-allow``  a broader allow of the same action, for the same subject or a role it
                            always holds, covers this one: removing it changes nothing
+      ``redundant-review`` likewise for a review rule covered by a broader review rule (a
+                           broader review rule also makes an allow redundant: review wins)
       ``redundant-deny``   likewise for a deny covered by a broader deny
-      ``unused-deny``      no allow of the same action (for anyone) overlaps this deny, and no
+      ``unused-deny``      no allow or review rule of the same action (for anyone) overlaps this deny, and no
                            match means deny anyway: it never changes a decision
     """
     if isinstance(data, Path):
@@ -178,6 +182,7 @@ def lint_text(text: str, *, source: str = "<policy>") -> list[LintFinding]:
     findings: list[LintFinding] = []
     rules: list[Rule] = []
     links: list[RoleLink] = []
+    lifecycle: list = []
     tag = "\x00lint\x00"
     for lineno, raw in enumerate(text.splitlines(), start=1):
         origin = f"{source}:{lineno}"
@@ -192,7 +197,8 @@ def lint_text(text: str, *, source: str = "<policy>") -> list[LintFinding]:
             continue
         rules += [dataclasses.replace(r, origin=origin) for r in parsed.rules]
         links += [dataclasses.replace(g, origin=origin) for g in parsed.links]
-    return _sorted(findings + _lint_data(PolicyData(tuple(rules), tuple(links))))
+        lifecycle += [dataclasses.replace(x, origin=origin) for x in parsed.lifecycle]
+    return _sorted(findings + _lint_data(PolicyData(tuple(rules), tuple(links), tuple(lifecycle))))
 
 
 def _sorted(findings: list[LintFinding]) -> list[LintFinding]:
@@ -231,25 +237,33 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
 
     for rule in live:
         same = [o for o in live if o is not rule and o.action == rule.action and o.subject in holds(rule.subject)]
-        if rule.effect == "allow":
+        if rule.effect != "deny":
             deny = next((o for o in same if o.effect == "deny" and covers(o.pattern, rule.pattern)), None)
             if deny is not None:
-                add(WARNING, "shadowed-allow", rule,
+                add(WARNING, f"shadowed-{rule.effect}", rule,
                     f"never allows anything: {deny.origin} ({deny.text}) denies every namespace it matches")
                 continue
         # Two rules that cover each other (same pattern, subjects holding each other through
         # a role cycle): only the later one is redundant, so removing every finding is safe.
-        broader = next((o for o in same if o.effect == rule.effect and covers(o.pattern, rule.pattern)
-                        and not (covers(rule.pattern, o.pattern) and rule.subject in holds(o.subject)
-                                 and _index(data, o) > _index(data, rule))), None)
+        broader = next((o for o in same if _stands_in(o.effect, rule.effect) and covers(o.pattern, rule.pattern)
+                        and not (_stands_in(rule.effect, o.effect) and covers(rule.pattern, o.pattern)
+                                 and rule.subject in holds(o.subject) and _index(data, o) > _index(data, rule))),
+                       None)
         if broader is not None:
             add(INFO, f"redundant-{rule.effect}", rule,
-                f"{broader.origin} ({broader.text}) already {rule.effect}s everything this rule matches")
+                f"{broader.origin} ({broader.text}) already covers everything this rule matches")
             continue
         if rule.effect == "deny" and not any(
-                o.effect == "allow" and o.action == rule.action and overlaps(o.pattern, rule.pattern) for o in live):
+                o.effect != "deny" and o.action == rule.action and overlaps(o.pattern, rule.pattern) for o in live):
             add(INFO, "unused-deny", rule,
                 f"no allow rule for {rule.action!r} overlaps {rule.pattern.text!r}; unmatched requests are denied anyway")
+
+    for item in data.lifecycle:
+        if not can_match(item.pattern):
+            findings.append(LintFinding(
+                ERROR, "never-matches", item.origin,
+                f"pattern {item.pattern.text!r} needs more than {MAX_DEPTH} labels, the deepest namespace allowed",
+                f"{item.what}, {item.pattern.text}"))
 
     seen_links: dict[tuple[str, str], RoleLink] = {}
     for link in data.links:
@@ -261,6 +275,12 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
         if link.member == link.role or link.member in _closure(seen_links.values()).get(link.role, ()):
             add(WARNING, "role-cycle", link, f"{link.role!r} already holds {link.member!r}: this line closes a cycle")
     return findings
+
+
+def _stands_in(broader: str, narrower: str) -> bool:
+    """True when a rule with effect ``broader`` decides at least what one with ``narrower`` would:
+    a review rule also allows (review wins over allow), so it can stand in for an allow."""
+    return broader == narrower or (narrower == "allow" and broader == "review")
 
 
 def _index(data: PolicyData, rule: Rule) -> int:
