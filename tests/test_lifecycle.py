@@ -169,3 +169,20 @@ def test_tombstones_block_silent_reingestion(tmp_path: Path) -> None:
         w.write("Patient 12 is allergic to penicillin", "ward/p/12", subjects=["p13"])  # another subject is fine
         again = dpo.write("Patient 12 is allergic to penicillin", "ward/p/12", subjects=["p12"], allow_reingest=True)
         assert again.status is Status.ACTIVE
+
+
+def test_forget_holds_derived_records_in_quarantine(tmp_path: Path) -> None:
+    with _open(tmp_path) as mem:
+        w = mem.session(Principal("w"))
+        fact = w.write("Door code is 4711", "ward/facts/door")
+        digest = w.write("Handover: door code 4711, bed 3 empty", "ward/notes/handover", parents=[fact.id])
+        summary = w.write("Weekly summary: handover notes reviewed", "ward/facts/summary", parents=[digest.id])
+        w.forget(fact.id)
+        assert _ids(mem, "ward") == set()
+        assert w.get(digest.id) is None and w.get(summary.id) is None
+        forget = [e for e in mem.audit_log.entries() if e["op"] == "forget"][-1]
+        assert forget["records"] == [fact.id, digest.id, summary.id] or set(forget["records"]) == {fact.id, digest.id, summary.id}
+        # A reviewer can release a derived record that no longer repeats the forgotten fact.
+        released = mem.session(Principal("r1"))
+        released.approve(summary.id)
+        assert mem.session(Principal("r2")).approve(summary.id).status is Status.ACTIVE

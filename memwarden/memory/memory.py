@@ -567,15 +567,33 @@ class Memory:
     def _forget(self, op: ForgetOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> None:
         # Forgetting is about the memory, not one version: an id from before an update still
         # names it, and every version of it goes, so no older text resurfaces in history.
+        # Records derived from it (provenance) may repeat what it said: they are held in
+        # quarantine, wherever they live, until a reviewer looks at them again.
         with self._write_lock:
             target = self._target(facts, op.id, superseded_ok=True)
             self._require(facts, "forget", target.namespace)
             now = utcnow()
             versions = [r for r in self._lineage(target) if r.status is not Status.FORGOTTEN]
-            facts.record_ids = [r.id for r in versions]
+            held = [r for r in self._descendants([r.id for r in versions]) if r.status is Status.ACTIVE]
+            facts.record_ids = [r.id for r in versions] + [r.id for r in held]
             gone = [r.model_copy(update={"status": Status.FORGOTTEN, "valid_to": r.valid_to or now}) for r in versions]
-            self._commit(facts, lambda: self._backend.update_metadata([r.id for r in gone],
-                                                                       [to_metadata(r) for r in gone]))
+
+            def apply() -> None:
+                self._backend.update_metadata([r.id for r in gone], [to_metadata(r) for r in gone])
+                self._set_status(held, Status.QUARANTINED, {"derived_from_forgotten": target.id})
+
+            self._commit(facts, apply)
+
+    def _descendants(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Every record derived from ``ids`` through provenance, transitively."""
+        found: dict[str, MemoryRecord] = {}
+        frontier = list(ids)
+        while frontier:
+            rows = self._backend.fetch(where=any_of([{"parents": {"$contains": i}} for i in frontier]))
+            fresh = [r for r in map(from_row, rows) if r.id not in found and r.id not in ids]
+            found.update((r.id, r) for r in fresh)
+            frontier = [r.id for r in fresh]
+        return list(found.values())
 
     def _erase(self, op: EraseOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> ErasureReceipt:
         with self._write_lock:
@@ -661,14 +679,7 @@ class Memory:
             self._require(facts, "approve", record.namespace)
             # Taint tracing: everything derived from the poisoned record, transitively, is held
             # for review; quarantine only hides, so it is applied wherever descendants live.
-            tainted: dict[str, MemoryRecord] = {}
-            frontier = [record.id]
-            while frontier:
-                rows = self._backend.fetch(where=any_of([{"parents": {"$contains": i}} for i in frontier]))
-                fresh = [r for r in map(from_row, rows) if r.id not in tainted and r.id != record.id]
-                tainted.update((r.id, r) for r in fresh)
-                frontier = [r.id for r in fresh]
-            held = [r for r in tainted.values() if r.status is Status.ACTIVE]
+            held = [r for r in self._descendants([record.id]) if r.status is Status.ACTIVE]
             facts.record_ids = [record.id] + [r.id for r in held]
 
             def apply() -> None:

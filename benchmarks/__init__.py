@@ -1,0 +1,1 @@
+"""Benchmarks (run from a source checkout); see README.md here."""
