@@ -23,3 +23,10 @@ test: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Arize Phoenix, a local trace UI, in its own environment (.venv-phoenix: its pins clash with
+# ours), serving on 127.0.0.1:6006 offline (no telemetry, no external resources). Then, in
+# another terminal: .venv/bin/memwarden demo --otlp http://127.0.0.1:6006/v1/traces
+.PHONY: dashboard
+dashboard:
+	PYTHON=$(PYTHON) bash scripts/phoenix.sh serve

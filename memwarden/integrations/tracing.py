@@ -2,44 +2,228 @@
 
 memwarden depends on ``opentelemetry-api`` alone. With no SDK configured the tracer is a
 no-op and attributes are never even built (``is_recording`` is checked first), so tracing
-costs nothing until an application installs a TracerProvider.
+costs next to nothing until an application installs a TracerProvider.
+
+One span per memory operation, named and attributed after the OpenTelemetry GenAI memory
+conventions (``gen_ai.memory.client`` spans in the GenAI semantic conventions):
+
+- span name = ``gen_ai.operation.name``: ``create_memory``, ``upsert_memory`` (a keyed write,
+  where the caller does not choose between create and update), ``update_memory`` (update,
+  review), ``search_memory`` (search, list, get by id, history) or ``delete_memory`` (forget,
+  erase, retract, sweep);
+- ``gen_ai.operation.name`` is set when the span starts (the conventions want it available
+  to samplers); ``gen_ai.memory.record.count``, ``gen_ai.memory.record.id`` (only when the
+  operation targets one record) and ``error.type`` are derived when it ends;
+- ``gen_ai.memory.query.text`` and ``gen_ai.memory.records`` (content) are opt-in: see
+  :func:`capture_content`;
+- memwarden's own ``memwarden.*`` attributes (principal, roles, decision, deciding rule,
+  verdicts, records returned and withheld, audit sequence number) come from the pipeline.
+
+The span is the current span while the operation runs, so it nests under whatever span the
+caller has open (a LangGraph node, a worker, a tool call).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
-_tracer = trace.get_tracer("memwarden")
+TRACER_NAME = "memwarden"
 
-#: Span names follow the GenAI memory conventions where one exists.
+#: Span names follow the GenAI memory conventions (``gen_ai.operation.name`` values).
 SPAN_NAMES = {
     "write": "create_memory",
     "update": "update_memory",
+    "review": "update_memory",     # a vote that releases or rejects a quarantined record
     "search": "search_memory",
     "list": "search_memory",
-    "get": "get_memory",
+    "get": "search_memory",
+    "history": "search_memory",    # every version of one memory
     "forget": "delete_memory",
     "erase": "delete_memory",
+    "retract": "delete_memory",    # a poisoned record goes; what derives from it is held
+    "sweep": "delete_memory",      # forgotten, expired and stale quarantined records purged
 }
+#: A keyed write (a LangGraph store ``put``) creates or overwrites without the caller choosing.
+UPSERT = "upsert_memory"
+
+#: Environment switches for content capture. memwarden's own, and the one the GenAI
+#: conventions name for instrumentations (any value but false/0/no/off/NO_CONTENT enables).
+CAPTURE_ENV = "MEMWARDEN_CAPTURE_CONTENT"
+OTEL_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_FALSE = {"", "0", "false", "no", "off", "no_content"}
+
+#: Longest content string recorded per record when capture is on (spans are not a database).
+MAX_CONTENT_CHARS = 4096
+
+_provider: TracerProvider | None = None
+_tracer: Tracer = trace.get_tracer(TRACER_NAME)
+
+
+# -- configuration ------------------------------------------------------------------------
+
+def set_tracer_provider(provider: TracerProvider | None) -> None:
+    """Send memwarden's spans to ``provider`` instead of the global one (None: back to global).
+
+    Applications normally set the global provider (``trace.set_tracer_provider``) and need
+    not call this; it exists for processes that host several pipelines, and for tests.
+    """
+    global _provider, _tracer
+    _provider = provider
+    _tracer = (provider.get_tracer(TRACER_NAME) if provider is not None else trace.get_tracer(TRACER_NAME))
+
+
+def tracer() -> Tracer:
+    """The tracer memwarden's spans come from."""
+    return _tracer
+
+
+def _env_capture() -> bool:
+    return any(os.environ.get(name, "").strip().lower() not in _FALSE for name in (CAPTURE_ENV, OTEL_CAPTURE_ENV))
+
+
+_capture: bool = _env_capture()
+
+
+def capture_content(enabled: bool | None = True) -> None:
+    """Opt in (True) or out (False) of recording query text and record content on spans.
+
+    None drops the override and reads the environment again: ``MEMWARDEN_CAPTURE_CONTENT=1``
+    or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (read at import and on each
+    ``capture_content(None)``). Off by default: memory content is personal data, and spans go
+    to places the policy does not govern.
+    """
+    global _capture
+    _capture = enabled if enabled is not None else _env_capture()
+
+
+def content_enabled() -> bool:
+    """Whether query text and record content go onto spans."""
+    return _capture
+
+
+# -- spans ---------------------------------------------------------------------------------
+
+def operation_name(action: str, op: object | None = None) -> str:
+    """The ``gen_ai.operation.name`` (and span name) of one memwarden operation."""
+    if action == "write" and getattr(op, "key", None) is not None:
+        return UPSERT
+    return SPAN_NAMES.get(action, action)
 
 
 @contextmanager
-def operation_span(op_name: str) -> Iterator[Span]:
-    """One span around one memory operation; errors are recorded and re-raised."""
-    with _tracer.start_as_current_span(SPAN_NAMES[op_name], kind=SpanKind.INTERNAL,
+def operation_span(op_name: str, op: object | None = None) -> Iterator[Span]:
+    """One span around one memory operation; errors are recorded and re-raised.
+
+    ``op_name`` is the memwarden action ("write", "search", ...). Passing the operation
+    itself lets a keyed write be named ``upsert_memory``.
+    """
+    name = operation_name(op_name, op)
+    with _tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes={"gen_ai.operation.name": name},
                                        record_exception=True, set_status_on_exception=True) as span:
-        yield span
+        try:
+            yield span
+        except Exception as exc:
+            if span.is_recording():
+                span.set_attribute("error.type", type(exc).__qualname__)
+            raise
 
 
-def annotate(span: Span, attributes: Callable[[], Mapping[str, Any]], *, error: bool = False) -> None:
-    """Attach attributes, built lazily so a non-recording span costs nothing."""
+def annotate(span: Span, attributes: Callable[[], Mapping[str, Any]], *, error: bool = False,
+             op: object | None = None, result: object | None = None) -> None:
+    """Attach attributes at the end of an operation, built lazily so a non-recording span
+    costs nothing.
+
+    ``attributes`` returns the pipeline's attributes (``memwarden.*``); the ``gen_ai.memory.*``
+    ones are derived from them here. ``op`` and ``result`` (the operation and what it
+    returned) are only read for the opt-in content attributes and for the id of the record
+    an operation targets.
+    """
     if not span.is_recording():
         return
-    span.set_attributes({k: v for k, v in attributes().items() if v is not None})
+    attrs = {k: v for k, v in attributes().items() if v is not None}
+    # Set at span start by operation_span, where it can tell create from upsert.
+    attrs.pop("gen_ai.operation.name", None)
+    attrs.update(memory_attributes(attrs, op))
+    if content_enabled():
+        attrs.update(content_attributes(op, result))
+    span.set_attributes(attrs)
     if error:
         span.set_status(Status(StatusCode.ERROR))
+
+
+def memory_attributes(attrs: Mapping[str, Any], op: object | None = None) -> dict[str, Any]:
+    """The ``gen_ai.memory.*`` attributes implied by the pipeline's ``memwarden.*`` ones.
+
+    ``gen_ai.memory.record.count``: search, list, get, history: records returned; write,
+    update, review: the one record it attempted to create or modify; forget: every version it
+    forgets; retract: the record and the derived records it holds; erase, sweep: records
+    removed. ``gen_ai.memory.record.id``: the one record a write, get, update, review,
+    forget, retract or history is about. Erase never names a record (its ids are logged only
+    as hashes), nor does a sweep (it has no one target).
+    """
+    action = attrs.get("memwarden.operation")
+    ids = list(attrs.get("memwarden.record_ids") or ())
+    returned = attrs.get("memwarden.records.returned")
+    out: dict[str, Any] = {}
+    if action in ("search", "list", "get", "history", "erase", "sweep"):
+        count = returned
+    elif action in ("write", "update", "review"):
+        count = 1
+    elif action in ("forget", "retract"):
+        count = len(ids) if ids else None
+    else:
+        count = None
+    if count is not None:
+        out["gen_ai.memory.record.count"] = int(count)
+    if action in ("get", "update", "forget", "review", "retract", "history"):
+        target = getattr(op, "id", None) or (ids[-1] if action == "update" and ids else ids[0] if len(ids) == 1 else None)
+        if target:
+            out["gen_ai.memory.record.id"] = str(target)
+    elif action == "write" and ids:
+        out["gen_ai.memory.record.id"] = str(ids[0])
+    return out
+
+
+def content_attributes(op: object | None, result: object | None) -> dict[str, Any]:
+    """Opt-in content: ``gen_ai.memory.query.text`` and ``gen_ai.memory.records`` (a JSON
+    string following the conventions' memory-records schema: id, content, score).
+
+    Only what the caller supplied or was given back is recorded: withheld records never
+    reach a result, so they never reach a span either.
+    """
+    out: dict[str, Any] = {}
+    query = getattr(op, "query", None)
+    if isinstance(query, str):
+        out["gen_ai.memory.query.text"] = query
+    records = _records_of(result)
+    if not records and isinstance(getattr(op, "content", None), str):
+        records = [{"content": _clip(op.content)}]  # a write or update that did not complete
+    if records:
+        out["gen_ai.memory.records"] = json.dumps(records, ensure_ascii=False, separators=(",", ":"))
+    return out
+
+
+def _records_of(result: object | None) -> list[dict[str, Any]]:
+    items = result if isinstance(result, list) else [result] if result is not None else []
+    records: list[dict[str, Any]] = []
+    for item in items:
+        record, score = getattr(item, "record", item), getattr(item, "score", None)
+        content = getattr(record, "content", None)
+        if not isinstance(content, str):
+            continue
+        entry: dict[str, Any] = {"id": str(getattr(record, "id", "")), "content": _clip(content)}
+        if score is not None:
+            entry["score"] = round(float(score), 6)
+        records.append(entry)
+    return records
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_CONTENT_CHARS else text[:MAX_CONTENT_CHARS] + "…"

@@ -103,6 +103,7 @@ class AuditLog:
         self.key_path = Path(key_path) if key_path is not None else Path(env_key) if env_key else self.path.parent / KEY_FILE
         self._lock = threading.Lock()
         self._key: bytes | None = None
+        self._checked = False
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -167,7 +168,9 @@ class AuditLog:
 
     def _ensure_key(self) -> bytes:
         """The key to sign with; creates it (and the log's key record) on first use. Called
-        inside the append transaction."""
+        inside the append transaction; checked once per AuditLog (verify re-checks it all)."""
+        if self._key is not None and self._checked:
+            return self._key
         if self._key is None:
             key = self._read_key()
             meta = self._meta()
@@ -214,6 +217,7 @@ class AuditLog:
                     self._db.executemany("INSERT OR REPLACE INTO audit_meta(name, value) VALUES (?, ?)",
                                          [("head", head), ("head_mac", _mac(key, f"head:{head}"))])
                     self._db.execute("COMMIT")
+                    self._checked = True  # the key record is committed and matches the key
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise

@@ -13,6 +13,7 @@ second way to reach stored records.
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import numpy as np
 from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
 from memwarden.guards.visibility import is_visible, visible_filter
+from memwarden.integrations.metrics import record_operation
 from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
 from memwarden.guards.forgetting import eviction_order
 from memwarden.memory.audit import AuditLog
@@ -283,7 +285,8 @@ class Memory:
         if action not in self._handlers:
             raise InvalidRequest(f"not a memwarden operation: {type(op).__name__}")
         facts = _Facts(action, principal if isinstance(principal, Principal) else Principal("invalid"))
-        with operation_span(action) as span:
+        started, result = time.perf_counter(), None
+        with operation_span(action, op) as span:
             try:
                 facts.subjects = self._subjects_for(principal)
                 op = op.canonical()
@@ -303,7 +306,10 @@ class Memory:
                     # Raising here replaces the result: an operation that cannot be audited
                     # does not return its data (fail closed).
                     facts.audit_seq = self._audit.append(facts.audit_entry())
-                annotate(span, facts.span_attributes, error=facts.outcome != "ok")
+                annotate(span, facts.span_attributes, error=facts.outcome != "ok", op=op, result=result)
+                record_operation(facts.op, facts.outcome, facts.decision, facts.verdicts,
+                                 time.perf_counter() - started,
+                                 records=facts.returned if facts.op == "erase" else None)
 
     def _commit(self, facts: _Facts, apply: Callable[[], None]) -> None:
         """Audit a mutation, then apply it; a failed apply gets a second, compensating entry.

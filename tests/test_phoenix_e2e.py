@@ -1,0 +1,93 @@
+"""End to end against a running Arize Phoenix: the demo's memory spans arrive over OTLP/HTTP.
+
+Runs only when MEMWARDEN_PHOENIX_URL names a Phoenix server, e.g. after ``make dashboard``::
+
+    MEMWARDEN_PHOENIX_URL=http://127.0.0.1:6006 python -m pytest tests/test_phoenix_e2e.py
+
+It runs ``memwarden demo --otlp URL/v1/traces`` in a subprocess and then reads the spans back
+through Phoenix's REST API (``GET /v1/projects/{project}/spans``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+URL = os.environ.get("MEMWARDEN_PHOENIX_URL", "").rstrip("/")
+PROJECT = "memwarden-demo"  # the demo files its traces under this Phoenix project
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(not URL, reason="set MEMWARDEN_PHOENIX_URL (e.g. http://127.0.0.1:6006) to a "
+                                                "running Phoenix, e.g. from `make dashboard`, to run this test")
+
+
+def _get(path: str, **query: object) -> dict:
+    url = f"{URL}{path}" + ("?" + urllib.parse.urlencode(query, doseq=True) if query else "")
+    with urllib.request.urlopen(url, timeout=30) as response:  # noqa: S310 - the operator's URL
+        return json.load(response)
+
+
+def _spans(since: datetime) -> list[dict]:
+    spans, cursor = [], None
+    while True:
+        query: dict[str, object] = {"limit": 1000, "start_time": since.isoformat()}
+        if cursor:
+            query["cursor"] = cursor
+        page = _get(f"/v1/projects/{urllib.parse.quote(PROJECT)}/spans", **query)
+        spans += page.get("data", [])
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return spans
+
+
+def test_demo_spans_arrive_in_phoenix(tmp_path: Path) -> None:
+    since = datetime.now(timezone.utc) - timedelta(seconds=1)
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    run = subprocess.run([sys.executable, "-m", "memwarden.cli", "demo", "--data", str(tmp_path / "demo"),
+                          "--otlp", f"{URL}/v1/traces"], capture_output=True, text=True, timeout=600, env=env,
+                         check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "could not be delivered" not in run.stdout, run.stdout[-2000:]
+    from memwarden.memory.audit import AuditLog
+
+    log = AuditLog(tmp_path / "demo" / "audit.sqlite3")
+    audited = len(list(log.entries()))
+    log.close()
+
+    deadline, memory, roots = time.monotonic() + 60, [], []
+    while time.monotonic() < deadline:  # Phoenix ingests asynchronously
+        spans = _spans(since)
+        roots = [s for s in spans if s["name"] == "memwarden demo"]
+        memory = [s for s in spans if s["name"].endswith("_memory") and roots
+                  and s["context"]["trace_id"] == roots[-1]["context"]["trace_id"]]
+        if roots and len(memory) >= audited:
+            break
+        time.sleep(1)
+    assert roots, f"no demo root span in Phoenix project {PROJECT!r} at {URL}"
+    assert len(memory) == audited, [s["name"] for s in memory]  # one span per audited operation
+    root = roots[-1]
+    assert all(s["parent_id"] == root["context"]["span_id"] for s in memory)
+    assert {"create_memory", "search_memory"} <= {s["name"] for s in memory}
+    assert sorted(s["attributes"]["memwarden.audit.seq"] for s in memory) == list(range(1, audited + 1))
+    for span in memory:
+        attrs = span["attributes"]
+        assert attrs["gen_ai.operation.name"] == span["name"]
+        assert attrs["memwarden.principal"]
+        assert attrs["memwarden.decision"] in {"allow", "deny"} and attrs["memwarden.rule"]
+        assert isinstance(attrs["memwarden.audit.seq"], int)
+    denied = [s for s in memory if s["attributes"]["memwarden.outcome"] == "denied"]
+    assert denied and all(s["status_code"] == "ERROR" for s in denied)
+    assert all(s["attributes"]["error.type"] == "AccessDenied" for s in denied)
+    searches = [s for s in memory if s["name"] == "search_memory" and s["attributes"]["memwarden.outcome"] == "ok"]
+    assert all("memwarden.records.withheld" in s["attributes"] for s in searches)
+    # Content stays off unless opted in.
+    assert not any("gen_ai.memory.query.text" in s["attributes"] for s in memory)
