@@ -91,3 +91,18 @@ def test_demo_spans_arrive_in_phoenix(tmp_path: Path) -> None:
     assert all("memwarden.records.withheld" in s["attributes"] for s in searches)
     # Content stays off unless opted in.
     assert not any("gen_ai.memory.query.text" in s["attributes"] for s in memory)
+
+    # The trace view as an operator sees it: rendered in headless Chromium and kept as an artifact.
+    from tests.test_flows import CHROMIUM, _chromium, decode_png
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing: the spans arrived, but no screenshot was taken")
+    shot = ROOT / "artifacts" / "phoenix-trace.png"
+    shot.parent.mkdir(exist_ok=True)
+    project_id = next(p["id"] for p in _get("/v1/projects")["data"] if p["name"] == PROJECT)
+    trace_url = f"{URL}/projects/{project_id}/traces/{root['context']['trace_id']}"
+    run = _chromium(f"--screenshot={shot}", "--window-size=1400,900", "--virtual-time-budget=20000", trace_url,
+                    profile=tmp_path / "chromium")
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
+    pixels = decode_png(shot.read_bytes())[..., :3].astype(float)
+    assert pixels.std() > 10, "the Phoenix page rendered blank"
