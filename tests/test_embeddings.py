@@ -213,15 +213,16 @@ class TestAsEmbedder:
         assert embedder is fake
         vectors = embed_many(embedder, ["alpha", "beta", "gamma"])
         assert vectors.shape == (3, 16) and vectors.dtype == np.float32
-        query = embed_one(embedder, "alpha")
-        assert query.shape == (16,) and query.dtype == np.float32
+        for as_query in (False, True):
+            one = embed_one(embedder, "alpha", query=as_query)
+            assert one.shape == (16,) and one.dtype == np.float32
 
     def test_deterministic_fake_round_trips_values(self) -> None:
         fake = DeterministicFakeEmbedding(size=8)
         np.testing.assert_allclose(
             embed_many(fake, ["x", "y"]), np.array(fake.embed_documents(["x", "y"]), dtype=np.float32)
         )
-        np.testing.assert_allclose(embed_one(fake, "x"), np.array(fake.embed_query("x"), dtype=np.float32))
+        np.testing.assert_allclose(embed_one(fake, "x", query=True), np.array(fake.embed_query("x"), dtype=np.float32))
 
     def test_object_without_methods_is_rejected(self) -> None:
         with pytest.raises(TypeError, match=r"lacks embed_documents, embed_query"):
@@ -281,7 +282,7 @@ class TestValidation:
         with pytest.raises(ValueError, match="declares dim=4"):
             embed_many(Scripted([[1.0, 0.0]], dim=4), ["a"])
         with pytest.raises(ValueError, match="declares dim=4"):
-            embed_one(Scripted([], query=[1.0, 0.0], dim=4), "a")
+            embed_one(Scripted([], query=[1.0, 0.0], dim=4), "a", query=True)
 
     def test_non_finite(self) -> None:
         with pytest.raises(ValueError, match="NaN"):
@@ -298,6 +299,14 @@ class TestValidation:
 
         assert embed_many(Exploding([], dim=7), []).shape == (0, 7)
         assert embed_many(Exploding([]), []).shape == (0, 0)
+
+    def test_embed_one_documents_by_default_and_queries_on_request(self) -> None:
+        # An asymmetric model: a stored text must get the document vector whether it is
+        # written alone or in a batch, and only a search may get the query vector.
+        asymmetric = Scripted([[1.0, 0.0]], query=[0.0, 1.0])
+        np.testing.assert_array_equal(embed_one(asymmetric, "a"), embed_many(asymmetric, ["a"])[0])
+        np.testing.assert_array_equal(embed_one(asymmetric, "a"), [1.0, 0.0])
+        np.testing.assert_array_equal(embed_one(asymmetric, "a", query=True), [0.0, 1.0])
 
     def test_embed_one_rejects_non_string(self) -> None:
         with pytest.raises(TypeError, match="must be a str"):

@@ -34,7 +34,7 @@ class RetryingChromaBackend(ChromaBackend):
                  max_wait: float = 2.0) -> None:
         self._retrying = Retrying(
             retry=retry_if_exception(is_transient), stop=stop_after_attempt(attempts),
-            wait=wait_exponential_jitter(initial=0.05, max=max_wait), reraise=True,
+            wait=wait_exponential_jitter(multiplier=0.05, max=max_wait), reraise=True,
         )
         self._call(lambda: super(RetryingChromaBackend, self).__init__(client, collection))
 
