@@ -1,0 +1,194 @@
+"""``ContradictionCheck``: a write that contradicts what is already known about its subject
+goes to review instead of silently competing with it.
+
+A-MemGuard's observation is that a poisoned memory looks harmless alone and gives itself
+away against its neighbours. This check asks the core for the nearest active records that
+share a subject with the candidate and that the writer may read (``context.related``), and
+compares the candidate with each using cheap heuristics:
+
+* **negation flip**: the same statement with and without a negation ("p12 is allergic to
+  penicillin" / "p12 is not allergic to penicillin"), in en/de/fr/es/it;
+* **antonym swap**: the same statement with one word replaced by its opposite ("visitors
+  are allowed" / "visitors are forbidden", "always" / "never", "increase" / "decrease");
+* **number mismatch**: the same statement with a different quantity of the same unit
+  ("5 mg" / "50 mg", "17:45" / "16:30", "3 times a day" / "6 times a day").
+
+"The same statement" means: after folding (case, accents, look-alikes) and removing stop
+words, the two sentences differ in at most ``max_diff`` content words besides the negation,
+antonym or number. A hit quarantines the write; the reason names the kind of conflict and
+the id of the related record (never content).
+
+Limits: these are surface heuristics. They miss paraphrased contradictions ("is fine with
+penicillin"), contradictions spread over several records, and conflicts with records the
+writer cannot read (by design: a verdict must not leak them). They also flag legitimate
+changes that are written as new records instead of as updates (an update supersedes its
+predecessor and is never compared with it). Quarantine is the outcome because a reviewer,
+not a regex, should decide which of two conflicting memories is true.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memwarden.guards.injection import fold
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict
+from memwarden.memory.records import Kind, MemoryRecord
+
+__all__ = ["ContradictionCheck", "find_contradiction"]
+
+_NEGATIONS = frozenset("""
+not no never none nobody nothing neither nor cannot cant dont doesnt didnt isnt arent wasnt werent wont
+shouldnt mustnt hasnt havent
+nicht kein keine keinen keinem keiner keines nie niemals
+pas jamais aucun aucune aucuns aucunes
+nunca jamas ningun ninguna ninguno
+non mai nessun nessuno nessuna
+""".split())
+
+# Words carrying no content for the "same statement" test (all five languages, folded).
+_STOP = frozenset("""
+a an the and or but of to in on at by for with from as is are was were be been being am do does did has have
+had it its this that these those there here he she his her him they them their we us our you your i my me so
+than then too very just also still only any all each every some per via into about after before over under
+again now today currently anymore longer more any
+der die das den dem des ein eine einen einem einer eines und oder aber von zu im in am an auf mit fur bei als
+ist sind war waren sein hat haben es er sie wir ihr ich mich sich noch nur auch schon mehr jetzt heute
+le la les l un une des du de d et ou mais a au aux en dans sur avec pour par est sont etait ete il elle ils
+elles nous vous je me se ne n plus encore aussi deja ce cette ces qui que
+el los las lo uno unos unas y o pero de del en con para por es son era esta estan fue su sus se me ya mas
+todavia tambien que
+il lo gli i una uno e o ma di da del della dei degli delle al allo alla in con per su tra fra sono era stato
+sua suo suoi sue si mi ci piu ancora anche gia che
+""".split())
+
+_ANTONYMS = [
+    ("allowed", "forbidden"), ("allowed", "prohibited"), ("allowed", "banned"), ("permitted", "forbidden"),
+    ("permitted", "prohibited"), ("safe", "unsafe"), ("safe", "dangerous"), ("positive", "negative"),
+    ("increase", "decrease"), ("increased", "decreased"), ("higher", "lower"), ("raise", "lower"),
+    ("more", "less"), ("always", "never"), ("true", "false"), ("open", "closed"), ("enabled", "disabled"),
+    ("enable", "disable"), ("approved", "rejected"), ("approved", "denied"), ("accepted", "rejected"),
+    ("likes", "dislikes"), ("likes", "hates"), ("loves", "hates"), ("like", "dislike"), ("can", "cannot"),
+    ("present", "absent"), ("stable", "unstable"), ("active", "inactive"), ("start", "stop"),
+    ("started", "stopped"), ("continue", "stop"), ("continue", "discontinue"), ("before", "after"),
+    ("morning", "evening"), ("yes", "no"), ("confirmed", "cancelled"), ("confirmed", "canceled"),
+    ("available", "unavailable"), ("required", "optional"), ("mandatory", "optional"), ("paid", "unpaid"),
+    ("left", "right"), ("with", "without"),
+    ("erlaubt", "verboten"), ("sicher", "gefahrlich"), ("positiv", "negativ"), ("immer", "nie"),
+    ("mag", "hasst"), ("erhohen", "senken"), ("morgens", "abends"), ("bezahlt", "unbezahlt"),
+    ("links", "rechts"), ("mit", "ohne"),
+    ("autorise", "interdit"), ("permis", "interdit"), ("toujours", "jamais"), ("positif", "negatif"),
+    ("augmenter", "diminuer"), ("matin", "soir"), ("gauche", "droite"), ("avec", "sans"),
+    ("permitido", "prohibido"), ("siempre", "nunca"), ("positivo", "negativo"), ("aumentar", "disminuir"),
+    ("manana", "noche"), ("izquierda", "derecha"), ("con", "sin"),
+    ("permesso", "vietato"), ("consentito", "vietato"), ("sempre", "mai"), ("aumentare", "diminuire"),
+    ("mattina", "sera"), ("sinistra", "destra"), ("con", "senza"),
+]
+_OPPOSITE: dict[str, frozenset[str]] = {}
+for _a, _b in _ANTONYMS:
+    _OPPOSITE[_a] = _OPPOSITE.get(_a, frozenset()) | {_b}
+    _OPPOSITE[_b] = _OPPOSITE.get(_b, frozenset()) | {_a}
+# "with"/"without" and friends are opposites only when nothing else differs; they are
+# stop words for the overlap test but must stay visible to the antonym test.
+_KEEP = frozenset(w for pair in _ANTONYMS for w in pair)
+
+_UNITS = (r"mg|mcg|ug|µg|\u03bcg|g|kg|ml|l|iu|units?|einheiten|unites|unidades|unita|%|mmol|mmhg|tablets?|tabletten|"
+          r"comprimes?|comprimidos?|compresse|pills?|drops?|tropfen|gouttes|gotas|gocce|puffs?|times|mal|fois|veces|"
+          r"volte|x|h|hours?|hrs?|stunden|heures|horas|ore|days?|tage|jours|dias|giorni|weeks?|wochen|semaines|"
+          r"semanas|settimane|minutes?|mins?|minuten|minutos|minuti|am|pm|uhr|eur|euros?|euro|usd|dollars?|chf|"
+          r"gbp|pounds?|years?|jahre|ans|anos|anni|kcal|cm|mm|m|km")
+_QUANTITY = re.compile(rf"(?<![\w.])(\d+(?:[.,]\d+)?)\s*({_UNITS})(?![\w])")
+_CLOCK = re.compile(r"(?<![\w:.])([01]?\d|2[0-3])[:.h]([0-5]\d)(?![\w:])")
+_CURRENCY = re.compile(r"([$€£])\s*(\d+(?:[.,]\d+)?)")
+_CONTRACTED = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
+_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)?")
+
+
+def _words(folded: str) -> list[str]:
+    out = []
+    for tok in _TOKEN.findall(folded):
+        if tok.endswith("n't"):
+            out.append("not")
+            tok = _CONTRACTED.get(tok, tok[:-3])
+            if not tok:
+                continue
+        out.append(tok.replace("'", ""))
+    return out
+
+
+def _quantities(folded: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for value, unit in _QUANTITY.findall(folded):
+        unit = unit.rstrip("s") if len(unit) > 2 else unit
+        found.setdefault(unit, set()).add(value.replace(",", "."))
+    for hh, mm in _CLOCK.findall(folded):
+        found.setdefault("clock", set()).add(f"{int(hh)}:{mm}")
+    for symbol, value in _CURRENCY.findall(folded):
+        found.setdefault(symbol, set()).add(value.replace(",", "."))
+    return found
+
+
+def _content(words: list[str]) -> set[str]:
+    return {w for w in words if w not in _STOP and w not in _NEGATIONS and not w[0].isdigit()}
+
+
+def find_contradiction(a: str, b: str, *, max_diff: int = 1, min_shared: int = 2) -> str | None:
+    """The kind of conflict between statements ``a`` and ``b`` ("negation", "antonym",
+    "number:<unit>"), or None when they look compatible (or unrelated)."""
+    fa, fb = fold(a), fold(b)
+    wa, wb = _words(fa), _words(fb)
+    ca, cb = _content(wa), _content(wb)
+    shared = ca & cb
+    if len(shared) < min_shared:
+        return None
+    diff = ca ^ cb
+    neg_a = any(w in _NEGATIONS for w in wa)
+    neg_b = any(w in _NEGATIONS for w in wb)
+    if neg_a != neg_b and len(diff) <= max_diff:
+        return "negation"
+    # Antonyms: one word swapped for its opposite, everything else the same.
+    sa, sb = set(wa) & _KEEP | ca, set(wb) & _KEEP | cb
+    for word in sa - sb:
+        for opposite in _OPPOSITE.get(word, ()):
+            if opposite in sb - sa:
+                rest = (sa - {word}) ^ (sb - {opposite})
+                if len(rest - _KEEP) <= max_diff and not (rest & _KEEP):
+                    return "antonym"
+    # Numbers: the same unit with different values, the words otherwise the same.
+    if len(diff) <= max_diff:
+        qa, qb = _quantities(fa), _quantities(fb)
+        for unit in qa.keys() & qb.keys():
+            if qa[unit] != qb[unit] and not (qa[unit] & qb[unit]):
+                return f"number:{unit}"
+    return None
+
+
+class ContradictionCheck:
+    """Quarantine a write that likely contradicts a related record about the same subject.
+
+    ``k``: how many related records to compare with (nearest first).
+    ``kinds``: the record kinds compared (events are about moments, so they may differ).
+    ``max_diff``: content words allowed to differ besides the conflicting one.
+    """
+
+    name = "contradiction"
+
+    def __init__(self, *, k: int = 5, kinds: tuple[Kind, ...] = (Kind.FACT, Kind.RULE, Kind.PREFERENCE),
+                 max_diff: int = 1) -> None:
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        self.k = k
+        self.kinds = frozenset(Kind(x) for x in kinds)
+        self.max_diff = max_diff
+
+    def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
+        """Compare the candidate with its nearest related records."""
+        if record.kind not in self.kinds or not record.subjects:
+            return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
+        for other in context.related(record, self.k):
+            if other.id in (record.id, record.supersedes) or other.kind not in self.kinds:
+                continue
+            conflict = find_contradiction(record.content, other.content, max_diff=self.max_diff)
+            if conflict:
+                return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                               reason=f"likely contradicts related record {other.id} ({conflict})")
+        return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
