@@ -113,8 +113,8 @@ def throughput(sentences: Sequence[str], progress: Progress) -> dict[str, object
         "mean_words": round(statistics.mean(len(s.split()) for s in sentences), 1),
         "runs": [round(r, 1) for r in rates],
         "median_sentences_per_s": round(statistics.median(rates), 1),
-        # Per CPU-second of this process (all its threads): barely moved by other load on the
-        # machine, so a low wall-clock rate next to a normal one here means the cores were busy.
+        # Per CPU-second of this process, all threads. With every thread busy on an idle machine
+        # the wall-clock rate is about `threads` times this; far less means the cores were shared.
         "median_sentences_per_cpu_s": round(statistics.median(cpu_rates), 1),
         "first_load_s": round(load_seconds, 3),
         "batch_size": model.batch_size,

@@ -491,7 +491,7 @@ class Memory:
         if op.query is None:
             found = [(row, None) for row in self._backend.fetch(where=where, limit=op.k, offset=op.offset)]
         else:
-            vector = embed_one(self._embedder, op.query)
+            vector = embed_one(self._embedder, op.query, query=True)
             found = self._backend.query(vector, op.offset + op.k, where)[op.offset:]
         hits: list[SearchHit] = []
         for row, distance in found:
