@@ -47,6 +47,10 @@ class Backend(Protocol):
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows."""
 
+    def purge(self, ids: Sequence[str]) -> Any:
+        """Remove rows and every physical copy of them (log, indexes, free pages); returns a
+        report of what was done (see :class:`memwarden.memory.compaction.PurgeReport`)."""
+
     def count(self) -> int:
         """Number of rows stored."""
 
@@ -102,10 +106,34 @@ class ChromaBackend:
         if ids:
             self._col.delete(ids=list(ids))
 
+    def purge(self, ids, *, mode: str = "auto") -> Any:
+        """Erase rows physically: after it returns, no copy of their text, metadata or vector
+        is left anywhere in an embedded store's data directory (write-ahead log, FTS index,
+        HNSW files, SQLite free pages, WAL). Other rows are unchanged. Returns a PurgeReport.
+
+        ``mode``: "auto" edits the HNSW files in place when that is proven safe and otherwise
+        rebuilds the collection; "surgery" or "rebuild" force one mechanism (see
+        docs/erasure.md). The client and collection may be replaced by fresh ones. Against a
+        server the rows are only deleted (mechanism "logical"): its files are out of reach.
+        Raises PurgeError when the physical part fails; the rows are then deleted and the next
+        purge (of any ids, even none) finishes the job.
+        """
+        from memwarden.memory.compaction import PurgeError, purge_collection
+
+        try:
+            self._client, self._col, report = purge_collection(self._client, self._col, list(ids), mode=mode)
+        except PurgeError as exc:
+            if exc.client is not None:  # the purge had closed the client: use the fresh one
+                self._client, self._col = exc.client, exc.collection
+            raise
+        return report
+
     def count(self) -> int:  # noqa: D102
         return self._col.count()
 
     def close(self) -> None:  # noqa: D102
-        # Chroma has no public close; dropping the references lets its system shut down.
-        self._col = None
-        self._client = None
+        # Closing the client releases its shared system, so a later open in the same process
+        # owns the store alone (which lets an erasure rewrite the files in place).
+        client, self._col, self._client = self._client, None, None
+        if client is not None and hasattr(client, "close"):
+            client.close()

@@ -28,6 +28,7 @@ from memwarden.guards.visibility import is_visible, visible_filter
 from memwarden.integrations.metrics import record_operation
 from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
 from memwarden.guards.forgetting import eviction_order
+from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, ChromaBackend
@@ -44,6 +45,8 @@ from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
 from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
 
+# Largest number of ids in one provenance look-up (Chroma's filter depth limit is 1,000).
+_LINK_CHUNK = 400
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
 
@@ -182,6 +185,8 @@ class Memory:
         root.mkdir(parents=True, exist_ok=True)
         options = Settings(**settings)
         engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
+        if compaction.pending(root / "chroma"):
+            compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
         return cls(ChromaBackend.embedded(str(root / "chroma")), engine, AuditLog(root / "audit.sqlite3"),
                    Tombstones(root / "tombstones.sqlite3"), embedding=embedding, validators=validators,
                    settings=options)
@@ -595,7 +600,8 @@ class Memory:
         found: dict[str, MemoryRecord] = {}
         frontier = list(ids)
         while frontier:
-            rows = self._backend.fetch(where=any_of([{"parents": {"$contains": i}} for i in frontier]))
+            rows = [row for start in range(0, len(frontier), _LINK_CHUNK) for row in self._backend.fetch(
+                where=any_of([{"parents": {"$contains": i}} for i in frontier[start:start + _LINK_CHUNK]]))]
             fresh = [r for r in map(from_row, rows) if r.id not in found and r.id not in ids]
             found.update((r.id, r) for r in fresh)
             frontier = [r.id for r in fresh]
@@ -616,8 +622,12 @@ class Memory:
                 if not fresh:
                     break
                 ids = [r.id for r in fresh]
-                linked = [{"parents": {"$contains": i}} for i in ids] + [{"supersedes": {"$in": ids}}]
-                frontier = [from_row(r) for r in self._backend.fetch(where=any_of(linked))]
+                frontier = []
+                # Chroma refuses filter trees deeper than 1,000 nodes, so look links up in chunks.
+                for start in range(0, len(ids), _LINK_CHUNK):
+                    chunk = ids[start:start + _LINK_CHUNK]
+                    linked = [{"parents": {"$contains": i}} for i in chunk] + [{"supersedes": {"$in": chunk}}]
+                    frontier += [from_row(r) for r in self._backend.fetch(where=any_of(linked))]
                 earlier = [r.supersedes for r in fresh if r.supersedes and r.supersedes not in found]
                 if earlier:
                     frontier += [from_row(r) for r in self._backend.fetch(ids=earlier)]
@@ -633,7 +643,8 @@ class Memory:
                 # Tombstones first: from this moment the content cannot be re-ingested, even
                 # if the process dies before the rows are gone.
                 self._tombstones.add(marks, facts.audit_seq)
-                self._backend.delete(erased)
+                # Physically: no copy of text, metadata or vector stays in Chroma's files.
+                self._backend.purge(erased)
 
             self._commit(facts, apply)
         return ErasureReceipt(

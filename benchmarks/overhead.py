@@ -1,0 +1,883 @@
+"""Benchmark: what governance costs. Governed memwarden against raw Chroma, side by side.
+
+Everything runs in one process and one run, on the SAME stored rows and the SAME precomputed
+embeddings (seeded random unit 384-d float32 vectors), with the same k:
+
+- **governed**: a ``Memory`` (embedded Chroma, hospital-like policy over 10 wards, the default
+  validator chain when ``memwarden.guards.defaults.default_validators`` exists) used through a
+  ``Session``, exactly as an application would;
+- **raw**: the very same Chroma collection (same client, same HNSW index, same rows) called
+  directly, ``where`` filter or not.
+
+Embedding time is excluded: memwarden gets an embedder that looks the precomputed vectors up
+in a dict (``embed_documents_array`` / ``embed_query``), and raw Chroma gets the same vectors.
+The principal ("alice", physician in wards 0-2 of 10) may read about 30% of the rows, spread
+over thousands of namespaces. Rows are seeded in bulk through memwarden's backend with exactly
+the metadata memwarden writes (``codec.to_metadata``); every measured write, search and get
+goes through the public API.
+
+Measured at each size (default 1k and 10k; ``--full`` adds 100k), interleaving the arms query
+by query and rotating their order so machine noise falls on all of them alike:
+
+- write: governed (default validators), governed (no validators), raw ``upsert``;
+- search: governed, raw WITH the filter memwarden pushes down (built with ``scope_filter`` +
+  ``visible_filter``, and checked against the filter memwarden actually sends), raw UNFILTERED;
+- get by id: governed, raw ``get``;
+
+plus, for reference: LangGraph's ``InMemoryStore`` with a vector index at 10k rows, RSS growth
+per 10k rows stored, and the cost of a policy decision (pycasbin ``enforce`` uncached against
+memwarden's cached ``decide``) with 1,000 policy rules.
+
+Reported: p50 and p95 (wall clock, and process CPU) of every arm, the ratios of the p50s
+(pooled, per repeat, and the median of paired per-iteration ratios), the targets from the
+issues, met or not. Slow arms are budget-limited (``--budget`` seconds per op and size, at least
+10 iterations per repeat). Output: a rich table, JSON (``overhead.json``, with every sample) and
+a PNG plot (``overhead.png``, when matplotlib is installed); ``--profile`` adds cProfile dumps of
+governed search and write (``overhead_profile_{search,write}.txt``). RSS uses psutil when
+installed, else ``resource.getrusage`` (peak RSS, so growth is an upper bound).
+
+Usage: python benchmarks/overhead.py [--sizes 1000,10000] [--full] [--queries 200] [--repeats 3]
+                                     [--writes N] [--k 10] [--budget 180] [--out DIR]
+                                     [--data-dir DIR] [--profile] [--skip-reference]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+HERE = Path(__file__).resolve().parent
+# Benchmark the working tree, not whatever memwarden happens to be installed.
+sys.path.insert(0, str(HERE.parent))
+
+import chromadb  # noqa: E402
+from chromadb.config import Settings as ChromaSettings  # noqa: E402
+
+from memwarden import Memory, Principal  # noqa: E402
+from memwarden.guards.visibility import visible_filter  # noqa: E402
+from memwarden.memory.audit import AuditLog  # noqa: E402
+from memwarden.memory.backends import COLLECTION, ChromaBackend  # noqa: E402
+from memwarden.memory.codec import to_metadata  # noqa: E402
+from memwarden.memory.records import Kind, MemoryRecord, Source, record_id, utcnow  # noqa: E402
+from memwarden.memory.tombstones import Tombstones  # noqa: E402
+from memwarden.policies.engine import PolicyEngine  # noqa: E402
+from memwarden.policies.loading import (  # noqa: E402
+    PolicyData, PolicyDataAdapter, bundled_model_path, bundled_policy_path, parse_policy_text,
+)
+from memwarden.policies.patterns import parse_pattern  # noqa: E402
+from memwarden.policies.pushdown import all_of, scope_filter  # noqa: E402
+
+try:
+    from memwarden.guards.defaults import default_validators
+except ImportError:  # another engineer's module; the benchmark runs without it
+    default_validators = None
+
+try:
+    import psutil
+except ImportError:
+    psutil = None
+
+DIM = 384
+WARDS = 10
+ALLOWED_WARDS = (0, 1, 2)          # alice reads 3 of 10 wards: ~30% of the rows
+PATIENT_SHARE = 0.7                 # the rest are ward notes; both readable by a physician
+SEED = 20240611
+SEED_CHUNK = 1000
+DEFAULT_SIZES = (1_000, 10_000)
+FULL_SIZE = 100_000
+DECISION_RULES = 1_000
+INMEMORY_SIZE = 10_000
+
+TARGETS = {
+    "search_vs_filtered_p50": 1.10,     # governed search p50 <= 1.10x raw with the same filter (10k)
+    "search_vs_unfiltered_p50": 1.50,   # governed search p50 <= 1.5x raw unfiltered (10k)
+    "write_p50": 1.25,                  # governed write p50 <= 1.25x raw (embedding excluded)
+    "search_p95_100k_ms": 25.0,         # governed search p95 at 100k < 25 ms
+}
+
+
+# -- data ------------------------------------------------------------------------------------
+
+def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, DIM), dtype=np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return v
+
+
+class FixedEmbedding:
+    """An embedder that returns precomputed vectors: embedding time is excluded from timing.
+
+    ``embed_documents_array`` is memwarden's fast path; ``embed_query`` follows LangChain's
+    contract (a list of floats), precomputed too so the lookup is all it costs.
+    """
+
+    name = "bench-fixed-384"
+    dim = DIM
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, np.ndarray] = {}
+        self._lists: dict[str, list[float]] = {}
+
+    def add(self, texts: Sequence[str], vectors: np.ndarray, *, as_list: bool = False) -> None:
+        for text, vec in zip(texts, vectors):
+            self._arrays[text] = vec
+            if as_list:
+                self._lists[text] = vec.tolist()
+
+    def embed_documents_array(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 1:
+            return self._arrays[texts[0]][None, :]
+        return np.stack([self._arrays[t] for t in texts])
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._lists.get(t) or self._arrays[t].tolist() for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        found = self._lists.get(text)
+        return found if found is not None else self._arrays[text].tolist()
+
+
+def hospital_policy(wards: int, *, alice_wards: Sequence[int] = ALLOWED_WARDS, writers: bool = True) -> str:
+    """The bundled hospital policy, instantiated once per ward with per-ward roles.
+
+    Every ``ward3`` becomes ``wardN`` and every role ``R`` becomes ``R_wN``; alice is a
+    physician in ``alice_wards``, so she reads the patients and notes of those wards only.
+    """
+    template = [line.split("#", 1)[0].strip() for line in bundled_policy_path("hospital").read_text().splitlines()]
+    p_lines = [line for line in template if line.startswith("p,")]
+    out = ["# generated by benchmarks/overhead.py from the bundled hospital policy"]
+    for w in range(wards):
+        for line in p_lines:
+            fields = [f.strip() for f in line.split(",")]
+            fields[1] = f"{fields[1]}_w{w}"
+            fields[2] = fields[2].replace("ward3", f"ward{w}")
+            out.append(", ".join(fields))
+    out += [f"g, alice, physician_w{w}" for w in alice_wards]
+    if writers:
+        out += [f"g, writer{w}, nurse_w{w}" for w in range(wards)]
+        out += [f"g, writer{w}, physician_w{w}" for w in range(wards)]
+    out += ["g, dpo, privacy_officer_w0"]
+    return "\n".join(out) + "\n"
+
+
+class Dataset:
+    """Deterministic rows: row i has the same namespace, text and vector in every run."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.now = utcnow()
+
+    def rows(self, start: int, stop: int) -> tuple[list[str], np.ndarray, list[str], list[dict[str, Any]], list[bool]]:
+        rng = np.random.default_rng([self.seed, start, stop])
+        vecs = unit_vectors(rng, stop - start)
+        wards = rng.integers(0, WARDS, stop - start)
+        kinds = rng.random(stop - start)
+        patients = rng.integers(0, 500, stop - start)
+        days = rng.integers(0, 365, stop - start)
+        ids, docs, metas, visible = [], [], [], []
+        for j, i in enumerate(range(start, stop)):
+            w = int(wards[j])
+            if kinds[j] < PATIENT_SHARE:
+                p = f"p{int(patients[j])}"
+                ns = (f"ward{w}", "patients", p)
+                text = f"Patient {p} on ward {w}: observation #{i}, vitals recorded and stable."
+                subjects: tuple[str, ...] = (f"w{w}{p}",)
+            else:
+                ns = (f"ward{w}", "notes", f"day{int(days[j])}")
+                text = f"Ward {w} shift note #{i}: handover completed, no incidents."
+                subjects = ()
+            writer = f"writer{w}"
+            rec = MemoryRecord(id=record_id(writer, ns, text), namespace=ns, content=text, kind=Kind.FACT,
+                               subjects=subjects, writer=writer, writer_roles=(f"nurse_w{w}", f"physician_w{w}"),
+                               source=Source.AGENT, created_at=self.now)
+            ids.append(rec.id)
+            docs.append(text)
+            metas.append(to_metadata(rec))
+            visible.append(w in ALLOWED_WARDS)
+        return ids, vecs, docs, metas, visible
+
+
+# -- measurement -----------------------------------------------------------------------------
+
+def rss_mb() -> float:
+    if psutil is not None:
+        return psutil.Process().memory_info().rss / 2**20
+    import resource
+
+    # ru_maxrss is the peak (KiB on Linux), not the current RSS: growth is then an upper bound.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else float("nan")
+
+
+def interleaved(arms: dict[str, Callable[[int], Any]], queries: int, repeats: int, warmup: int, *,
+                budget: float = float("inf"), floor: int = 10, progress: Progress | None = None,
+                task: Any = None) -> tuple[dict[str, list[list[float]]], dict[str, list[list[float]]]]:
+    """Run every arm once per iteration, in an order rotated each iteration; ms per call.
+
+    Returns wall-clock and process-CPU latencies: per arm, one list per repeat. CPU time
+    (all threads of this process, Chroma's included) is what a loaded machine disturbs least,
+    but it misses time spent waiting on the disk (fsync), so wall-clock stays the headline.
+    Call index ``i`` is shared by all arms in an iteration (the same query, the same record)
+    and is unique across the run. The warm-up also times an iteration: when ``queries``
+    iterations per repeat would take longer than ``budget`` seconds in all, fewer are run
+    (never fewer than ``floor`` per repeat).
+    """
+    names = list(arms)
+    t0 = time.perf_counter()
+    for i in range(warmup):
+        for name in names:
+            arms[name](i)
+    per_iteration = (time.perf_counter() - t0) / max(warmup, 1)
+    affordable = budget / max(per_iteration * repeats, 1e-9)
+    n = queries if affordable >= queries else max(int(affordable), min(floor, queries))
+    if progress is not None:
+        progress.update(task, total=n * repeats)
+    samples: dict[str, list[list[float]]] = {name: [] for name in names}
+    cpu: dict[str, list[list[float]]] = {name: [] for name in names}
+    clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
+    for r in range(repeats):
+        gc.collect()
+        for name in names:
+            samples[name].append([])
+            cpu[name].append([])
+        for q in range(n):
+            i = warmup + r * n + q
+            shift = i % len(names)
+            for name in names[shift:] + names[:shift]:
+                c0 = cpu_clock()
+                start = clock()
+                arms[name](i)
+                end = clock()
+                samples[name][r].append((end - start) / 1e6)
+                cpu[name][r].append((cpu_clock() - c0) / 1e6)
+            if progress is not None:
+                progress.advance(task)
+    return samples, cpu
+
+
+def _rounded(samples: dict[str, list[list[float]]]) -> dict[str, list[list[float]]]:
+    return {arm: [[round(x, 4) for x in block] for block in blocks] for arm, blocks in samples.items()}
+
+
+def summary(samples: list[list[float]], cpu: list[list[float]]) -> dict[str, Any]:
+    pooled = [x for block in samples for x in block]
+    cpu_pooled = [x for block in cpu for x in block]
+    return {"n": len(pooled), "p50_ms": pct(pooled, 50), "p95_ms": pct(pooled, 95), "mean_ms": statistics.fmean(pooled),
+            "cpu_p50_ms": pct(cpu_pooled, 50), "cpu_p95_ms": pct(cpu_pooled, 95),
+            "p50_ms_per_repeat": [pct(b, 50) for b in samples], "p95_ms_per_repeat": [pct(b, 95) for b in samples]}
+
+
+def ratio(governed: list[list[float]], raw: list[list[float]]) -> dict[str, Any]:
+    """Governed over raw: pooled p50 and p95 ratios, per-repeat p50 ratios, paired median."""
+    per_repeat = [pct(g, 50) / pct(r, 50) for g, r in zip(governed, raw)]
+    paired = [a / b for g, r in zip(governed, raw) for a, b in zip(g, r) if b > 0]
+    pooled_g = [x for b in governed for x in b]
+    pooled_r = [x for b in raw for x in b]
+    return {
+        "p50": pct(pooled_g, 50) / pct(pooled_r, 50),
+        "p95": pct(pooled_g, 95) / pct(pooled_r, 95),
+        "p50_per_repeat": per_repeat,
+        "p50_median_of_repeats": statistics.median(per_repeat),
+        "p50_min_max_of_repeats": [min(per_repeat), max(per_repeat)],
+        "paired_median": statistics.median(paired) if paired else float("nan"),
+    }
+
+
+# -- the bench -------------------------------------------------------------------------------
+
+class Bench:
+    """One governed memory over one Chroma collection, grown size by size."""
+
+    def __init__(self, root: Path, args: argparse.Namespace, console: Console) -> None:
+        self.root = root
+        self.args = args
+        self.console = console
+        self.data = Dataset(SEED)
+        self.embedder = FixedEmbedding()
+        policy_path = root / "policy.csv"
+        policy_path.write_text(hospital_policy(WARDS), encoding="utf-8")
+        self.engine = PolicyEngine(policy_path)
+        self.client = chromadb.PersistentClient(path=str(root / "chroma"),
+                                                settings=ChromaSettings(anonymized_telemetry=False))
+        self.backend = ChromaBackend(self.client)
+        # Raw Chroma: the same collection memwarden's backend holds, reached directly.
+        self.col = self.client.get_collection(COLLECTION, embedding_function=None)
+        audit = AuditLog(root / "audit.sqlite3")
+        tombstones = Tombstones(root / "tombstones.sqlite3")
+        self.validators_name = "default_validators()" if default_validators is not None else "none"
+        chain = default_validators() if default_validators is not None else []
+        self.validator_names = [getattr(v, "name", type(v).__name__) for v in chain]
+        # Two Memories over one backend, policy, audit log and tombstones: identical but for
+        # the write validators, so writes can be measured with and without the chain.
+        self.mem = Memory(self.backend, self.engine, audit, tombstones, embedding=self.embedder, validators=chain)
+        self.mem_noval = Memory(self.backend, self.engine, audit, tombstones, embedding=self.embedder, validators=())
+        self.alice = self.mem.session(Principal("alice"))
+        self.alice_noval = self.mem_noval.session(Principal("alice"))
+        self.size = 0
+        self.visible_ids: list[str] = []
+        self.visible_rows = 0
+        self.rss_points: list[tuple[int, int, float, float]] = []
+        self.disk_points: list[tuple[int, int]] = []
+        self.write_serial = 0
+        self.write_outcomes: dict[str, int] = {}
+        # Query vectors: their own seeded set, looked up by text.
+        qrng = np.random.default_rng([SEED, 1])
+        self.n_query_vectors = 1000
+        self.query_texts = [f"bench query {i}" for i in range(self.n_query_vectors)]
+        self.query_vecs = unit_vectors(qrng, self.n_query_vectors)
+        self.embedder.add(self.query_texts, self.query_vecs, as_list=True)
+        scope = self.engine.scope(self.engine.subjects("alice", ()), "read", ())
+        self.scope = scope
+        self.pushdown = all_of([visible_filter(utcnow()), scope_filter(scope)])
+
+    def close(self) -> None:
+        self.mem.close()
+
+    # -- growth
+    def grow(self, size: int, progress: Progress, task: Any) -> None:
+        gc.collect()
+        rss0 = rss_mb()
+        start = self.size
+        for lo in range(start, size, SEED_CHUNK):
+            hi = min(lo + SEED_CHUNK, size)
+            ids, vecs, docs, metas, visible = self.data.rows(lo, hi)
+            self.backend.upsert(ids, vecs, docs, metas)
+            self.visible_ids += [i for i, v in zip(ids, visible) if v]
+            progress.advance(task, hi - lo)
+        self.size = size
+        gc.collect()
+        rss1 = rss_mb()
+        disk = sum(f.stat().st_size for f in (self.root / "chroma").rglob("*") if f.is_file())
+        # Only the seeding itself is between the two readings: growth is the store's.
+        self.rss_points.append((start, size, rss0, rss1))
+        self.disk_points.append((size, disk))
+        self.console.log(f"seeded {start:,} -> {size:,} rows; RSS {rss0:.0f} -> {rss1:.0f} MiB; "
+                         f"chroma dir {disk / 2**20:.0f} MiB")
+
+    # -- the filter memwarden really sends
+    def captured_filter(self) -> dict[str, Any]:
+        sent: dict[str, Any] = {}
+        backend = self.backend
+
+        class Spy:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(backend, name)
+
+            def query(self, embedding: Any, k: int, where: Any) -> Any:
+                sent["where"] = where
+                return backend.query(embedding, k, where)
+
+        spy_mem = Memory(Spy(), self.engine, AuditLog(self.root / "spy-audit.sqlite3"),
+                         Tombstones(self.root / "spy-tombstones.sqlite3"), embedding=self.embedder)
+        spy_mem.session(Principal("alice")).search(self.query_texts[0], k=self.args.k)
+        return sent["where"]
+
+    # -- arms
+    def search_arms(self) -> dict[str, Callable[[int], Any]]:
+        k, col, alice = self.args.k, self.col, self.alice
+        texts, vecs, where = self.query_texts, self.query_vecs, self.pushdown
+        include = ["documents", "metadatas", "distances"]
+        n = self.n_query_vectors
+        return {
+            "governed": lambda i: alice.search(texts[i % n], k=k),
+            "raw_filtered": lambda i: col.query(query_embeddings=[vecs[i % n]], n_results=k, where=where,
+                                                include=include),
+            "raw_unfiltered": lambda i: col.query(query_embeddings=[vecs[i % n]], n_results=k, include=include),
+        }
+
+    def get_arms(self) -> dict[str, Callable[[int], Any]]:
+        col, alice = self.col, self.alice
+        rnd = random.Random(SEED + self.size)
+        picks = [rnd.choice(self.visible_ids) for _ in range(4096)]
+        return {
+            "governed": lambda i: alice.get(picks[i % 4096]),
+            "raw": lambda i: col.get(ids=[picks[i % 4096]], include=["documents", "metadatas"]),
+        }
+
+    def write_arms(self, count: int) -> dict[str, Callable[[int], Any]]:
+        """Fresh content per call and arm, vectors precomputed, raw metadata precomputed."""
+        base = self.write_serial
+        self.write_serial += 1
+        rng = np.random.default_rng([SEED, 2, base])
+        arms: dict[str, Callable[[int], Any]] = {}
+        names = ["governed", "governed_novalidators", "raw"]
+        pools: dict[str, list[tuple[str, tuple[str, ...], str, np.ndarray, dict[str, Any], str]]] = {}
+        now = utcnow()
+        for a, name in enumerate(names):
+            vecs = unit_vectors(rng, count)
+            wards = rng.integers(0, len(ALLOWED_WARDS), count)
+            patients = rng.integers(0, 500, count)
+            pool = []
+            for j in range(count):
+                w, p = ALLOWED_WARDS[int(wards[j])], f"p{int(patients[j])}"
+                ns = (f"ward{w}", "patients", p)
+                text = f"Patient {p} on ward {w}: new finding {base}-{a}-{j}, dose adjusted and charted."
+                rec = MemoryRecord(id=record_id("alice", ns, text), namespace=ns, content=text, kind=Kind.FACT,
+                                   subjects=(f"w{w}{p}",), writer="alice", writer_roles=(), created_at=now)
+                pool.append((text, ns, f"w{w}{p}", vecs[j], to_metadata(rec), rec.id))
+                self.embedder.add([text], vecs[j][None, :])
+            pools[name] = pool
+        col = self.col
+        gv, nv, rw = pools["governed"], pools["governed_novalidators"], pools["raw"]
+
+        def governed(i: int) -> Any:
+            text, ns, subject, *_ = gv[i]
+            record = self.alice.write(text, ns, kind="fact", subjects=[subject])
+            self.write_outcomes[record.status.value] = self.write_outcomes.get(record.status.value, 0) + 1
+            return record
+
+        def governed_noval(i: int) -> Any:
+            text, ns, subject, *_ = nv[i]
+            return self.alice_noval.write(text, ns, kind="fact", subjects=[subject])
+
+        def raw(i: int) -> Any:
+            text, _, _, vec, meta, rid = rw[i]
+            return col.upsert(ids=[rid], embeddings=vec[None, :], documents=[text], metadatas=[meta])
+
+        arms = {"governed": governed, "governed_novalidators": governed_noval, "raw": raw}
+        return arms
+
+    def check_equivalence(self, samples: int = 20) -> dict[str, Any]:
+        """Governed hits and raw filtered hits must be the same rows (same collection, same filter)."""
+        same = 0
+        for i in range(samples):
+            hits = [h.record.id for h in self.alice.search(self.query_texts[i], k=self.args.k)]
+            raw = self.col.query(query_embeddings=[self.query_vecs[i]], n_results=self.args.k, where=self.pushdown,
+                                 include=[])["ids"][0]
+            same += hits == raw
+        return {"queries": samples, "identical_results": same}
+
+
+def inmemory_store(args: argparse.Namespace, progress: Progress, task: Any) -> dict[str, Any]:
+    """LangGraph's InMemoryStore with a vector index at 10k rows (a reference, no governance)."""
+    from langchain_core.embeddings import Embeddings
+    from langgraph.store.base import PutOp
+    from langgraph.store.memory import InMemoryStore
+
+    vectors: dict[str, list[float]] = {}
+
+    class Lookup(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [vectors[t] for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return vectors[text]
+
+    data = Dataset(SEED)
+    qrng = np.random.default_rng([SEED, 1])
+    qtexts = [f"bench query {i}" for i in range(1000)]
+    vectors.update(zip(qtexts, unit_vectors(qrng, 1000).tolist()))
+    gc.collect()
+    rss0 = rss_mb()
+    store = InMemoryStore(index={"dims": DIM, "embed": Lookup(), "fields": ["text"]})
+    for lo in range(0, INMEMORY_SIZE, SEED_CHUNK):
+        ids, vecs, docs, metas, _ = data.rows(lo, min(lo + SEED_CHUNK, INMEMORY_SIZE))
+        vectors.update(zip(docs, vecs.tolist()))
+        store.batch([PutOp(tuple(m["ns"].split("/")), i, {"text": d}) for i, d, m in zip(ids, docs, metas)])
+        progress.advance(task, len(ids))
+    gc.collect()
+    rss1 = rss_mb()
+    lat: list[float] = []
+    for i in range(20):
+        store.search((), query=qtexts[i], limit=args.k)
+    t0 = time.perf_counter()
+    for i in range(5):
+        store.search((), query=qtexts[20 + i], limit=args.k)
+    per_call = (time.perf_counter() - t0) / 5
+    n = max(min(args.queries, int(args.budget / 2 / per_call)), 20)
+    for i in range(n):
+        t0 = time.perf_counter_ns()
+        store.search((), query=qtexts[(25 + i) % 1000], limit=args.k)
+        lat.append((time.perf_counter_ns() - t0) / 1e6)
+    return {"rows": INMEMORY_SIZE, "queries": n, "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95),
+            "rss_growth_mb_per_10k": (rss1 - rss0) * 10_000 / INMEMORY_SIZE}
+
+
+def decision_costs(progress: Progress, task: Any) -> dict[str, Any]:
+    """pycasbin enforce (what every check would cost without memwarden's cache) against
+    memwarden's decide, cached, with 1,000 policy rules."""
+    import casbin
+
+    text = hospital_policy(200, writers=False)
+    lines = [line for line in text.splitlines() if line.startswith("p,")][:DECISION_RULES]
+    lines += [line for line in text.splitlines() if line.startswith("g,")]
+    data = parse_policy_text("\n".join(lines), source="bench-1000")
+    rules = len(data.rules)
+    wards = max(int(r.pattern.labels[0][4:]) for r in data.rules) + 1
+    engine = PolicyEngine(data=data)
+    # The same model, functions and rules as memwarden's engine, with no cache in front.
+    enforcer = casbin.Enforcer(bundled_model_path(), PolicyDataAdapter(data))
+    enforcer.add_function("subjectIn", lambda rule_subject, subjects: rule_subject in subjects)
+    enforcer.add_function("nsMatch", lambda namespace, pattern: parse_pattern(pattern).matches(namespace))
+    subjects = engine.subjects("alice", ())
+    rnd = random.Random(SEED)
+    requests = [(f"ward{rnd.randrange(wards)}", "patients", f"p{rnd.randrange(500)}") for _ in range(2000)]
+    assert all(enforcer.enforce_ex(subjects, ns, "read")[0] == engine.decide(subjects, "read", ns).allowed
+               for ns in requests[:50])
+
+    def timed(fn: Callable[[int], Any], n: int) -> list[float]:
+        out = []
+        for i in range(n):
+            t0 = time.perf_counter_ns()
+            fn(i)
+            out.append((time.perf_counter_ns() - t0) / 1e3)
+            progress.advance(task)
+        return out
+
+    uncached = timed(lambda i: enforcer.enforce_ex(subjects, requests[i], "read"), 200)
+    cold_engine = PolicyEngine(data=data)
+    cold = timed(lambda i: cold_engine.decide(subjects, "read", requests[i]), 200)
+    # The proposed fix for cache misses: the same model and effect over only the rules that
+    # can match these subjects and this action (the matcher rejects every other line).
+    relevant = PolicyData(tuple(r for r in data.rules if r.subject in subjects and r.action == "read"), data.links)
+    small = casbin.Enforcer(bundled_model_path(), PolicyDataAdapter(relevant))
+    small.add_function("subjectIn", lambda rule_subject, subjects: rule_subject in subjects)
+    small.add_function("nsMatch", lambda namespace, pattern: parse_pattern(pattern).matches(namespace))
+    assert all(small.enforce_ex(subjects, ns, "read")[0] == enforcer.enforce_ex(subjects, ns, "read")[0]
+               for ns in requests[:200])
+    filtered = timed(lambda i: small.enforce_ex(subjects, requests[i], "read"), 200)
+    read_scope = engine.scope(subjects, "read", ())
+    contains = timed(lambda i: read_scope.contains(requests[i]), 2_000)
+    for ns in requests[:100]:
+        engine.decide(subjects, "read", ns)
+    cached = timed(lambda i: engine.decide(subjects, "read", requests[i % 100]), 20_000)
+    scope = timed(lambda i: engine.scope(subjects, "read", ()), 2_000)
+    return {
+        "rules": rules, "subjects": sorted(subjects),
+        "casbin_enforce_uncached_us": {"p50": pct(uncached, 50), "p95": pct(uncached, 95)},
+        "memwarden_decide_cold_us": {"p50": pct(cold, 50), "p95": pct(cold, 95)},
+        "casbin_enforce_relevant_rules_only_us": {"p50": pct(filtered, 50), "p95": pct(filtered, 95),
+                                                  "rules": len(relevant.rules)},
+        "read_scope_contains_us": {"p50": pct(contains, 50), "p95": pct(contains, 95)},
+        "memwarden_decide_cached_us": {"p50": pct(cached, 50), "p95": pct(cached, 95)},
+        "memwarden_scope_cached_us": {"p50": pct(scope, 50), "p95": pct(scope, 95)},
+        "speedup_cached_vs_uncached_p50": pct(uncached, 50) / pct(cached, 50),
+    }
+
+
+def profile_paths(bench: Bench, out: Path, queries: int) -> dict[str, str]:
+    """cProfile of governed search and write at the current size; top costs, cumulative and own."""
+    reports = {}
+    for label, arms_fn in (("search", bench.search_arms), ("write", lambda: bench.write_arms(queries + 5))):
+        arms = arms_fn()
+        governed = arms["governed"]
+        governed(0)
+        prof = cProfile.Profile()
+        prof.enable()
+        # Search: queries the measured blocks did not make; write: a fresh pool of records.
+        offset = 700 if label == "search" else 0
+        for i in range(1, queries + 1):
+            governed(i + offset)
+        prof.disable()
+        buf = io.StringIO()
+        stats = pstats.Stats(prof, stream=buf)
+        stats.sort_stats("cumulative").print_stats(45)
+        stats.sort_stats("tottime").print_stats(35)
+        reports[label] = buf.getvalue()
+        (out / f"overhead_profile_{label}.txt").write_text(buf.getvalue(), encoding="utf-8")
+    return reports
+
+
+# -- output ----------------------------------------------------------------------------------
+
+def fmt(x: float, unit: str = "") -> str:
+    return "-" if x != x else (f"{x:.3f}{unit}" if x < 1 else f"{x:.2f}{unit}" if x < 100 else f"{x:.0f}{unit}")
+
+
+def _without_now(where: Any) -> Any:
+    """A filter with the visibility clause's timestamp replaced, to compare two filters."""
+    if isinstance(where, dict):
+        return {k: ("<now>" if k == "$gt" and isinstance(v, float) else _without_now(v)) for k, v in where.items()}
+    if isinstance(where, list):
+        return [_without_now(v) for v in where]
+    return where
+
+
+RATIO_ROWS = (
+    ("search", "governed / raw + same filter", "governed", "raw_filtered"),
+    ("search", "governed / raw unfiltered", "governed", "raw_unfiltered"),
+    ("search", "raw + filter / raw unfiltered (Chroma alone)", "raw_filtered", "raw_unfiltered"),
+    ("get", "governed / raw", "governed", "raw"),
+    ("write", "governed (validators) / raw", "governed", "raw"),
+    ("write", "governed (no validators) / raw", "governed_novalidators", "raw"),
+)
+
+
+def ratio_rows(size: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    out = []
+    for op, label, num, den in RATIO_ROWS:
+        ops = size["ops"].get(op)
+        if ops and num in ops["samples_ms"] and den in ops["samples_ms"]:
+            r = ratio(ops["samples_ms"][num], ops["samples_ms"][den])
+            r["cpu"] = ratio(ops["cpu_samples_ms"][num], ops["cpu_samples_ms"][den])
+            out.append((op, label, r))
+    return out
+
+
+def render(console: Console, result: dict[str, Any]) -> None:
+    cfg = result["config"]
+    table = Table(title=f"latency, governed memwarden vs raw Chroma on the same collection (k={cfg['k']}, "
+                        f"validators: {cfg.get('validators')})")
+    for col in ("rows", "op", "arm", "calls", "p50 ms", "p95 ms", "mean ms", "CPU p50 ms"):
+        table.add_column(col, justify="left" if col in ("op", "arm") else "right", no_wrap=True)
+    for size in result["sizes"]:
+        for op, entry in size["ops"].items():
+            for j, (arm, s) in enumerate(entry["arms"].items()):
+                table.add_row(f"{size['rows']:,}" if j == 0 else "", op if j == 0 else "", arm, str(s["n"]),
+                              fmt(s["p50_ms"]), fmt(s["p95_ms"]), fmt(s["mean_ms"]), fmt(s["cpu_p50_ms"]))
+        table.add_section()
+    console.print(table)
+    ratios = Table(title="ratios (side by side, interleaved; per repeat = p50 ratio of each repeat)")
+    for col in ("rows", "comparison", "p50 ratio", "p95 ratio", "per repeat", "paired median", "CPU p50 ratio"):
+        ratios.add_column(col, justify="left" if col == "comparison" else "right", no_wrap=True)
+    for size in result["sizes"]:
+        for j, (op, label, r) in enumerate(size["ratios"]):
+            ratios.add_row(f"{size['rows']:,}" if j == 0 else "", f"{op}: {label}", fmt(r["p50"], "x"),
+                           fmt(r["p95"], "x"), " ".join(fmt(x) for x in r["p50_per_repeat"]), fmt(r["paired_median"], "x"),
+                           fmt(r["cpu"]["p50"], "x"))
+        ratios.add_section()
+    console.print(ratios)
+    extra = Table(title="reference measurements")
+    extra.add_column("what")
+    extra.add_column("value", justify="right")
+    im = result.get("inmemory_store")
+    if im:
+        extra.add_row(f"LangGraph InMemoryStore search, {im['rows']:,} rows (p50 / p95)",
+                      f"{fmt(im['p50_ms'])} / {fmt(im['p95_ms'])} ms")
+        extra.add_row("InMemoryStore RSS growth per 10k rows", f"{im['rss_growth_mb_per_10k']:.1f} MiB")
+    for key, value in result["rss"]["growth_mb_per_10k"].items():
+        extra.add_row(f"Chroma (memwarden rows) RSS growth per 10k, {key}", f"{value:.1f} MiB")
+    for key, value in result["rss"]["disk_mb_per_10k"].items():
+        extra.add_row(f"Chroma (memwarden rows) disk per 10k, {key}", f"{value:.1f} MiB")
+    d = result.get("decisions")
+    if d:
+        extra.add_row(f"pycasbin enforce, uncached, {d['rules']} rules (p50 / p95)",
+                      f"{fmt(d['casbin_enforce_uncached_us']['p50'])} / {fmt(d['casbin_enforce_uncached_us']['p95'])} µs")
+        extra.add_row("memwarden decide, cache miss (p50 / p95)",
+                      f"{fmt(d['memwarden_decide_cold_us']['p50'])} / {fmt(d['memwarden_decide_cold_us']['p95'])} µs")
+        f = d["casbin_enforce_relevant_rules_only_us"]
+        extra.add_row(f"pycasbin enforce over the {f['rules']} rules of the caller's roles (proposed, p50 / p95)",
+                      f"{fmt(f['p50'])} / {fmt(f['p95'])} µs")
+        extra.add_row("ReadScope.contains (p50)", f"{fmt(d['read_scope_contains_us']['p50'])} µs")
+        extra.add_row("memwarden decide, cached (p50 / p95)",
+                      f"{fmt(d['memwarden_decide_cached_us']['p50'])} / {fmt(d['memwarden_decide_cached_us']['p95'])} µs")
+        extra.add_row("memwarden read scope, cached (p50)", f"{fmt(d['memwarden_scope_cached_us']['p50'])} µs")
+    console.print(extra)
+    targets = Table(title="targets from the issues")
+    for col in ("target", "measured", "met"):
+        targets.add_column(col)
+    for t in result["targets"]:
+        targets.add_row(t["target"], t["measured"], {True: "[green]yes", False: "[red]no", None: "n/a"}[t["met"]])
+    console.print(targets)
+
+
+def _ratio(size: dict[str, Any] | None, label: str) -> dict[str, Any] | None:
+    if size is None:
+        return None
+    return next((r for _, lab, r in size["ratios"] if lab == label), None)
+
+
+def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    by_rows = {s["rows"]: s for s in result["sizes"]}
+    out = []
+
+    def add(text: str, measured: float | None, limit: float, unit: str = "x") -> None:
+        out.append({"target": text, "measured": "not measured" if measured is None else f"{measured:.2f}{unit}",
+                    "value": measured, "limit": limit, "met": None if measured is None else measured <= limit})
+
+    s10 = by_rows.get(10_000)
+    for label, text, limit in (
+        ("governed / raw + same filter", "governed search p50 <= 1.10x raw with the same filter (10k)",
+         TARGETS["search_vs_filtered_p50"]),
+        ("governed / raw unfiltered", "governed search p50 <= 1.5x raw unfiltered (10k)",
+         TARGETS["search_vs_unfiltered_p50"]),
+        ("governed (validators) / raw", "governed write p50 <= 1.25x raw (10k, default validators)", TARGETS["write_p50"]),
+        ("governed (no validators) / raw", "governed write p50 <= 1.25x raw (10k, no validators)", TARGETS["write_p50"]),
+    ):
+        r = _ratio(s10, label)
+        add(text, r["p50"] if r else None, limit)
+    s100 = by_rows.get(FULL_SIZE)
+    add("governed search p95 at 100k < 25 ms",
+        s100["ops"]["search"]["arms"]["governed"]["p95_ms"] if s100 else None, TARGETS["search_p95_100k_ms"], " ms")
+    return out
+
+
+def plot(result: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    ops = ["write", "search", "get"]
+    fig, axes = plt.subplots(1, len(ops) + 1, figsize=(18, 4.8))
+    rows = [s["rows"] for s in result["sizes"]]
+    for ax, op in zip(axes, ops):
+        arms = list(result["sizes"][0]["ops"][op]["arms"])
+        for arm in arms:
+            p50 = [s["ops"][op]["arms"][arm]["p50_ms"] for s in result["sizes"]]
+            p95 = [s["ops"][op]["arms"][arm]["p95_ms"] for s in result["sizes"]]
+            line, = ax.plot(rows, p50, marker="o", label=f"{arm} p50")
+            ax.plot(rows, p95, marker="x", linestyle="--", color=line.get_color(), label=f"{arm} p95")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("rows")
+        ax.set_ylabel("ms")
+        ax.set_title(op)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[-1]
+    for op, label, _, _ in RATIO_ROWS:
+        values = [_ratio(s, label) for s in result["sizes"]]
+        if all(values):
+            ax.plot(rows, [v["p50"] for v in values], marker="o", label=f"{op}: {label}")
+    for limit, style in ((1.10, ":"), (1.25, "-."), (1.5, "--")):
+        ax.axhline(limit, color="grey", linestyle=style, linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("rows")
+    ax.set_yscale("log")
+    ax.set_ylabel("p50 ratio")
+    ax.set_title("overhead ratios (grey: 1.10, 1.25, 1.5 targets)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+# -- main ------------------------------------------------------------------------------------
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
+                        help="comma-separated row counts (default 1000,10000)")
+    parser.add_argument("--full", action="store_true", help="add 100k rows")
+    parser.add_argument("--queries", type=int, default=200, help="interleaved calls per arm per repeat")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of each interleaved block")
+    parser.add_argument("--writes", type=int, default=None, help="writes per arm per repeat (default queries/2)")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--budget", type=float, default=180.0,
+                        help="seconds per op and size; slow ops run fewer iterations (at least 10 per repeat)")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="directory for overhead.json/.png")
+    parser.add_argument("--data-dir", type=Path, default=None, help="where the stores live (default: a temp dir)")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile governed search and write at the smallest size (overhead_profile_*.txt)")
+    parser.add_argument("--skip-reference", action="store_true", help="skip InMemoryStore and decision costs")
+    args = parser.parse_args(argv)
+    sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()} | ({FULL_SIZE} if args.full else set()))
+    writes = args.writes or max(args.queries // 2, 20)
+    args.out.mkdir(parents=True, exist_ok=True)
+    console = Console() if Console().is_terminal else Console(width=170)
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="mw-overhead-", dir=args.data_dir))
+    result: dict[str, Any] = {
+        "benchmark": "overhead",
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "config": {"sizes": sizes, "queries": args.queries, "repeats": args.repeats, "writes": writes, "k": args.k,
+                   "budget_s": args.budget, "dim": DIM, "seed": SEED, "wards": WARDS, "allowed_wards": list(ALLOWED_WARDS),
+                   "policy": "bundled hospital.csv instantiated per ward (10 wards, 4 roles each)"},
+        "environment": {"python": platform.python_version(), "platform": platform.platform(),
+                        "cpus": os.cpu_count(), "chromadb": chromadb.__version__,
+                        "load_average_start": list(os.getloadavg()), "rss_source": "psutil" if psutil else "getrusage maxrss",
+                        "data_dir": str(tmp)},
+        "sizes": [],
+    }
+    try:
+        bench = Bench(tmp, args, console)
+        result["config"]["validators"] = bench.validators_name
+        result["config"]["validator_chain"] = bench.validator_names
+        console.log(f"validators: {bench.validators_name} {bench.validator_names}; data in {tmp}")
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as progress:
+            for size in sizes:
+                seed_task = progress.add_task(f"seed {size:,} rows", total=size - bench.size)
+                bench.grow(size, progress, seed_task)
+                if "pushdown_filter" not in result:
+                    sent = bench.captured_filter()
+                    result["pushdown_filter"] = bench.pushdown
+                    # Equal up to the "now" of the visibility clause, which differs by construction.
+                    result["pushdown_filter_matches_backend_call"] = _without_now(sent) == _without_now(bench.pushdown)
+                    console.log(f"pushdown filter matches the backend call: {result['pushdown_filter_matches_backend_call']}")
+                entry: dict[str, Any] = {"rows": size, "visible_fraction": len(bench.visible_ids) / bench.size, "ops": {}}
+                entry["equivalence"] = bench.check_equivalence()
+                t = progress.add_task(f"search @ {size:,}", total=args.queries * args.repeats)
+                s, s_cpu = interleaved(bench.search_arms(), args.queries, args.repeats, 5, budget=args.budget,
+                                progress=progress, task=t)
+                entry["ops"]["search"] = {"arms": {a: summary(v, s_cpu[a]) for a, v in s.items()}, "samples_ms": _rounded(s),
+                                          "cpu_samples_ms": _rounded(s_cpu)}
+                t = progress.add_task(f"get @ {size:,}", total=args.queries * args.repeats)
+                g, g_cpu = interleaved(bench.get_arms(), args.queries, args.repeats, 20, budget=args.budget,
+                                progress=progress, task=t)
+                entry["ops"]["get"] = {"arms": {a: summary(v, g_cpu[a]) for a, v in g.items()}, "samples_ms": _rounded(g),
+                                       "cpu_samples_ms": _rounded(g_cpu)}
+                t = progress.add_task(f"write @ {size:,}", total=writes * args.repeats)
+                w, w_cpu = interleaved(bench.write_arms(5 + writes * args.repeats), writes, args.repeats, 5,
+                                budget=args.budget, progress=progress, task=t)
+                entry["ops"]["write"] = {"arms": {a: summary(v, w_cpu[a]) for a, v in w.items()}, "samples_ms": _rounded(w),
+                                         "cpu_samples_ms": _rounded(w_cpu),
+                                         "governed_outcomes": dict(bench.write_outcomes)}
+                entry["ratios"] = ratio_rows(entry)
+                bench.write_outcomes.clear()
+                if args.profile and size == sizes[0]:
+                    # At the smallest size Chroma's share is smallest, so memwarden's own costs show best.
+                    profile_paths(bench, args.out, min(50, args.queries))
+                    result["profile"] = {"rows": size, "files": [f"overhead_profile_{x}.txt" for x in ("search", "write")]}
+                entry["load_average"] = list(os.getloadavg())
+                result["sizes"].append(entry)
+                console.log(f"{size:,} rows: " + "; ".join(f"{op} {label} {r['p50']:.2f}x" for op, label, r in entry["ratios"]))
+            if not args.skip_reference:
+                t = progress.add_task(f"InMemoryStore {INMEMORY_SIZE:,}", total=INMEMORY_SIZE)
+                result["inmemory_store"] = inmemory_store(args, progress, t)
+                t = progress.add_task("decisions, 1,000 rules", total=20_000 + 200 * 3 + 2_000 * 2)
+                result["decisions"] = decision_costs(progress, t)
+        pts = bench.rss_points
+        disk = bench.disk_points
+        result["rss"] = {
+            "points_mb": pts,
+            "growth_mb_per_10k": {f"{a:,}->{b:,}": (rb - ra) * 10_000 / (b - a) for a, b, ra, rb in pts if b > a},
+            "disk_mb_per_10k": {f"{a:,}->{b:,}": (db - da) / 2**20 * 10_000 / (b - a)
+                                for (a, da), (b, db) in zip([(0, 0)] + disk, disk)},
+            "policy_cache_entries": {"decisions": len(bench.engine._decisions), "scopes": len(bench.engine._scopes)},
+        }
+        bench.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    result["targets"] = targets(result)
+    result["runtime_s"] = time.perf_counter() - started
+    result["environment"]["load_average_end"] = list(os.getloadavg())
+    (args.out / "overhead.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    render(console, result)
+    if plot(result, args.out / "overhead.png"):
+        console.log(f"plot: {args.out / 'overhead.png'}")
+    console.log(f"json: {args.out / 'overhead.json'}; runtime {result['runtime_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
