@@ -736,5 +736,5 @@ class Memory:
             ids = sorted(r.id for r in doomed)
             facts.record_ids = ids
             facts.returned = len(ids)
-            self._commit(facts, lambda: self._backend.delete(ids))
+            self._commit(facts, lambda: self._backend.purge(ids))
         return len(ids)
