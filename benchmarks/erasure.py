@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -46,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memwarden.memory.backends import ChromaBackend  # noqa: E402
-from memwarden.memory.compaction import _scan_texts, _text_fragments, find_remnants  # noqa: E402
+from memwarden.memory.compaction import _scan_texts, _text_fragments, find_remnants, fts_is_clean  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "erasure.json"
 DIM = 384
@@ -116,22 +115,6 @@ def sqlite_attribution(db_path: Path, data: Data) -> dict[str, int]:
         if hits:
             counts[owner.get(page + 1, "free pages")] += hits
     return dict(counts)
-
-
-def fts_is_clean(db_path: Path, scratch: Path) -> bool:
-    """True when the FTS index equals one rebuilt from the live documents."""
-    copy = scratch / "fts-check.sqlite3"
-    shutil.copyfile(db_path, copy)
-    db = sqlite3.connect(copy)
-    try:
-        before = db.execute("SELECT id, block FROM embedding_fulltext_search_data ORDER BY id").fetchall()
-        db.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES ('rebuild')")
-        db.commit()
-        after = db.execute("SELECT id, block FROM embedding_fulltext_search_data ORDER BY id").fetchall()
-    finally:
-        db.close()
-        copy.unlink()
-    return before == after
 
 
 def dir_bytes(path: Path) -> dict[str, int]:

@@ -1321,3 +1321,19 @@ def _phase(report: PurgeReport, name: str) -> Iterator[None]:
     finally:
         took = time.perf_counter() - start
         report.seconds[name] = round(report.seconds.get(name, 0.0) + took, 4)
+
+
+def fts_is_clean(db_path: Path, scratch: Path) -> bool:
+    """True when the FTS index equals one rebuilt from the live documents."""
+    copy = scratch / "fts-check.sqlite3"
+    shutil.copyfile(db_path, copy)
+    db = sqlite3.connect(copy)
+    try:
+        before = db.execute("SELECT id, block FROM embedding_fulltext_search_data ORDER BY id").fetchall()
+        db.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES ('rebuild')")
+        db.commit()
+        after = db.execute("SELECT id, block FROM embedding_fulltext_search_data ORDER BY id").fetchall()
+    finally:
+        db.close()
+        copy.unlink()
+    return before == after
