@@ -19,14 +19,6 @@ from memwarden.memory.records import MemoryRecord
 RETENTION_FLOOR = 0.05
 
 
-def retention(record: MemoryRecord, now: datetime) -> float:
-    """The record's retention in [0, 1] at ``now`` (1 when it does not decay)."""
-    if record.half_life is None:
-        return 1.0
-    since = (now - (record.last_access or record.created_at)).total_seconds()
-    return 2.0 ** (-max(since, 0.0) / (record.half_life * (1 + record.uses)))
-
-
 def forget_at(record: MemoryRecord) -> datetime | None:
     """When the record stops being returned: the earlier of its TTL and its decay deadline."""
     deadlines = [record.expires_at] if record.expires_at else []

@@ -67,25 +67,25 @@ class Principal(BaseModel):
         return tuple(dict.fromkeys(canonical_label(r, what="role") for r in value))
 
 
-def keyed_id(namespace: Namespace, key: str) -> str:
-    """Id of an addressable item (a LangGraph store key): one id per (namespace, key), so a
-    put to the same key overwrites instead of adding."""
+def _hashed_id(*parts: str) -> str:
     h = hashlib.sha256()
-    for part in ("key", namespace_text(namespace), key):
+    for part in parts:
         h.update(part.encode("utf-8"))
         h.update(b"\x00")
     return "mem_" + h.hexdigest()[:32]
+
+
+def keyed_id(namespace: Namespace, key: str) -> str:
+    """Id of an addressable item (a LangGraph store key): one id per (namespace, key), so a
+    put to the same key overwrites instead of adding."""
+    return _hashed_id("key", namespace_text(namespace), key)
 
 
 def record_id(writer: str, namespace: Namespace, content: str, supersedes: str | None = None) -> str:
     """Deterministic id: the same writer writing the same content in the same place gets the
     same id, so a retried write is a no-op. An update also hashes the id it supersedes, so
     reverting to an older text makes a new version rather than colliding with the old one."""
-    h = hashlib.sha256()
-    for part in (writer, namespace_text(namespace), content, supersedes or ""):
-        h.update(part.encode("utf-8"))
-        h.update(b"\x00")
-    return "mem_" + h.hexdigest()[:32]
+    return _hashed_id(writer, namespace_text(namespace), content, supersedes or "")
 
 
 class MemoryRecord(BaseModel):
