@@ -84,3 +84,47 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory):
     proc.terminate()
     proc.wait(timeout=30)
     log.close()
+
+
+_POSTGRES_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "postgres.sh"
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL cluster (scripts/postgres.sh) on a free loopback port; yields its
+    URL. Skips only when no PostgreSQL server binaries are installed (Debian: ``postgresql``)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="memwarden-pg-"))
+    root.chmod(0o755)  # run as root, the server runs as `postgres` and must reach the cluster
+    data = root / "cluster"
+    # Nothing here is worth a disk flush: the cluster dies with the test session.
+    started = subprocess.run(["bash", str(_POSTGRES_SCRIPT), "start", str(data), str(_free_port()),
+                              "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"],
+                             capture_output=True, text=True)
+    if started.returncode == 3:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"PostgreSQL is not installed: {started.stderr.strip()}")
+    if started.returncode != 0:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.fail(f"scripts/postgres.sh could not start PostgreSQL: {started.stderr.strip()}")
+    try:
+        yield started.stdout.strip()
+    finally:
+        subprocess.run(["bash", str(_POSTGRES_SCRIPT), "stop", str(data), "immediate"], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(postgres: str) -> str:
+    """A fresh, empty database in the session's PostgreSQL cluster, for one test."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres.rsplit("/", 1)[0] + "/" + name

@@ -1,4 +1,5 @@
-"""The append-only, hash-chained and keyed audit log (SQLite, next to the data by default).
+"""The append-only, hash-chained and keyed audit log: SQLite next to the data by default, or
+PostgreSQL when several processes or machines share one memory (``audit="postgresql://..."``).
 
 Every governed operation appends one entry. Entries never hold content or query text, only
 ids, counts, decisions and verdicts.
@@ -26,6 +27,15 @@ head now and then (:meth:`AuditLog.head`) to somewhere they cannot write.
 
 Entries written before the key existed (logs from memwarden before MACs) stay verifiable by
 their hash chain; every entry from the first keyed one on must carry a valid MAC.
+
+Many writers, one chain. An append reads the head and inserts the next entry in one
+transaction that excludes every other appender: ``BEGIN IMMEDIATE`` in SQLite (the database
+write lock), a transaction-scoped advisory lock in PostgreSQL (``pg_advisory_xact_lock``, held
+until commit or rollback, so a writer that dies mid-append releases it). Two processes can
+therefore never chain onto the same entry, and the sequence number's primary key rejects a
+duplicate even if they tried. The chain logic below is the same for both stores; a store only
+says how to connect, lock and spell a query. Every writer of one log must read the same key
+file (distribute it before starting them: a writer with another key refuses to append).
 """
 
 from __future__ import annotations
@@ -37,12 +47,14 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from memwarden.databases import is_database_url, kind, libpq_url, redacted, sqlite_path
 from memwarden.errors import AuditError
 
 GENESIS = "0" * 64
@@ -50,16 +62,13 @@ KEY_FILE = "audit.key"
 KEY_ENV = "MEMWARDEN_AUDIT_KEY_FILE"
 _MAC_DOMAIN = b"memwarden-audit-v1\n"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit (
-    seq   INTEGER PRIMARY KEY,
-    body  TEXT NOT NULL,
-    prev  TEXT NOT NULL,
-    hash  TEXT NOT NULL,
-    mac   TEXT
-)
-"""
-_META_SCHEMA = "CREATE TABLE IF NOT EXISTS audit_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+# Queries name the tables {log} and {meta} and take ? parameters; each store spells them.
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS {log} (seq {seq} PRIMARY KEY, body TEXT NOT NULL, prev TEXT NOT NULL, "
+           "hash TEXT NOT NULL, mac TEXT)",
+           "CREATE TABLE IF NOT EXISTS {meta} (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+_SET_META = "INSERT INTO {meta}(name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+# Any constant works: it only has to be the same for every appender of this database.
+_PG_APPEND_LOCK = 0x6D656D77_61726400  # "memward\0"
 
 
 def _digest(prev: str, body: str) -> str:
@@ -94,31 +103,145 @@ class VerifyReport:
     authenticated: int = 0
 
 
-class AuditLog:
-    """Hash-chained, MAC'd entries in one SQLite table; safe across threads and processes."""
+class _SQLiteStore:
+    """The log in a SQLite file (WAL, every commit flushed)."""
 
-    def __init__(self, path: str | Path, *, key_path: str | Path | None = None) -> None:
-        self.path = Path(path)
+    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.where = str(path)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        for statement in _SCHEMA:
+            self._db.execute(self._sql(statement).replace("{seq}", "INTEGER"))
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(audit)")}
+        if "mac" not in columns:  # a log from before MACs: add the column, keep its entries
+            try:
+                self._db.execute("ALTER TABLE audit ADD COLUMN mac TEXT")
+            except sqlite3.OperationalError as exc:  # another process just did it
+                if "duplicate column" not in str(exc):
+                    raise
+
+    @staticmethod
+    def _sql(query: str) -> str:
+        return query.replace("{log}", "audit").replace("{meta}", "audit_meta")
+
+    def rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self._db.execute(self._sql(query), params).fetchall()
+
+    def run_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._db.executemany(self._sql(query), rows)
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[None]:
+        self._db.execute(begin)
+        try:
+            yield
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+
+    def appending(self) -> Any:
+        """A transaction no other appender can run beside: IMMEDIATE takes the write lock
+        before the head is read."""
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def snapshot(self) -> Any:
+        """A read transaction: every query in it sees the same state of the log."""
+        return self._transaction("BEGIN")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class _PostgresStore:
+    """The log in PostgreSQL tables ``memwarden_audit`` and ``memwarden_audit_meta`` (psycopg 3)."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        self.where = redacted(url)
+        self._url = libpq_url(url)
+        self._db = psycopg.connect(self._url, autocommit=True)
+        # Concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog; the append
+        # lock makes the first process create the tables and the others find them.
+        with self.appending():
+            for statement in _SCHEMA:
+                self._db.execute(self._sql(statement).replace("{seq}", "BIGINT"))
+
+    @staticmethod
+    def _sql(query: str) -> str:
+        return query.replace("{log}", "memwarden_audit").replace("{meta}", "memwarden_audit_meta").replace("?", "%s")
+
+    def _connection(self) -> Any:
+        if self._db.closed or self._db.broken:  # the server restarted: the next call reconnects
+            import psycopg
+
+            self._db = psycopg.connect(self._url, autocommit=True)
+        return self._db
+
+    def rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self._connection().execute(self._sql(query), params).fetchall()
+
+    def run_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._connection().cursor().executemany(self._sql(query), rows)
+
+    @contextmanager
+    def appending(self) -> Iterator[None]:
+        """A transaction holding the log's advisory lock until it commits or rolls back."""
+        db = self._connection()
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_APPEND_LOCK,))
+            yield
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read-only REPEATABLE READ transaction: one state of the log for every query."""
+        db = self._connection()
+        with db.transaction():
+            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class AuditLog:
+    """Hash-chained, MAC'd entries in SQLite or PostgreSQL; safe across threads and processes.
+
+    ``target`` is a SQLite file path (or ``sqlite:///path``) or a ``postgresql://`` URL. The key
+    file is ``key_path``, else ``$MEMWARDEN_AUDIT_KEY_FILE``, else ``audit.key`` beside a SQLite
+    file; a PostgreSQL log has no "beside", so it needs one of the first two.
+    """
+
+    def __init__(self, target: str | Path, *, key_path: str | Path | None = None) -> None:
         env_key = os.environ.get(KEY_ENV)
-        self.key_path = Path(key_path) if key_path is not None else Path(env_key) if env_key else self.path.parent / KEY_FILE
+        url = str(target) if is_database_url(target) else None
+        postgres = url is not None and kind(url) == "postgresql"
+        if key_path is None and not env_key and postgres:
+            raise AuditError(f"the PostgreSQL audit log {redacted(url)} needs a key file: pass key_path= "
+                             f"or set {KEY_ENV} (every writer of the log must read the same key)")
+        sqlite_file = None if postgres else sqlite_path(url) if url is not None else Path(target)
+        self.path: Path | None = sqlite_file
+        self.key_path = Path(key_path) if key_path is not None else Path(env_key) if env_key else sqlite_file.parent / KEY_FILE
         self._lock = threading.Lock()
         self._key: bytes | None = None
         self._checked = False
+        where = redacted(url) if postgres else str(sqlite_file)
         try:
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(_SCHEMA)
-            self._db.execute(_META_SCHEMA)
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(audit)")}
-            if "mac" not in columns:  # a log from before MACs: add the column, keep its entries
-                try:
-                    self._db.execute("ALTER TABLE audit ADD COLUMN mac TEXT")
-                except sqlite3.OperationalError as exc:  # another process just did it
-                    if "duplicate column" not in str(exc):
-                        raise
-        except sqlite3.Error as exc:
-            raise AuditError(f"cannot open the audit log at {self.path}: {exc}") from exc
+            self._store: _SQLiteStore | _PostgresStore = _PostgresStore(url) if postgres else _SQLiteStore(sqlite_file)
+        except Exception as exc:  # sqlite3.Error, psycopg.Error: the driver's own error types
+            raise AuditError(f"cannot open the audit log at {where}: {exc}") from exc
+
+    @property
+    def where(self) -> str:
+        """The log's file path or (password-free) database URL, for messages."""
+        return self._store.where
 
     # -- the key ----------------------------------------------------------------------------
 
@@ -158,7 +281,10 @@ class AuditLog:
         return key
 
     def _meta(self) -> dict[str, str]:
-        return dict(self._db.execute("SELECT name, value FROM audit_meta").fetchall())
+        return dict(self._store.rows("SELECT name, value FROM {meta}"))
+
+    def _any_signed(self) -> bool:
+        return bool(self._store.rows("SELECT 1 FROM {log} WHERE mac IS NOT NULL LIMIT 1"))
 
     def _keyed_meta(self, meta: dict[str, str], key: bytes) -> bool:
         """Whether the meta rows are authentic under ``key``."""
@@ -175,22 +301,20 @@ class AuditLog:
             key = self._read_key()
             meta = self._meta()
             if key is None:
-                signed = self._db.execute("SELECT 1 FROM audit WHERE mac IS NOT NULL LIMIT 1").fetchone()
-                if "key_id" in meta or signed:
+                if "key_id" in meta or self._any_signed():
                     raise AuditError(f"the audit key {self.key_path} is missing but this log was signed with one; "
                                      "refusing to append (restore the key file)")
                 key = self._create_key()
             self._key = key
         meta = self._meta()
         if "key_id" not in meta:
-            if self._db.execute("SELECT 1 FROM audit WHERE mac IS NOT NULL LIMIT 1").fetchone():
+            if self._any_signed():
                 raise AuditError("this audit log's signing record is missing although its entries are signed "
                                  "(removed?); refusing to append: run `memwarden audit verify`")
-            row = self._db.execute("SELECT MAX(seq) FROM audit").fetchone()
-            start = (row[0] or 0) + 1
+            start = (self._store.rows("SELECT MAX(seq) FROM {log}")[0][0] or 0) + 1
             rows = [("hmac_from", str(start)), ("key_id", _key_id(self._key)),
                     ("meta_mac", _mac(self._key, f"meta:hmac_from={start}"))]
-            self._db.executemany("INSERT INTO audit_meta(name, value) VALUES (?, ?)", rows)
+            self._store.run_many("INSERT INTO {meta}(name, value) VALUES (?, ?)", rows)
         elif not self._keyed_meta(meta, self._key):
             raise AuditError(f"the audit key {self.key_path} does not match this log (replaced?); refusing to append")
         return self._key
@@ -202,42 +326,40 @@ class AuditLog:
         fields = {"ts": datetime.now(timezone.utc).isoformat(), **fields}
         with self._lock:
             try:
-                # IMMEDIATE takes the write lock before reading the head, so two processes can
-                # never chain onto the same previous entry.
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
+                # Reading the head inside the appending transaction means two writers can never
+                # chain onto the same previous entry (see the module docstring).
+                with self._store.appending():
                     key = self._ensure_key()
-                    row = self._db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-                    seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
+                    row = self._store.rows("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")
+                    seq, prev = (row[0][0] + 1, row[0][1]) if row else (1, GENESIS)
                     body = json.dumps({"seq": seq, **fields}, sort_keys=True, separators=(",", ":"), default=str)
                     digest = _digest(prev, body)
-                    self._db.execute("INSERT INTO audit(seq, body, prev, hash, mac) VALUES (?, ?, ?, ?, ?)",
-                                     (seq, body, prev, digest, _mac(key, f"entry:{seq}:{digest}")))
+                    self._store.run_many("INSERT INTO {log}(seq, body, prev, hash, mac) VALUES (?, ?, ?, ?, ?)",
+                                         [(seq, body, prev, digest, _mac(key, f"entry:{seq}:{digest}"))])
                     head = f"{seq}:{digest}"
-                    self._db.executemany("INSERT OR REPLACE INTO audit_meta(name, value) VALUES (?, ?)",
-                                         [("head", head), ("head_mac", _mac(key, f"head:{head}"))])
-                    self._db.execute("COMMIT")
-                    self._checked = True  # the key record is committed and matches the key
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                raise AuditError(f"cannot append to the audit log at {self.path}: {exc}") from exc
+                    self._store.run_many(_SET_META, [("head", head), ("head_mac", _mac(key, f"head:{head}"))])
+                self._checked = True  # the key record is committed and matches the key
+            except self._store.errors as exc:
+                raise AuditError(f"cannot append to the audit log at {self.where}: {exc}") from exc
         return seq
+
+    def _read(self, query: str) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._store.rows(query)
+            except self._store.errors as exc:
+                raise AuditError(f"cannot read the audit log at {self.where}: {exc}") from exc
 
     def entries(self) -> Iterator[dict[str, Any]]:
         """Every entry's fields, in order."""
-        with self._lock:
-            rows = self._db.execute("SELECT body FROM audit ORDER BY seq").fetchall()
-        for (body,) in rows:
+        for (body,) in self._read("SELECT body FROM {log} ORDER BY seq"):
             yield json.loads(body)
 
     def head(self) -> tuple[int, str] | None:
         """(sequence number, hash) of the last entry, to keep somewhere the log's writers
         cannot reach; None for an empty log."""
-        with self._lock:
-            row = self._db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        return (row[0], row[1]) if row else None
+        row = self._read("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")
+        return (row[0][0], row[0][1]) if row else None
 
     # -- verification -------------------------------------------------------------------------
 
@@ -251,8 +373,14 @@ class AuditLog:
             bad.update(seqs)
 
         with self._lock:
-            rows = self._db.execute("SELECT seq, body, prev, hash, mac FROM audit ORDER BY seq").fetchall()
-            meta = self._meta()
+            try:
+                # One snapshot: an append by another process between the two reads would
+                # otherwise look like an entry appended by hand.
+                with self._store.snapshot():
+                    rows = self._store.rows("SELECT seq, body, prev, hash, mac FROM {log} ORDER BY seq")
+                    meta = self._meta()
+            except self._store.errors as exc:
+                raise AuditError(f"cannot read the audit log at {self.where}: {exc}") from exc
         try:
             key = self._read_key()
         except AuditError as exc:
@@ -350,4 +478,17 @@ class AuditLog:
     def close(self) -> None:
         """Close the database connection."""
         with self._lock:
-            self._db.close()
+            self._store.close()
+
+
+def open_audit(audit: str | Path | None, state: Path) -> AuditLog:
+    """The audit log for the ``audit=`` argument of ``Memory.open`` and ``Memory.connect``.
+
+    None is ``audit.sqlite3`` in the memory's local ``state`` directory; a path or
+    ``sqlite:///`` URL is that SQLite file (its key beside it); a ``postgresql://`` URL is a log
+    shared by every process that names it, its key in ``state`` (or ``$MEMWARDEN_AUDIT_KEY_FILE``).
+    """
+    if audit is None:
+        return AuditLog(state / "audit.sqlite3")
+    postgres = is_database_url(audit) and kind(str(audit)) == "postgresql"
+    return AuditLog(audit, key_path=state / KEY_FILE if postgres and not os.environ.get(KEY_ENV) else None)

@@ -29,7 +29,7 @@ from memwarden.integrations.metrics import record_operation
 from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
 from memwarden.guards.forgetting import eviction_order
 from memwarden.memory import compaction
-from memwarden.memory.audit import AuditLog
+from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, ChromaBackend
 from memwarden.memory.codec import from_row, to_metadata
@@ -43,6 +43,7 @@ from memwarden.memory.records import (
 )
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
+from memwarden.policies.sources import open_policy
 from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
 
 # Largest number of ids in one provenance look-up (Chroma's filter depth limit is 1,000).
@@ -160,6 +161,8 @@ class Memory:
         # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
         self._write_lock = threading.RLock()
         self._closed = False
+        # What open/connect opened beside the parts above (a database policy's connections).
+        self._on_close: list[Callable[[], None]] = []
         self._handlers: dict[str, Callable[[Any, _Facts, dict[str, np.ndarray]], Any]] = {
             "write": self._write, "search": self._search, "list": self._list, "get": self._get,
             "update": self._update, "forget": self._forget, "erase": self._erase, "review": self._review,
@@ -170,46 +173,70 @@ class Memory:
 
     @classmethod
     def open(cls, path: str | Path, policy: str | Path | PolicyEngine | None = None, *,
-             embedding: object | None = None, validators: Iterable[WriteValidator] = (),
-             **settings: Any) -> Memory:
+             audit: str | Path | None = None, embedding: object | None = None,
+             validators: Iterable[WriteValidator] = (), **settings: Any) -> Memory:
         """Open (or create) an embedded memory in directory ``path``.
 
         ``policy`` is a CSV policy file, the name of a bundled policy ("hospital", "office",
-        "household"), a ready PolicyEngine, or None (no rules: everything is denied).
-        ``embedding`` is any LangChain ``Embeddings``; None uses the bundled offline MiniLM.
-        Further keyword arguments are :class:`Settings`.
+        "household"), a database URL (``sqlite:///policy.db``, ``postgresql://...``: see
+        docs/deployment.md), a ready PolicyEngine, or None (no rules: everything is denied).
+        ``audit`` is None (``audit.sqlite3`` in ``path``), another SQLite file, or a
+        ``postgresql://`` URL. ``embedding`` is any LangChain ``Embeddings``; None uses the
+        bundled offline MiniLM. Further keyword arguments are :class:`Settings`.
         """
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise InvalidRequest(f"memory path {str(root)!r} exists and is not a directory")
         root.mkdir(parents=True, exist_ok=True)
-        options = Settings(**settings)
-        engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
-        if compaction.pending(root / "chroma"):
-            compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
-        return cls(ChromaBackend.embedded(str(root / "chroma")), engine, AuditLog(root / "audit.sqlite3"),
-                   Tombstones(root / "tombstones.sqlite3"), embedding=embedding, validators=validators,
-                   settings=options)
+
+        def backend() -> Backend:
+            if compaction.pending(root / "chroma"):
+                compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
+            return ChromaBackend.embedded(str(root / "chroma"))
+
+        return cls._assemble(root, backend, policy, audit, embedding, validators, settings)
 
     @classmethod
     def connect(cls, host: str, port: int, policy: str | Path | PolicyEngine | None = None, *,
-                state: str | Path = "./memwarden-state", ssl: bool = False, headers: dict[str, str] | None = None,
-                embedding: object | None = None, validators: Iterable[WriteValidator] = (),
-                **settings: Any) -> Memory:
+                state: str | Path = "./memwarden-state", audit: str | Path | None = None, ssl: bool = False,
+                headers: dict[str, str] | None = None, embedding: object | None = None,
+                validators: Iterable[WriteValidator] = (), **settings: Any) -> Memory:
         """The same governed memory against a Chroma server (``chroma run``).
 
         Transient server errors are retried (tenacity); ids are deterministic, so retries
-        never duplicate. The audit log and tombstones live in directory ``state``.
+        never duplicate. ``policy`` and ``audit`` are as for :meth:`open`: database URLs let
+        every process share them. Local state (tombstones, the audit key, and the audit log
+        unless ``audit`` names one) lives in directory ``state``.
         """
         from memwarden.memory.remote import RetryingChromaBackend
 
         root = Path(state)
         root.mkdir(parents=True, exist_ok=True)
+        return cls._assemble(root, lambda: RetryingChromaBackend.connect(host, port, ssl=ssl, headers=headers),
+                             policy, audit, embedding, validators, settings)
+
+    @classmethod
+    def _assemble(cls, state: Path, backend: Callable[[], Backend], policy: str | Path | PolicyEngine | None,
+                  audit: str | Path | None, embedding: object | None, validators: Iterable[WriteValidator],
+                  settings: dict[str, Any]) -> Memory:
+        """Open the parts of a memory whose local state is ``state``; if one fails, the parts
+        already opened are released before the error propagates."""
         options = Settings(**settings)
-        engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
-        return cls(RetryingChromaBackend.connect(host, port, ssl=ssl, headers=headers), engine,
-                   AuditLog(root / "audit.sqlite3"), Tombstones(root / "tombstones.sqlite3"),
-                   embedding=embedding, validators=validators, settings=options)
+        engine, close_policy = open_policy(policy)
+        opened = [close_policy]
+        try:
+            log = open_audit(audit, state)
+            opened.append(log.close)
+            tombstones = Tombstones(state / "tombstones.sqlite3")
+            opened.append(tombstones.close)
+            memory = cls(backend(), engine, log, tombstones, embedding=embedding, validators=validators,
+                         settings=options)
+        except BaseException:
+            for close in reversed(opened):
+                close()
+            raise
+        memory._on_close.append(close_policy)
+        return memory
 
     # -- public surface -----------------------------------------------------------------
 
@@ -254,6 +281,8 @@ class Memory:
             self._backend.close()
             self._audit.close()
             self._tombstones.close()
+            for close in self._on_close:
+                close()
 
     def __enter__(self) -> Memory:
         return self

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -118,19 +119,28 @@ def _name(value: str, where: str, what: str) -> str:
         raise PolicyError(f"{where}: {exc}") from None
 
 
-def parse_policy_text(text: str, *, source: str = "<policy>") -> PolicyData:
-    """Parse policy CSV text; raise PolicyError naming the source line of the first problem."""
-    rules: list[Rule] = []
-    links: list[RoleLink] = []
-    lifecycle: list[LifecycleRule] = []
+def policy_lines(text: str, *, source: str = "<policy>") -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of every line that is not blank or a comment: the CSV split every
+    policy source goes through, with the spaces around each field dropped."""
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         # Only whole-line comments: a trailing "#" could silently cut off a field (a typo like
         # "read#, deny" would turn a deny into an allow), so "#" inside a line is literal.
         if not line or line.startswith("#"):
             continue
+        try:
+            yield lineno, [f.strip() for f in next(csv.reader(io.StringIO(line), skipinitialspace=True))]
+        except csv.Error as exc:
+            raise PolicyError(f"{source}:{lineno}: not a CSV line: {exc}") from None
+
+
+def parse_policy_text(text: str, *, source: str = "<policy>") -> PolicyData:
+    """Parse policy CSV text; raise PolicyError naming the source line of the first problem."""
+    rules: list[Rule] = []
+    links: list[RoleLink] = []
+    lifecycle: list[LifecycleRule] = []
+    for lineno, fields in policy_lines(text, source=source):
         where = f"{source}:{lineno}"
-        fields = [f.strip() for f in next(csv.reader(io.StringIO(line), skipinitialspace=True))]
         kind, args = fields[0], fields[1:]
         if kind == "p":
             if len(args) not in (3, 4):
