@@ -42,13 +42,19 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
 
 
 def _audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - AuditLog, imported lazily
+    from memwarden.databases import is_database_url
     from memwarden.memory.audit import AuditLog
 
+    if args.audit is not None:
+        if not is_database_url(args.audit) and not Path(args.audit).is_file():
+            console.print(f"[red]no audit log at {args.audit}[/]")
+            return None
+        return AuditLog(args.audit, key_path=args.key)
     path = Path(args.data) / "audit.sqlite3"
     if not path.is_file():
         console.print(f"[red]no audit log at {path}[/]")
         return None
-    return AuditLog(path)
+    return AuditLog(path, key_path=args.key)
 
 
 def _audit_verify(args: argparse.Namespace, console: Console) -> int:
@@ -92,13 +98,16 @@ def _audit_flows(args: argparse.Namespace, console: Console) -> int:
 
 
 def _policy_check(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.policies.engine import PolicyEngine
     from memwarden.policies.namespace import canonical_label, canonical_namespace
+    from memwarden.policies.sources import open_policy
 
-    engine = PolicyEngine(args.policy)
-    principal = canonical_label(args.principal, what="principal id")
-    roles = tuple(canonical_label(r, what="role") for r in args.role)
-    decision = engine.decide(engine.subjects(principal, roles), args.action, canonical_namespace(args.namespace))
+    engine, close = open_policy(args.policy)
+    try:
+        principal = canonical_label(args.principal, what="principal id")
+        roles = tuple(canonical_label(r, what="role") for r in args.role)
+        decision = engine.decide(engine.subjects(principal, roles), args.action, canonical_namespace(args.namespace))
+    finally:
+        close()
     console.print(decision.explain(), markup=False, soft_wrap=True)
     return 0 if decision.allowed else 1
 
@@ -119,11 +128,39 @@ def _policy_lint(args: argparse.Namespace, console: Console) -> int:
     return 1 if errors else 0
 
 
+def _policy_import(args: argparse.Namespace, console: Console) -> int:
+    from memwarden.databases import redacted
+    from memwarden.policies.loading import BUNDLED_POLICIES, bundled_policy_path
+    from memwarden.policies.sources import import_policy
+
+    path = bundled_policy_path(args.file) if args.file in BUNDLED_POLICIES and not Path(args.file).exists() \
+        else Path(args.file)
+    rows, version = import_policy(path, args.db, table=args.table)
+    console.print(f"{rows} policy line(s) from {path} now make up {redacted(args.db)}#{args.table} "
+                  f"(version {version})", markup=False, soft_wrap=True)
+    return 0
+
+
+def _policy_export(args: argparse.Namespace, console: Console) -> int:
+    from memwarden.databases import redacted
+    from memwarden.policies.sources import export_policy
+
+    lines = export_policy(args.db, table=args.table)
+    text = "".join(line + "\n" for line in lines)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        console.print(f"{len(lines)} policy line(s) from {redacted(args.db)}#{args.table} written to {args.out}",
+                      markup=False, soft_wrap=True)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _acting_session(args: argparse.Namespace):  # noqa: ANN202 - (Memory, Session)
     from memwarden.memory.memory import Memory
     from memwarden.memory.records import Principal
 
-    memory = Memory.open(args.data, policy=args.policy)
+    memory = Memory.open(args.data, policy=args.policy, audit=args.audit)
     return memory, memory.session(Principal(args.principal, roles=args.role))
 
 
@@ -158,9 +195,18 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
 
 def _add_actor(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="the memory directory (as given to Memory.open)")
-    parser.add_argument("--policy", required=True, help="policy CSV file or bundled policy name")
+    parser.add_argument("--policy", required=True, help="policy CSV file, bundled policy name or database URL")
+    parser.add_argument("--audit", help="the audit log, if not the memory directory's: a SQLite file or postgresql:// URL")
     parser.add_argument("--principal", required=True, help="who acts (policy decides what it may do)")
     parser.add_argument("--role", action="append", default=[], help="a role given to the principal (repeatable)")
+
+
+def _add_log(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data", help="the memory directory (as given to Memory.open); its audit.sqlite3")
+    where.add_argument("--audit", help="the audit log itself: a SQLite file, sqlite:/// or postgresql:// URL")
+    parser.add_argument("--key", help="the audit key file (default: $MEMWARDEN_AUDIT_KEY_FILE, else audit.key "
+                                      "beside a SQLite log)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,16 +222,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser("audit", help="audit log tools").add_subparsers(dest="audit_command", required=True)
     verify = audit.add_parser("verify", help="check the hash chain and MACs of a memory's audit log")
-    verify.add_argument("--data", required=True, help="the memory directory (as given to Memory.open)")
+    _add_log(verify)
     verify.set_defaults(run=_audit_verify)
     flows = audit.add_parser("flows", help="who wrote which record and who read it, from the audit log")
-    flows.add_argument("--data", required=True, help="the memory directory (as given to Memory.open)")
+    _add_log(flows)
     flows.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page with the flow graph")
     flows.set_defaults(run=_audit_flows)
 
     policy = sub.add_parser("policy", help="policy tools").add_subparsers(dest="policy_command", required=True)
     check = policy.add_parser("check", help="print the decision and the deciding rule for one request")
-    check.add_argument("--policy", required=True, help="policy CSV file or bundled policy name")
+    check.add_argument("--policy", required=True, help="policy CSV file, bundled policy name or database URL")
     check.add_argument("--principal", required=True)
     check.add_argument("--role", action="append", default=[], help="a role given to the principal (repeatable)")
     check.add_argument("--action", required=True)
@@ -194,6 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
     lint = policy.add_parser("lint", help="report malformed, never-matching, duplicate and shadowed rules")
     lint.add_argument("--policy", required=True, help="policy CSV file or bundled policy name")
     lint.set_defaults(run=_policy_lint)
+    load = policy.add_parser("import", help="validate a policy file and make it the whole policy in a database")
+    load.add_argument("file", help="policy CSV file or bundled policy name")
+    load.add_argument("--db", required=True, help="sqlite:///policy.db or postgresql://user@host/db")
+    load.add_argument("--table", default="casbin_rule", help="the adapter's table (default casbin_rule)")
+    load.set_defaults(run=_policy_import)
+    dump = policy.add_parser("export", help="write a database's policy as a CSV policy file")
+    dump.add_argument("--db", required=True, help="sqlite:///policy.db or postgresql://user@host/db")
+    dump.add_argument("--table", default="casbin_rule", help="the adapter's table (default casbin_rule)")
+    dump.add_argument("--out", "-o", help="file to write (default: standard output)")
+    dump.set_defaults(run=_policy_export)
 
     erase = sub.add_parser("erase", help="erase every record about a subject (or ids) and print the receipt")
     _add_actor(erase)

@@ -32,6 +32,7 @@ from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, ChromaBackend
+from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.codec import from_row, to_metadata
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.ops import (
@@ -151,7 +152,8 @@ class Memory:
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones, *,
                  embedding: object | None = None, validators: Iterable[WriteValidator] = (),
                  settings: Settings = Settings()) -> None:
-        self._backend = backend
+        # Upserts made inside one batch reach the store as one call (see coalesce.py).
+        self._backend = CoalescingBackend(backend)
         self._policy = policy
         self._audit = audit
         self._tombstones = tombstones
@@ -266,7 +268,8 @@ class Memory:
             raise InvalidRequest("this Memory is closed")
         ops = list(ops)
         vectors = self._prefetch_vectors(ops)
-        return [self._run(principal, op, vectors) for op in ops]
+        with self._backend.holding():
+            return [self._run(principal, op, vectors) for op in ops]
 
     def as_store(self) -> GovernedStore:
         """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``."""
@@ -349,16 +352,24 @@ class Memory:
         """Audit a mutation, then apply it; a failed apply gets a second, compensating entry.
 
         Auditing first means a crash leaves either an audited record or an audit entry for
-        a record that is absent, never a record that no entry accounts for.
+        a record that is absent, never a record that no entry accounts for. Upserts held
+        until the end of the batch (coalesce.py) get their compensating entry if storing
+        them fails then.
         """
         facts.outcome = "ok"
         facts.audit_seq = self._audit.append(facts.audit_entry())
         facts.audited = True
+
+        def failed(exc: BaseException) -> None:
+            if facts.outcome != "error":  # once, whether apply or a later flush noticed
+                facts.outcome, facts.error = "error", f"apply failed after audit: {type(exc).__name__}"
+                self._audit.append(facts.audit_entry())
+
         try:
-            apply()
+            with self._backend.on_failure(failed):
+                apply()
         except Exception as exc:
-            facts.outcome, facts.error = "error", f"apply failed after audit: {type(exc).__name__}"
-            self._audit.append(facts.audit_entry())
+            failed(exc)
             raise
 
     def _require(self, facts: _Facts, action: str, namespace: Namespace) -> Decision:

@@ -27,8 +27,6 @@ anything, so malformed rows only come from editing the table by other means.
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import re
 import threading
@@ -145,9 +143,7 @@ class SQLPolicyStore:
         if any("".join(f.splitlines()) != f for f in fields):
             # A line break would let one row smuggle a second policy line past the row count.
             raise PolicyError(f"{self.where} row id {rid}: a field holds a line break")
-        out = io.StringIO()
-        csv.writer(out, lineterminator="").writerow(fields)
-        line = out.getvalue()
+        line = ", ".join(f'"{f.replace(chr(34), 2 * chr(34))}"' if f == "" or "," in f or '"' in f else f for f in fields)
         if not line.strip() or line.strip().startswith("#"):
             raise PolicyError(f"{self.where} row id {rid}: empty, or its type starts with '#' (it would be "
                               "ignored as a comment)")

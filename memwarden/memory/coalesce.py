@@ -1,0 +1,159 @@
+"""Write coalescing: the upserts of one ``Memory.batch`` reach the store as one call.
+
+A Chroma server applies each write request to its indexes before it answers: 15-60 ms per
+request here, growing with the collection, however few rows it carries, while 100 rows in one
+request cost 2-3 ms each. So inside a batch, upserts are held and sent together when the batch
+ends, or earlier, as soon as anything could observe them:
+
+- a fetch by ids alone is answered for held ids from the held rows (the id, text and metadata
+  the store would return) and for the other ids from the store;
+- every other call (a filtered fetch, a query, a metadata update, delete, purge, count) sends
+  the held rows first, so it sees every earlier write, in order.
+
+Every operation in a batch therefore sees the state it would see had the writes before it been
+stored one by one; other processes see a batch's writes when it ends. Each held write was
+audited before it was held (audit before apply). If sending fails, every write that was not
+stored gets its compensating audit entry (through the callback registered with
+:meth:`CoalescingBackend.on_failure`) before the error propagates. Outside a batch, upserts go
+straight through.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memwarden.memory.backends import Backend, StoredRow
+
+# Rows per upsert when a batch is sent (well under Chroma's maximum batch size).
+_CHUNK = 500
+
+FailureCallback = Callable[[BaseException], None]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Held:
+    embedding: np.ndarray
+    document: str
+    metadata: dict[str, Any]
+    on_failure: FailureCallback | None
+
+
+class CoalescingBackend:
+    """A Backend that holds upserts while a batch runs (see the module docstring)."""
+
+    def __init__(self, inner: Backend) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()          # guards _held and _depth (short sections only)
+        self._flush_lock = threading.Lock()    # one flush at a time, so rows arrive in order
+        self._held: dict[str, _Held] = {}
+        self._depth = 0
+        self._local = threading.local()
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Hold upserts until the block ends, then send everything held."""
+        with self._lock:
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+            self.flush()
+
+    @contextmanager
+    def on_failure(self, callback: FailureCallback) -> Iterator[None]:
+        """Upserts made by this thread inside the block call ``callback`` if they are held and
+        then cannot be stored."""
+        previous = getattr(self._local, "callback", None)
+        self._local.callback = callback
+        try:
+            yield
+        finally:
+            self._local.callback = previous
+
+    def flush(self) -> None:
+        """Send every held row; on failure, call the callbacks of the rows not stored, then raise."""
+        with self._flush_lock:
+            with self._lock:
+                pending = list(self._held.items())
+            for start in range(0, len(pending), _CHUNK):
+                part = pending[start:start + _CHUNK]
+                try:
+                    self._inner.upsert([i for i, _ in part], np.stack([h.embedding for _, h in part]),
+                                       [h.document for _, h in part], [h.metadata for _, h in part])
+                except BaseException as exc:
+                    self._drop(pending[start:])
+                    for callback in dict.fromkeys(h.on_failure for _, h in pending[start:] if h.on_failure):
+                        callback(exc)
+                    raise
+                # Rows leave the hold only once stored, so a fetch by id never misses them; a
+                # row upserted again meanwhile stays held with its newer content.
+                self._drop(part)
+
+    def _drop(self, sent: list[tuple[str, _Held]]) -> None:
+        with self._lock:
+            for rid, held in sent:
+                if self._held.get(rid) is held:
+                    del self._held[rid]
+
+    # -- the Backend protocol ---------------------------------------------------------------
+
+    def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
+               metadatas: Sequence[dict[str, Any]]) -> None:
+        """Insert or replace rows: held while a batch runs, else stored now."""
+        with self._lock:
+            if self._depth:
+                callback = getattr(self._local, "callback", None)
+                for rid, vector, document, metadata in zip(ids, embeddings, documents, metadatas):
+                    self._held.pop(rid, None)  # a newer write of the same id goes to the end
+                    self._held[rid] = _Held(np.asarray(vector, dtype=np.float32), document, dict(metadata), callback)
+                return
+        self._inner.upsert(ids, embeddings, documents, metadatas)
+
+    def fetch(self, ids: Sequence[str] | None = None, where: Any = None, limit: int | None = None,
+              offset: int | None = None) -> list[StoredRow]:
+        """Rows by id (held ones answered from the hold) or by filter (after a flush)."""
+        if ids is not None and where is None and limit is None and offset is None:
+            with self._lock:
+                held = {rid: self._held[rid] for rid in ids if rid in self._held}
+            rest = [rid for rid in ids if rid not in held]
+            rows = self._inner.fetch(ids=rest) if rest else []
+            return rows + [StoredRow(rid, h.document, dict(h.metadata)) for rid, h in held.items()]
+        self.flush()
+        return self._inner.fetch(ids, where, limit, offset)
+
+    def query(self, embedding: np.ndarray, k: int, where: Any) -> list[tuple[StoredRow, float]]:
+        """The k nearest rows, held writes included."""
+        self.flush()
+        return self._inner.query(embedding, k, where)
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Replace metadata, after every earlier write is stored."""
+        self.flush()
+        self._inner.update_metadata(ids, metadatas)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove rows, after every earlier write is stored."""
+        self.flush()
+        self._inner.delete(ids)
+
+    def purge(self, ids: Sequence[str], **options: Any) -> Any:
+        """Remove rows physically, after every earlier write is stored."""
+        self.flush()
+        return self._inner.purge(ids, **options)
+
+    def count(self) -> int:
+        """Rows stored, held writes included."""
+        self.flush()
+        return self._inner.count()
+
+    def close(self) -> None:
+        """Release the store (nothing is held outside a batch)."""
+        self._inner.close()
