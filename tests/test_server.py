@@ -5,8 +5,6 @@ test_multiprocess.py."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -15,7 +13,7 @@ import pytest
 
 from memwarden import AccessDenied, Memory, Principal
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.remote import RetryingChromaBackend, is_transient
+from memwarden.memory.remote import is_transient
 
 
 def _connect(server, policy_file: Path, state: Path, **kw) -> Memory:

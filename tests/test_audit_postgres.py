@@ -1,0 +1,107 @@
+"""The audit log in PostgreSQL: one linear chain however many processes append at once, the
+same tamper detection as in SQLite, and `memwarden audit verify` on it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memwarden.cli import main
+from memwarden.errors import AuditError
+from memwarden.memory.audit import AuditLog
+
+APPENDER = """
+import sys
+from memwarden.memory.audit import AuditLog
+url, key, who, n = sys.argv[1:]
+log = AuditLog(url, key_path=key)
+for i in range(int(n)):
+    log.append({"op": "write", "principal": who, "i": i})
+log.close()
+"""
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> Path:
+    return tmp_path / "audit.key"
+
+
+def test_four_processes_append_to_one_linear_chain(pg_url: str, key: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, pg_url, str(key), f"w{w}", "150"]) for w in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 4
+    log = AuditLog(pg_url, key_path=key)
+    report = log.verify()
+    assert report.ok and report.entries == 600 and report.authenticated == 600
+    entries = list(log.entries())
+    assert [e["seq"] for e in entries] == list(range(1, 601))
+    for w in range(4):  # each writer's appends keep their order inside the one chain
+        assert [e["i"] for e in entries if e["principal"] == f"w{w}"] == list(range(150))
+    assert log.head()[0] == 600
+    log.close()
+    assert main(["audit", "verify", "--audit", pg_url, "--key", str(key)]) == 0
+
+
+@pytest.fixture
+def written(pg_url: str, key: Path) -> str:
+    log = AuditLog(pg_url, key_path=key)
+    for i in range(5):
+        log.append({"op": "write", "principal": f"p{i}", "records": [f"mem_{i}"]})
+    log.close()
+    return pg_url
+
+
+def _verify(url: str, key: Path):
+    log = AuditLog(url, key_path=key)
+    try:
+        return log.verify()
+    finally:
+        log.close()
+
+
+def _sql(url: str, statement: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def test_an_edited_entry_is_found(written: str, key: Path) -> None:
+    _sql(written, "UPDATE memwarden_audit SET body = replace(body, 'p2', 'q2') WHERE seq = 3")
+    report = _verify(written, key)
+    assert not report.ok and report.bad_entries == [3]
+    assert main(["audit", "verify", "--audit", written, "--key", str(key)]) == 1
+
+
+def test_a_deleted_last_entry_is_found(written: str, key: Path) -> None:
+    _sql(written, "DELETE FROM memwarden_audit WHERE seq = 5")
+    report = _verify(written, key)
+    assert not report.ok and any("deleted from the end" in p for p in report.problems)
+
+
+def test_an_entry_appended_by_hand_is_found(written: str, key: Path) -> None:
+    _sql(written, "INSERT INTO memwarden_audit(seq, body, prev, hash) "
+                  "SELECT 6, body, hash, hash FROM memwarden_audit WHERE seq = 5")
+    report = _verify(written, key)
+    assert not report.ok and 6 in report.bad_entries
+
+
+def test_a_writer_with_another_key_refuses_to_append(written: str, tmp_path: Path) -> None:
+    other = tmp_path / "other.key"
+    other.write_text("ab" * 32 + "\n", encoding="ascii")
+    log = AuditLog(written, key_path=other)
+    with pytest.raises(AuditError, match="does not match this log"):
+        log.append({"op": "write"})
+    log.close()
+
+
+def test_a_postgres_log_needs_a_key_file(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMWARDEN_AUDIT_KEY_FILE", raising=False)
+    with pytest.raises(AuditError, match="needs a key file"):
+        AuditLog(pg_url)
+
+
+def test_an_unreachable_log_is_an_audit_error(key: Path) -> None:
+    with pytest.raises(AuditError, match="cannot open the audit log"):
+        AuditLog("postgresql://memwarden@127.0.0.1:1/nothing", key_path=key)
