@@ -30,3 +30,12 @@ clean:
 .PHONY: dashboard
 dashboard:
 	PYTHON=$(PYTHON) bash scripts/phoenix.sh serve
+
+# A local PostgreSQL for shared policies and audit (Debian: apt-get install postgresql), in
+# .pgdata on 127.0.0.1:5433; prints its URL. `make postgres-stop` stops it.
+.PHONY: postgres postgres-stop
+postgres:
+	bash scripts/postgres.sh start .pgdata 5433
+
+postgres-stop:
+	bash scripts/postgres.sh stop .pgdata
