@@ -109,7 +109,6 @@ class _SQLiteStore:
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         self.where = str(path)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -129,9 +128,11 @@ class _SQLiteStore:
         return query.replace("{log}", "audit").replace("{meta}", "audit_meta")
 
     def rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Run a query written with {log}, {meta} and ? parameters; its rows."""
         return self._db.execute(self._sql(query), params).fetchall()
 
     def run_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run a statement once per parameter row."""
         self._db.executemany(self._sql(query), rows)
 
     @contextmanager
@@ -155,6 +156,7 @@ class _SQLiteStore:
         return self._transaction("BEGIN")
 
     def close(self) -> None:
+        """Close the connection."""
         self._db.close()
 
 
@@ -168,11 +170,15 @@ class _PostgresStore:
         self.where = redacted(url)
         self._url = libpq_url(url)
         self._db = psycopg.connect(self._url, autocommit=True)
-        # Concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog; the append
-        # lock makes the first process create the tables and the others find them.
-        with self.appending():
-            for statement in _SCHEMA:
-                self._db.execute(self._sql(statement).replace("{seq}", "BIGINT"))
+        try:
+            # Concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog; the
+            # append lock makes the first process create the tables and the others find them.
+            with self.appending():
+                for statement in _SCHEMA:
+                    self._db.execute(self._sql(statement).replace("{seq}", "BIGINT"))
+        except BaseException:
+            self._db.close()
+            raise
 
     @staticmethod
     def _sql(query: str) -> str:
@@ -186,9 +192,11 @@ class _PostgresStore:
         return self._db
 
     def rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Run a query written with {log}, {meta} and ? parameters; its rows."""
         return self._connection().execute(self._sql(query), params).fetchall()
 
     def run_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run a statement once per parameter row."""
         self._connection().cursor().executemany(self._sql(query), rows)
 
     @contextmanager
@@ -208,6 +216,7 @@ class _PostgresStore:
             yield
 
     def close(self) -> None:
+        """Close the connection."""
         self._db.close()
 
 
