@@ -262,7 +262,9 @@ class Memory:
     def batch(self, principal: Principal, ops: Iterable[Op]) -> list[Any]:
         """Run operations in order, each through the governed pipeline; results in order.
 
-        The first operation that fails raises; the ones before it have taken effect.
+        The first operation that fails raises; the ones before it have taken effect. The
+        batch's writes reach the store as one call when it ends (every operation in it still
+        sees the writes before it; see coalesce.py), so batching many writes is much cheaper.
         """
         if self._closed:
             raise InvalidRequest("this Memory is closed")
