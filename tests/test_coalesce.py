@@ -57,7 +57,7 @@ def test_reads_inside_a_batch_see_the_writes_before_them(counted) -> None:
     alice = mem.session(Principal("alice"))
     allergy = "Patient 1 is allergic to penicillin"
     first, by_id, listed, child, again = alice.batch([
-        WriteOp(allergy, NS),
+        WriteOp(allergy, NS, subjects=["p1"], labels={"sensitivity": "high"}, ttl=3600.0),
         GetOp(_id_of(allergy)),
         SearchOp(None, NS, 10),
         WriteOp("Patient 1 reacted to amoxicillin", NS, parents=[_id_of(allergy)]),
@@ -68,6 +68,7 @@ def test_reads_inside_a_batch_see_the_writes_before_them(counted) -> None:
     assert child.parents == (first.id,)  # the parent check found the held parent
     assert again == first  # the repeated write is a replay, not a second record
     assert len(alice.search(None, NS, k=10)) == 2
+    assert alice.get(first.id) == by_id  # the held row reads back exactly as the stored one
     assert [e["replay"] for e in mem.audit_log.entries() if e["op"] == "write"] == [False, False, True]
 
 
