@@ -52,6 +52,10 @@ start() {
         # Loopback and the socket in DIR only.
         printf 'local all memwarden trust\nhost all memwarden 127.0.0.1/32 trust\n' >"$dir/pg_hba.conf"
     fi
+    if as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then  # already running: say where
+        echo "postgresql://memwarden@127.0.0.1:$(sed -n 4p "$dir/postmaster.pid")/memwarden"
+        return 0
+    fi
     as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
         -o "-c listen_addresses=127.0.0.1 -p $port -k $dir $*" start >/dev/null \
         || { tail -20 "$dir/server.log" >&2; die "the server did not start (see $dir/server.log)"; }
