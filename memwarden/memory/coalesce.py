@@ -80,6 +80,8 @@ class CoalescingBackend:
 
     def flush(self) -> None:
         """Send every held row; on failure, call the callbacks of the rows not stored, then raise."""
+        if not self._held:  # the common case, on every read: nothing to send, no lock to take
+            return
         with self._flush_lock:
             with self._lock:
                 pending = list(self._held.items())
