@@ -40,7 +40,8 @@ from memwarden.errors import PolicyError
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import PolicyData, parse_policy_text, policy_lines
 
-__all__ = ["DEFAULT_POLL", "DEFAULT_TABLE", "SQLPolicyEngine", "SQLPolicyStore", "open_policy"]
+__all__ = ["DEFAULT_POLL", "DEFAULT_TABLE", "SQLPolicyEngine", "SQLPolicyStore", "export_policy", "import_policy",
+           "open_policy"]
 
 DEFAULT_TABLE = "casbin_rule"
 #: Seconds between two reads of the version counter: the propagation bound of a policy change.
@@ -213,15 +214,17 @@ class SQLPolicyEngine(PolicyEngine):
     def __init__(self, store: SQLPolicyStore | str, *, table: str = DEFAULT_TABLE, poll: float = DEFAULT_POLL) -> None:
         if not isinstance(poll, (int, float)) or not poll >= 0:
             raise PolicyError(f"poll must be a number of seconds >= 0, got {poll!r}")
-        self._store = store if isinstance(store, SQLPolicyStore) else SQLPolicyStore(store, table=table)
+        owned = not isinstance(store, SQLPolicyStore)
+        self._store = SQLPolicyStore(store, table=table) if owned else store
         self.poll = float(poll)
         self._poll_lock = threading.Lock()
         self._error: str | None = None
         started = time.monotonic()
         try:
             version, data = self._store.read()
-        except Exception as exc:
-            self._store.close()
+        except Exception as exc:  # PolicyError, or the database driver's own errors
+            if owned:
+                self._store.close()
             if isinstance(exc, PolicyError):
                 raise
             raise PolicyError(f"cannot read the policy at {self._store.where}: {exc}") from exc
@@ -329,7 +332,7 @@ class SQLPolicyEngine(PolicyEngine):
         return super().lifecycle(*args, **kwargs)
 
     def close(self) -> None:
-        """Release the database connections."""
+        """Release the database connections (of the store too, when one was passed in)."""
         self._store.close()
 
 
