@@ -300,8 +300,12 @@ def test_scope_is_empty_without_any_allow(engine: PolicyEngine) -> None:
 # -- policy files --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("p, r, a/**", "<policy>:1: a p line has 3 or 4 fields after 'p' (role, pattern, action[, allow|deny]), got 2"),
-    ("p, r, a/**, read, allow, extra", "<policy>:1: a p line has 3 or 4 fields after 'p' (role, pattern, action[, allow|deny]), got 5"),
+    ("p, r, a/**", "<policy>:1: a p line has 3 to 5 fields after 'p' (role, pattern, action[, allow|deny|review"
+                   "[, condition]]), got 2"),
+    ("p, r, a/**, read, allow, kind=fact, x", "<policy>:1: a p line has 3 to 5 fields after 'p' (role, pattern, "
+                                              "action[, allow|deny|review[, condition]]), got 6"),
+    ("p, r, a/**, read, allow, extra", "<policy>:1: condition term 'extra' has no '=' or '!='; write "
+                                       "ATTRIBUTE=VALUE or ATTRIBUTE!=VALUE"),
     ("\n\np, r, a/**, fly", f"<policy>:3: unknown action 'fly'; expected one of {', '.join(ACTIONS)}"),
     ("p, r, a/**, read, maybe", "<policy>:1: unknown effect 'maybe'; expected allow, deny or review"),
     ("p, r, a/**, READ", f"<policy>:1: unknown action 'READ'; expected one of {', '.join(ACTIONS)}"),
