@@ -133,8 +133,10 @@ def _counts(condition: Condition | None, attrs: RecordAttributes, *, deny: bool,
 
 
 @dataclass(frozen=True, slots=True)
-class _Request:
-    """The record part of a Casbin request: its attributes and how to read unknown ones."""
+class EnforceRequest:
+    """The record part (``r.rec``) of a Casbin request: the record's attributes, and whether
+    conditions that unknown attributes leave open count optimistically (only ever used to
+    tell that a fail-closed decision depends on them)."""
 
     attributes: RecordAttributes
     optimistic: bool = False
@@ -148,7 +150,7 @@ def _ns_match(namespace: Namespace, pattern_text: str) -> bool:
     return parse_pattern(pattern_text).matches(namespace)
 
 
-def _cond_match(request: _Request, condition_text: str, effect: str) -> bool:
+def _cond_match(request: EnforceRequest, condition_text: str, effect: str) -> bool:
     if not condition_text:
         return True
     return _counts(parse_condition(condition_text), request.attributes, deny=effect == "deny",
@@ -158,7 +160,7 @@ def _cond_match(request: _Request, condition_text: str, effect: str) -> bool:
 def new_enforcer(data: PolicyData) -> casbin.Enforcer:
     """A pycasbin enforcer over the bundled model and ``data``, with memwarden's functions.
 
-    Requests are ``(subjects, namespace, action, _Request)``; the engine builds them.
+    Requests are ``(subjects, namespace, action, EnforceRequest(attributes))``.
     """
     enforcer = casbin.Enforcer(bundled_model_path(), PolicyDataAdapter(data))
     enforcer.add_function("subjectIn", _subject_in)
@@ -244,7 +246,7 @@ class PolicyEngine:
 
     def _enforce(self, subjects: Subjects, action: str, namespace: Namespace, attrs: RecordAttributes, *,
                  optimistic: bool) -> tuple[bool, Rule | None, bool]:
-        allowed, explain = self._enforcer.enforce_ex(subjects, namespace, action, _Request(attrs, optimistic))
+        allowed, explain = self._enforcer.enforce_ex(subjects, namespace, action, EnforceRequest(attrs, optimistic))
         rule = self._by_fields.get(tuple(explain)) if explain else None
         review = next((r for r in self._data.rules if r.effect == "review" and r.action == action
                        and r.subject in subjects and r.pattern.matches(namespace)
