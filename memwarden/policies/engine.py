@@ -61,7 +61,7 @@ class Decision:
         about = f" for a record with {self.attributes.text}" if self.attributes and self.attributes.text else ""
         line = f"{verdict} {self.action} on {namespace_text(self.namespace)!r}{about}: {self.rule_text}"
         if self.depends is not None:
-            line += f"; depends on the record: {self.depends.text} allows some records"
+            line += f"; depends on the record: {self.depends.text} may allow it"
         return line
 
 
