@@ -37,9 +37,11 @@ class Decision:
     """The answer to one (subjects, action, namespace, record attributes) question, with the
     rule that decided.
 
-    ``attributes`` is what was known about the record (None: nothing). When it was not all
-    known and some record could get the opposite answer, ``depends`` is a conditional rule
-    that would change it; ``allowed`` is then the fail-closed answer.
+    ``attributes`` is what the asker knew about the record, for ``explain`` (set by
+    ``tools.explain``; the engine caches one Decision for every record that the policy's
+    conditions cannot tell apart, so it records none). When the attributes were not all known
+    and some record could get the opposite answer, ``depends`` is a conditional rule that
+    would change it; ``allowed`` is then the fail-closed answer.
     """
 
     allowed: bool
@@ -188,8 +190,10 @@ class PolicyEngine:
             self._data = data
             self._by_fields = by_fields
             self._named = frozenset(named)
-            self._project = Projection(conditions)
             self._decisions: dict[tuple, Decision] = {}
+            # Read together, without the lock, by decide: a key is only ever looked up in the
+            # cache of the projection that made it, even while a reload swaps both.
+            self._cache = (Projection(conditions), self._decisions)
             self._subjects: dict[tuple, Subjects] = {}
             self._scopes: dict[tuple, ReadScope] = {}
             self.version += 1
@@ -228,20 +232,22 @@ class PolicyEngine:
         """Decide one request about a record in ``namespace`` with ``attributes`` (None:
         unknown, decided fail-closed); deny by default, deny overrides allow."""
         attrs = attributes or UNKNOWN
-        key = (subjects, action, namespace, self._project(attrs))
-        cached = self._decisions.get(key)
+        project, decisions = self._cache
+        cached = decisions.get((subjects, action, namespace, project(attrs)))
         if cached is not None:
             return cached
         with self._lock:
+            project, decisions = self._cache   # the policy in force now, consistent with the enforcer
+            key = (subjects, action, namespace, project(attrs))
             allowed, rule, review = self._enforce(subjects, action, namespace, attrs, optimistic=False)
             depends = None
-            if not allowed and not self._project.empty and not attrs.complete:
+            if not allowed and not project.empty and not attrs.complete:
                 could, depends, _ = self._enforce(subjects, action, namespace, attrs, optimistic=True)
                 depends = depends if could else None
-            decision = Decision(allowed, action, namespace, rule, review, attributes, depends)
-            if len(self._decisions) >= _CACHE_LIMIT:
-                self._decisions.clear()
-            self._decisions[key] = decision
+            decision = Decision(allowed, action, namespace, rule, review, None, depends)
+            if len(decisions) >= _CACHE_LIMIT:
+                decisions.clear()
+            decisions[key] = decision
             return decision
 
     def _enforce(self, subjects: Subjects, action: str, namespace: Namespace, attrs: RecordAttributes, *,

@@ -59,7 +59,8 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
     ns = canonical_namespace(namespace)
     known = (kind, source, labels, writer_roles) != (None, None, None, None)
     attributes = record_attributes(kind=kind, source=source, labels=labels, writer_roles=writer_roles) if known else None
-    return engine.decide(engine.subjects(pid, given), action, ns, attributes)
+    decision = engine.decide(engine.subjects(pid, given), action, ns, attributes)
+    return dataclasses.replace(decision, attributes=attributes) if attributes is not None else decision
 
 
 @dataclass(frozen=True, slots=True)
