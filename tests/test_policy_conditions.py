@@ -567,6 +567,32 @@ def test_forget_erase_and_approve_apply_to_the_target_records(office: Memory) ->
     assert ian.write("Canteen prices", "docs/menu", labels={"level": "ｐｕｂｌｉｃ"}).labels == {"level": "public"}
 
 
+def test_a_deny_on_not_equal_fails_closed_and_a_deny_on_equal_does_not(tmp_path: Path) -> None:
+    """For deny rules the fail-closed spelling is '!=': records without the label, or with a
+    misspelt value, are denied too. A deny on '=' lets them through (lint says so)."""
+    policy = tmp_path / "policy.csv"
+    policy.write_text("""
+    p, staff, docs/*, read
+    p, staff, docs/*, read, deny, label.clearance!=public
+    p, guest, docs/*, read
+    p, guest, docs/*, read, deny, label.clearance=secret
+    p, author, docs/*, write
+    g, sam, staff
+    g, gil, guest
+    g, ada, author
+    """, encoding="utf-8")
+    assert [f.code for f in lint(policy)] == ["deny-misses-unlabelled"]
+    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding()) as mem:
+        ada, sam, gil = (mem.session(Principal(p)) for p in ("ada", "sam", "gil"))
+        public = ada.write("Canteen opening hours", "docs/a", labels={"clearance": "public"})
+        unlabelled = ada.write("Canteen supplier contract", "docs/a")
+        misspelt = ada.write("Canteen audit findings", "docs/a", labels={"clearance": "Secret"})
+        secret = ada.write("Canteen tender bids", "docs/a", labels={"clearance": "secret"})
+        for who, expected in ((sam, {public.id}), (gil, {public.id, unlabelled.id, misspelt.id})):
+            assert {h.record.id for h in who.search("canteen", "docs", k=10)} == expected
+            assert {r.id for r in (public, unlabelled, misspelt, secret) if who.get(r.id) is not None} == expected
+
+
 def test_adversarial_label_values_and_names_at_the_memory_edge(ward: Memory) -> None:
     alice, bob = ward.session(Principal("alice")), ward.session(Principal("bob"))
     # full width folds to the real value, so it is restricted like the plain spelling
