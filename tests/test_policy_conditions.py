@@ -321,6 +321,12 @@ def codes(text: str) -> dict[int, set[str]]:
     ("p, r, a/*, read, allow, writer_role=p\np, r, a/*, read, allow, writer_role=p&writer_role=q\ng, u, r",
      {2: {"redundant-allow"}}),
     ("p, r, a/*, read, allow, kind=fact\np, r, a/*, read, allow, kind=fact\ng, u, r", {2: {"duplicate-rule"}}),
+    ("p, r, a/*, read\np, r, a/**, read, deny, kind=rule\np, r, a/*, read, deny, kind=rule&source=user\ng, u, r",
+     {3: {"redundant-deny"}}),
+    ("p, r, a/*, read, review, kind=rule\np, r, a/*, read, allow, kind=rule&source=user\ng, u, r",
+     {2: {"redundant-allow"}}),
+    ("p, r, a/*, read, review, source=tool\np, r, a/*, read, deny, source=tool|external\np, r, a/*, read\ng, u, r",
+     {1: {"shadowed-review"}}),
     ("p, r, a/*, read, allow, kind=fact&source=user\np, r, a/*, read, allow, source=user&kind=fact\ng, u, r",
      {2: {"duplicate-rule"}}),
     # unused deny: no allow can match the same record

@@ -342,6 +342,10 @@ class Memory:
                                f"{decision.rule_text}", rule=decision.rule.text if decision.rule else None)
         return decision
 
+    def _require_on(self, facts: _Facts, action: str, record: MemoryRecord) -> Decision:
+        """``_require`` for a record: its namespace and its attributes."""
+        return self._require(facts, action, record.namespace, RecordAttributes.of(record))
+
     def _read_scope(self, facts: _Facts, prefix: Namespace) -> ReadScope:
         scope = self._policy.scope(facts.subjects, "read", prefix)
         if scope.empty:
@@ -450,7 +454,7 @@ class Memory:
                     return existing
                 # Overwriting a keyed item replaces what others wrote: that is an update, and
                 # like any update it must be allowed on the old record and on the new one.
-                self._require(facts, "update", op.namespace, RecordAttributes.of(existing))
+                self._require_on(facts, "update", existing)
                 self._require(facts, "update", op.namespace, attributes)
                 version = existing.version + 1
             vector = self._vector(op.content, vectors)
@@ -560,7 +564,7 @@ class Memory:
             old = self._target(facts, op.id)
             # Both versions must be allowed: an update cannot move a record out of (or into)
             # what a condition covers by changing its kind or labels.
-            before = self._require(facts, "update", old.namespace, RecordAttributes.of(old))
+            before = self._require_on(facts, "update", old)
             now = utcnow()
             vector = self._vector(op.content, vectors)
             candidate = old.model_copy(update={
@@ -574,7 +578,7 @@ class Memory:
                 "status": Status.ACTIVE, "approvals": (), "rejections": (),
                 "last_access": now if old.half_life else None, "uses": 0,
             })
-            after = self._require(facts, "update", candidate.namespace, RecordAttributes.of(candidate))
+            after = self._require_on(facts, "update", candidate)
             new = self._validated(facts, candidate, vector, after if after.review or not before.review else before)
             facts.record_ids = [new.id, old.id]
 
@@ -602,7 +606,7 @@ class Memory:
             versions = [r for r in self._lineage(target) if r.status is not Status.FORGOTTEN]
             # Every version goes, so every version must be one the caller may forget.
             for version in [target] + [r for r in versions if r.id != target.id]:
-                self._require(facts, "forget", version.namespace, RecordAttributes.of(version))
+                self._require_on(facts, "forget", version)
             held = [r for r in self._descendants([r.id for r in versions]) if r.status is Status.ACTIVE]
             facts.record_ids = [r.id for r in versions] + [r.id for r in held]
             gone = [r.model_copy(update={"status": Status.FORGOTTEN, "valid_to": r.valid_to or now}) for r in versions]
@@ -651,7 +655,7 @@ class Memory:
                     frontier += [from_row(r) for r in self._backend.fetch(ids=earlier)]
             # All or nothing: every record must be erasable by this caller before any is touched.
             for record in found.values():
-                self._require(facts, "erase", record.namespace, RecordAttributes.of(record))
+                self._require_on(facts, "erase", record)
             erased = sorted(found)
             facts.record_ids = [hashed(i) for i in erased]
             facts.returned = len(erased)
@@ -678,7 +682,7 @@ class Memory:
                 raise InvalidRequest(f"no record {op.id!r} is awaiting review")
             facts.namespace = record.namespace
             facts.record_ids = [record.id]
-            self._require(facts, "approve", record.namespace, RecordAttributes.of(record))
+            self._require_on(facts, "approve", record)
             if facts.principal.id == record.writer:
                 raise AccessDenied(f"{facts.principal.id!r} wrote {record.id!r} and may not review it")
             now = utcnow()
@@ -711,7 +715,7 @@ class Memory:
             if record is None or record.status is Status.FORGOTTEN:
                 raise InvalidRequest(f"no record {op.id!r} can be retracted")
             facts.namespace = record.namespace
-            self._require(facts, "approve", record.namespace, RecordAttributes.of(record))
+            self._require_on(facts, "approve", record)
             # Taint tracing: everything derived from the poisoned record, transitively, is held
             # for review; quarantine only hides, so it is applied wherever descendants live.
             held = [r for r in self._descendants([record.id]) if r.status is Status.ACTIVE]
@@ -729,7 +733,7 @@ class Memory:
         if record is None:
             raise InvalidRequest(f"no record {op.id!r} has a history visible to {facts.principal.id!r}")
         facts.namespace = record.namespace
-        self._require(facts, "history", record.namespace, RecordAttributes.of(record))
+        self._require_on(facts, "history", record)
         live = [r for r in self._lineage(record) if r.status in (Status.ACTIVE, Status.SUPERSEDED)]
         # Versions may differ in kind and labels: each one is shown only if policy allows it.
         versions = [r for r in live if self._allows(facts, "history", r)]

@@ -57,8 +57,9 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
     pid = canonical_label(principal_id, what="principal id")
     given = tuple(dict.fromkeys(canonical_label(r, what="role") for r in roles))
     ns = canonical_namespace(namespace)
-    known = (kind, source, labels, writer_roles) != (None, None, None, None)
-    attributes = record_attributes(kind=kind, source=source, labels=labels, writer_roles=writer_roles) if known else None
+    attributes = None
+    if (kind, source, labels, writer_roles) != (None, None, None, None):
+        attributes = record_attributes(kind=kind, source=source, labels=labels, writer_roles=writer_roles)
     decision = engine.decide(engine.subjects(pid, given), action, ns, attributes)
     return dataclasses.replace(decision, attributes=attributes) if attributes is not None else decision
 
