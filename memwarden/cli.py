@@ -98,14 +98,25 @@ def _audit_flows(args: argparse.Namespace, console: Console) -> int:
 
 
 def _policy_check(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.policies.namespace import canonical_label, canonical_namespace
+    from memwarden.errors import InvalidRequest
     from memwarden.policies.sources import open_policy
+    from memwarden.policies.tools import explain
 
+    labels: dict[str, str] | None = {} if args.no_labels else None
+    for item in args.label:
+        name, eq, value = item.partition("=")
+        if not eq:
+            raise InvalidRequest(f"--label takes NAME=VALUE, got {item!r}")
+        if labels is None:
+            labels = {}
+        if name in labels:
+            raise InvalidRequest(f"--label {name!r} is given twice")
+        labels[name] = value
     engine, close = open_policy(args.policy)
     try:
-        principal = canonical_label(args.principal, what="principal id")
-        roles = tuple(canonical_label(r, what="role") for r in args.role)
-        decision = engine.decide(engine.subjects(principal, roles), args.action, canonical_namespace(args.namespace))
+        decision = explain(engine, args.principal, args.role, args.action, args.namespace,
+                           kind=args.kind, source=args.source, labels=labels,
+                           writer_roles=args.writer_role if args.writer_role else None)
     finally:
         close()
     console.print(decision.explain(), markup=False, soft_wrap=True)
@@ -236,6 +247,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--role", action="append", default=[], help="a role given to the principal (repeatable)")
     check.add_argument("--action", required=True)
     check.add_argument("--namespace", required=True, help="e.g. ward3/patients/p12")
+    record = check.add_argument_group(
+        "record attributes", "the record read (or written); an attribute not given is unknown, and a decision that "
+        "depends on it is a fail-closed deny that names the rule it depends on")
+    record.add_argument("--kind", help="fact, event, rule, preference or lesson")
+    record.add_argument("--source", help="user, agent, tool or external")
+    record.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
+                        help="a label of the record (repeatable; the record has exactly these labels)")
+    record.add_argument("--no-labels", action="store_true", help="the record has no labels")
+    record.add_argument("--writer-role", action="append", default=[], metavar="ROLE",
+                        help="a role its writer held (repeatable)")
     check.set_defaults(run=_policy_check)
     lint = policy.add_parser("lint", help="report malformed, never-matching, duplicate and shadowed rules")
     lint.add_argument("--policy", required=True, help="policy CSV file or bundled policy name")

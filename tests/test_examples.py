@@ -97,3 +97,21 @@ def test_command_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert _load(name).main(["--hashing", "--data", str(tmp_path / "d")]) == 0
     assert "hash chain verified" in capsys.readouterr().out
     assert (tmp_path / "d" / "audit.sqlite3").is_file()
+
+
+def test_attribute_conditions(tmp_path: Path) -> None:
+    out = io.StringIO()
+    cards = _load("attribute_conditions").run_conditions(tmp_path / "data", Console(file=out, width=200),
+                                                         embedding=HashingEmbedding())
+    text = out.getvalue()
+    assert sorted(cards) == ["hospital", "household", "office"] and all(c.audit_ok for c in cards.values())
+    hospital, household = cards["hospital"], cards["household"]
+    # the nurse and the kid were each shown records, and the restricted / adults-only ones withheld
+    assert hospital.row("bob").returned == 2 and hospital.row("bob").withheld >= 1
+    assert hospital.row("bob").denied == 1 and hospital.row("alice").denied == 0
+    assert household.row("lena").withheld == 1 and household.row("maria").withheld == 0
+    assert "Psychiatric" not in text.split("bob")[1].split("\n")[0]
+    assert "denied (p, nurse, ward3/patients/*, write, deny, kind=rule)" in text
+    assert "denied (p, hr, office/handbook/**, write, deny, source=external|tool)" in text
+    assert text.count("stored, quarantined") == 3
+    assert "deny read on 'ward3/patients/p12' for a record with label.sensitivity=restricted" in text

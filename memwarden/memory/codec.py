@@ -13,10 +13,11 @@ from typing import Any
 from memwarden.guards.forgetting import forget_at
 from memwarden.memory.backends import StoredRow
 from memwarden.memory.records import MemoryRecord
+# The keys policy filters read: labels as lbl_<name>, the writer's roles as a list.
+from memwarden.policies.pushdown import LABEL_PREFIX, WRITER_ROLES_KEY
 
 #: Stored in place of "never" so that an expiry filter is a plain comparison.
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z
-LABEL_PREFIX = "lbl_"
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -52,7 +53,7 @@ def to_metadata(record: MemoryRecord) -> dict[str, Any]:
     optional = {
         "subjects": list(record.subjects),
         "parents": list(record.parents),
-        "writer_roles": list(record.writer_roles),
+        WRITER_ROLES_KEY: list(record.writer_roles),
         "valid_from": _ts(record.valid_from),
         "valid_to": _ts(record.valid_to),
         "supersedes": record.supersedes,
@@ -80,7 +81,7 @@ def from_row(row: StoredRow) -> MemoryRecord:
         kind=m["kind"],
         subjects=tuple(m.get("subjects", ())),
         writer=m["writer"],
-        writer_roles=tuple(m.get("writer_roles", ())),
+        writer_roles=tuple(m.get(WRITER_ROLES_KEY, ())),
         source=m["source"],
         parents=tuple(m.get("parents", ())),
         created_at=_dt(m["created_at"]),

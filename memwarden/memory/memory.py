@@ -42,6 +42,7 @@ from memwarden.memory.ops import (
 from memwarden.memory.records import (
     ErasureReceipt, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
 )
+from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
 from memwarden.policies.sources import open_policy
@@ -374,12 +375,18 @@ class Memory:
             failed(exc)
             raise
 
-    def _require(self, facts: _Facts, action: str, namespace: Namespace) -> Decision:
-        decision = facts.decided(self._policy.decide(facts.subjects, action, namespace))
+    def _require(self, facts: _Facts, action: str, namespace: Namespace, attributes: RecordAttributes) -> Decision:
+        """The decision for ``action`` on a record in ``namespace`` with ``attributes`` (the
+        stored record, or the one being written); AccessDenied unless it allows."""
+        decision = facts.decided(self._policy.decide(facts.subjects, action, namespace, attributes))
         if not decision.allowed:
             raise AccessDenied(f"{facts.principal.id!r} may not {action} in {namespace_text(namespace)!r}: "
                                f"{decision.rule_text}", rule=decision.rule.text if decision.rule else None)
         return decision
+
+    def _require_on(self, facts: _Facts, action: str, record: MemoryRecord) -> Decision:
+        """``_require`` for a record: its namespace and its attributes."""
+        return self._require(facts, action, record.namespace, RecordAttributes.of(record))
 
     def _read_scope(self, facts: _Facts, prefix: Namespace) -> ReadScope:
         scope = self._policy.scope(facts.subjects, "read", prefix)
@@ -389,23 +396,27 @@ class Memory:
             raise AccessDenied(f"{facts.principal.id!r} may not read anything at or below "
                                f"{namespace_text(prefix) or '(root)'!r}")
         facts.decision = "allow"
-        facts.rules.extend(f"scope: {p.text}" for p in scope.allow)
-        facts.rules.extend(f"scope: not {p.text}" for p in scope.deny)
+        facts.rules.extend(f"scope: {c.text}" for c in scope.allow)
+        facts.rules.extend(f"scope: not {c.text}" for c in scope.deny)
         return scope
 
     def _fetch_one(self, rid: str) -> MemoryRecord | None:
         rows = self._backend.fetch(ids=[rid])
         return from_row(rows[0]) if rows else None
 
+    def _allows(self, facts: _Facts, action: str, record: MemoryRecord) -> bool:
+        """Whether policy lets the caller do ``action`` on this stored record (its namespace
+        and its attributes); records no decision without raising."""
+        return self._policy.decide(facts.subjects, action, record.namespace, RecordAttributes.of(record)).allowed
+
     def _may_see(self, facts: _Facts, record: MemoryRecord | None) -> bool:
-        return (record is not None and is_visible(record, utcnow())
-                and self._policy.decide(facts.subjects, "read", record.namespace).allowed)
+        return record is not None and is_visible(record, utcnow()) and self._allows(facts, "read", record)
 
     def _target(self, facts: _Facts, rid: str, *, superseded_ok: bool = False) -> MemoryRecord:
         """The record an update or forget acts on. A record the caller may not read gets the
         same error as a missing id, so a denied caller learns nothing about whether it exists."""
         record = self._fetch_one(rid)
-        readable = record is not None and self._policy.decide(facts.subjects, "read", record.namespace).allowed
+        readable = record is not None and self._allows(facts, "read", record)
         if readable and superseded_ok and record.status is Status.SUPERSEDED:
             facts.namespace = record.namespace
             return record
@@ -458,7 +469,9 @@ class Memory:
     # -- handlers, one per operation kind -----------------------------------------------
 
     def _write(self, op: WriteOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
-        decision = self._require(facts, "write", op.namespace)
+        # The condition of a write rule applies to the record as it will be stored.
+        attributes = RecordAttributes(op.kind.value, op.source.value, frozenset(self._roles(facts)), op.labels)
+        decision = self._require(facts, "write", op.namespace, attributes)
         for parent in op.parents:
             if not self._may_see(facts, self._fetch_one(parent)):
                 raise InvalidRequest(f"parent {parent!r} is not a record visible to {facts.principal.id!r}")
@@ -467,7 +480,7 @@ class Memory:
             if not op.allow_reingest:
                 raise WriteRejected(f"this content about subject {erased_subject!r} was erased; re-ingesting it "
                                     "needs allow_reingest=True and erase permission")
-            self._require(facts, "erase", op.namespace)
+            self._require(facts, "erase", op.namespace, attributes)
         keyed = op.key is not None
         rid = keyed_id(op.namespace, op.key) if keyed else record_id(facts.principal.id, op.namespace, op.content)
         facts.record_ids = [rid]
@@ -481,8 +494,10 @@ class Memory:
                 if not keyed:
                     facts.replay = True
                     return existing
-                # Overwriting a keyed item replaces what others wrote: that is an update.
-                self._require(facts, "update", op.namespace)
+                # Overwriting a keyed item replaces what others wrote: that is an update, and
+                # like any update it must be allowed on the old record and on the new one.
+                self._require_on(facts, "update", existing)
+                self._require(facts, "update", op.namespace, attributes)
                 version = existing.version + 1
             vector = self._vector(op.content, vectors)
             record = self._validated(facts, MemoryRecord(
@@ -577,7 +592,8 @@ class Memory:
             facts.returned = 0
             return None
         facts.namespace = record.namespace
-        decision = facts.decided(self._policy.decide(facts.subjects, "read", record.namespace))
+        decision = facts.decided(self._policy.decide(facts.subjects, "read", record.namespace,
+                                                     RecordAttributes.of(record)))
         if not (decision.allowed and is_visible(record, utcnow())):
             facts.returned, facts.withheld = 0, 1
             return None
@@ -588,10 +604,12 @@ class Memory:
     def _update(self, op: UpdateOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
         with self._write_lock:
             old = self._target(facts, op.id)
-            decision = self._require(facts, "update", old.namespace)
+            # Both versions must be allowed: an update cannot move a record out of (or into)
+            # what a condition covers by changing its kind or labels.
+            before = self._require_on(facts, "update", old)
             now = utcnow()
             vector = self._vector(op.content, vectors)
-            new = self._validated(facts, old.model_copy(update={
+            candidate = old.model_copy(update={
                 "id": record_id(facts.principal.id, old.namespace, op.content, supersedes=old.id),
                 "content": op.content,
                 "kind": op.kind if op.kind is not None else old.kind,
@@ -601,7 +619,9 @@ class Memory:
                 "created_at": now, "version": old.version + 1, "supersedes": old.id,
                 "status": Status.ACTIVE, "approvals": (), "rejections": (),
                 "last_access": now if old.half_life else None, "uses": 0,
-            }), vector, decision)
+            })
+            after = self._require_on(facts, "update", candidate)
+            new = self._validated(facts, candidate, vector, after if after.review or not before.review else before)
             facts.record_ids = [new.id, old.id]
 
             def apply() -> None:
@@ -624,9 +644,11 @@ class Memory:
         # quarantine, wherever they live, until a reviewer looks at them again.
         with self._write_lock:
             target = self._target(facts, op.id, superseded_ok=True)
-            self._require(facts, "forget", target.namespace)
             now = utcnow()
             versions = [r for r in self._lineage(target) if r.status is not Status.FORGOTTEN]
+            # Every version goes, so every version must be one the caller may forget.
+            for version in [target] + [r for r in versions if r.id != target.id]:
+                self._require_on(facts, "forget", version)
             held = [r for r in self._descendants([r.id for r in versions]) if r.status is Status.ACTIVE]
             facts.record_ids = [r.id for r in versions] + [r.id for r in held]
             gone = [r.model_copy(update={"status": Status.FORGOTTEN, "valid_to": r.valid_to or now}) for r in versions]
@@ -675,7 +697,7 @@ class Memory:
                     frontier += [from_row(r) for r in self._backend.fetch(ids=earlier)]
             # All or nothing: every record must be erasable by this caller before any is touched.
             for record in found.values():
-                self._require(facts, "erase", record.namespace)
+                self._require_on(facts, "erase", record)
             erased = sorted(found)
             facts.record_ids = [hashed(i) for i in erased]
             facts.returned = len(erased)
@@ -702,7 +724,7 @@ class Memory:
                 raise InvalidRequest(f"no record {op.id!r} is awaiting review")
             facts.namespace = record.namespace
             facts.record_ids = [record.id]
-            self._require(facts, "approve", record.namespace)
+            self._require_on(facts, "approve", record)
             if facts.principal.id == record.writer:
                 raise AccessDenied(f"{facts.principal.id!r} wrote {record.id!r} and may not review it")
             now = utcnow()
@@ -735,7 +757,7 @@ class Memory:
             if record is None or record.status is Status.FORGOTTEN:
                 raise InvalidRequest(f"no record {op.id!r} can be retracted")
             facts.namespace = record.namespace
-            self._require(facts, "approve", record.namespace)
+            self._require_on(facts, "approve", record)
             # Taint tracing: everything derived from the poisoned record, transitively, is held
             # for review; quarantine only hides, so it is applied wherever descendants live.
             held = [r for r in self._descendants([record.id]) if r.status is Status.ACTIVE]
@@ -753,10 +775,12 @@ class Memory:
         if record is None:
             raise InvalidRequest(f"no record {op.id!r} has a history visible to {facts.principal.id!r}")
         facts.namespace = record.namespace
-        self._require(facts, "history", record.namespace)
-        versions = [r for r in self._lineage(record) if r.status in (Status.ACTIVE, Status.SUPERSEDED)]
+        self._require_on(facts, "history", record)
+        live = [r for r in self._lineage(record) if r.status in (Status.ACTIVE, Status.SUPERSEDED)]
+        # Versions may differ in kind and labels: each one is shown only if policy allows it.
+        versions = [r for r in live if self._allows(facts, "history", r)]
         facts.record_ids = [r.id for r in versions]
-        facts.returned = len(versions)
+        facts.returned, facts.withheld = len(versions), len(live) - len(versions)
         return versions
 
     def _sweep(self, op: SweepOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> int:
@@ -766,7 +790,8 @@ class Memory:
             raise AccessDenied(f"{facts.principal.id!r} may not administer anything at or below "
                                f"{namespace_text(op.namespace) or '(root)'!r}")
         facts.decision = "allow"
-        facts.rules.extend(f"scope: {p.text}" for p in scope.allow)
+        facts.rules.extend(f"scope: {c.text}" for c in scope.allow)
+        facts.rules.extend(f"scope: not {c.text}" for c in scope.deny)
         now = utcnow()
         cutoff = now.timestamp() - self._settings.review_timeout
         gone = any_of([{"status": Status.FORGOTTEN.value},
@@ -774,7 +799,7 @@ class Memory:
                        all_of([{"status": Status.QUARANTINED.value}, {"created_at": {"$lte": cutoff}}])])
         with self._write_lock:
             doomed = [r for r in map(from_row, self._backend.fetch(where=all_of([gone, scope_filter(scope)])))
-                      if self._policy.decide(facts.subjects, "admin", r.namespace).allowed]
+                      if self._allows(facts, "admin", r)]
             ids = sorted(r.id for r in doomed)
             facts.record_ids = ids
             facts.returned = len(ids)

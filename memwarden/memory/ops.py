@@ -15,6 +15,7 @@ from typing import ClassVar, Union
 
 from memwarden.errors import InvalidRequest
 from memwarden.memory.records import Kind, Source, ensure_kind
+from memwarden.policies.conditions import canonical_value, is_label_name
 from memwarden.policies.namespace import Namespace, canonical_label, canonical_namespace
 
 #: Longest content accepted, in characters (documented in the README).
@@ -77,9 +78,11 @@ def _labels(value: object) -> dict[str, str]:
         raise InvalidRequest(f"labels has {len(value)} entries; the limit is {MAX_LIST}")
     out = {}
     for key, val in value.items():
-        if not isinstance(key, str) or not key or not all(c.isascii() and (c.isalnum() or c == "_") for c in key):
+        if not is_label_name(key):
             raise InvalidRequest(f"label key {key!r} must be ASCII letters, digits or '_'")
-        out[key] = canonical_label(val, what=f"label {key!r}")
+        # Policy conditions compare label values exactly, so they are canonicalised like the
+        # values a policy names (NFKC, nothing invisible, no look-alike script mixing).
+        out[key] = canonical_value(val, what=f"label {key!r}")
     return out
 
 

@@ -1,1 +1,1 @@
-"""Casbin model and policies, namespace canonicalisation, decisions, read-filter pushdown."""
+"""Casbin model and policies, namespace canonicalisation, attribute conditions, decisions, read-filter pushdown."""

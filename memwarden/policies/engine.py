@@ -1,8 +1,13 @@
 """Policy decisions: pycasbin with the bundled model, a decision cache and read scopes.
 
 Decisions are made by pycasbin's enforcer over the bundled model; the cache in front of it
-is keyed by the exact request and is dropped whenever the policy changes, so a cached answer
-can never outlive the policy that produced it.
+is keyed by the request (subjects, action, namespace, and the part of the record's attributes
+that some rule's condition can tell apart) and is dropped whenever the policy changes, so a
+cached answer can never outlive the policy that produced it.
+
+A request about a record whose attributes are not (all) known, which only the policy tools
+make, is decided fail-closed: a conditional allow counts only if the known attributes satisfy
+it whatever the unknown ones are, and a conditional deny counts unless they rule it out.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from pathlib import Path
 
 import casbin
 
+from memwarden.policies.conditions import UNKNOWN, Condition, Projection, RecordAttributes, parse_condition
 from memwarden.policies.loading import (
     PolicyData, PolicyDataAdapter, Rule, bundled_model_path, casbin_fields, read_policy,
 )
@@ -28,13 +34,23 @@ _CACHE_LIMIT = 65_536
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The answer to one (subjects, action, namespace) question, with the rule that decided."""
+    """The answer to one (subjects, action, namespace, record attributes) question, with the
+    rule that decided.
+
+    ``attributes`` is what the asker knew about the record, for ``explain`` (set by
+    ``tools.explain``; the engine caches one Decision for every record that the policy's
+    conditions cannot tell apart, so it records none). When the attributes were not all known
+    and some record could get the opposite answer, ``depends`` is a conditional rule that
+    would change it; ``allowed`` is then the fail-closed answer.
+    """
 
     allowed: bool
     action: str
     namespace: Namespace
     rule: Rule | None
     review: bool = False
+    attributes: RecordAttributes | None = None
+    depends: Rule | None = None
 
     @property
     def rule_text(self) -> str:
@@ -44,7 +60,11 @@ class Decision:
     def explain(self) -> str:
         """One line a human can read: decision, request and deciding rule."""
         verdict = ("review" if self.review else "allow") if self.allowed else "deny"
-        return f"{verdict} {self.action} on {namespace_text(self.namespace)!r}: {self.rule_text}"
+        about = f" for a record with {self.attributes.text}" if self.attributes and self.attributes.text else ""
+        line = f"{verdict} {self.action} on {namespace_text(self.namespace)!r}{about}: {self.rule_text}"
+        if self.depends is not None:
+            line += f"; depends on the record: {self.depends.text} may allow it"
+        return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,27 +77,71 @@ class Lifecycle:
 
 
 @dataclass(frozen=True, slots=True)
-class ReadScope:
-    """Which namespaces under ``prefix`` the subjects may act on, as allow and deny patterns.
+class Clause:
+    """One allow or deny of a scope: a namespace pattern and, optionally, a condition."""
 
-    A namespace is in scope when it is at or below ``prefix``, matches some allow pattern and
-    matches no deny pattern: the same rule the enforcer applies, in a form a store can filter on.
+    pattern: NamespacePattern
+    condition: Condition | None = None
+
+    @property
+    def text(self) -> str:
+        """The pattern, and the condition when there is one (for audit and spans)."""
+        return self.pattern.text + (f" if {self.condition.text}" if self.condition is not None else "")
+
+    def applies(self, namespace: Namespace, attrs: RecordAttributes, *, deny: bool) -> bool:
+        """True when the clause covers the record; with unknown attributes, a deny clause
+        applies unless they rule it out and an allow clause only if they settle it."""
+        if not self.pattern.matches(namespace):
+            return False
+        return _counts(self.condition, attrs, deny=deny, optimistic=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadScope:
+    """Which records under ``prefix`` the subjects may act on, as allow and deny clauses.
+
+    A record is in scope when its namespace is at or below ``prefix``, some allow clause covers
+    it and no deny clause does: the same rule the enforcer applies, in a form a store can filter
+    on. Clauses whose condition no record can satisfy are left out.
     """
 
     prefix: Namespace
-    allow: tuple[NamespacePattern, ...]
-    deny: tuple[NamespacePattern, ...]
+    allow: tuple[Clause, ...]
+    deny: tuple[Clause, ...]
 
     @property
     def empty(self) -> bool:
-        """True when no namespace under the prefix can be in scope."""
+        """True when no record under the prefix can be in scope."""
         return not self.allow
 
-    def contains(self, namespace: Namespace) -> bool:
-        """Evaluate the scope on one namespace (used to test the pushdown against decisions)."""
+    def contains(self, namespace: Namespace, attributes: RecordAttributes | None = None) -> bool:
+        """Evaluate the scope on one record (used to test the pushdown against decisions);
+        without attributes, fail-closed like ``PolicyEngine.decide``."""
         if namespace[: len(self.prefix)] != self.prefix:
             return False
-        return any(p.matches(namespace) for p in self.allow) and not any(p.matches(namespace) for p in self.deny)
+        attrs = attributes or UNKNOWN
+        return (any(c.applies(namespace, attrs, deny=False) for c in self.allow)
+                and not any(c.applies(namespace, attrs, deny=True) for c in self.deny))
+
+
+def _counts(condition: Condition | None, attrs: RecordAttributes, *, deny: bool, optimistic: bool) -> bool:
+    """Whether a rule with this condition counts for the record. When the known attributes do
+    not settle the condition, the fail-closed reading counts denies and not allows (and the
+    optimistic reading, used only to tell that a decision depends on them, the reverse)."""
+    if condition is None:
+        return True
+    verdict = condition.holds(attrs)
+    return (optimistic != deny) if verdict is None else verdict
+
+
+@dataclass(frozen=True, slots=True)
+class EnforceRequest:
+    """The record part (``r.rec``) of a Casbin request: the record's attributes, and whether
+    conditions that unknown attributes leave open count optimistically (only ever used to
+    tell that a fail-closed decision depends on them)."""
+
+    attributes: RecordAttributes
+    optimistic: bool = False
 
 
 def _subject_in(rule_subject: str, subjects: Subjects) -> bool:
@@ -86,6 +150,25 @@ def _subject_in(rule_subject: str, subjects: Subjects) -> bool:
 
 def _ns_match(namespace: Namespace, pattern_text: str) -> bool:
     return parse_pattern(pattern_text).matches(namespace)
+
+
+def _cond_match(request: EnforceRequest, condition_text: str, effect: str) -> bool:
+    if not condition_text:
+        return True
+    return _counts(parse_condition(condition_text), request.attributes, deny=effect == "deny",
+                   optimistic=request.optimistic)
+
+
+def new_enforcer(data: PolicyData) -> casbin.Enforcer:
+    """A pycasbin enforcer over the bundled model and ``data``, with memwarden's functions.
+
+    Requests are ``(subjects, namespace, action, EnforceRequest(attributes))``.
+    """
+    enforcer = casbin.Enforcer(bundled_model_path(), PolicyDataAdapter(data))
+    enforcer.add_function("subjectIn", _subject_in)
+    enforcer.add_function("nsMatch", _ns_match)
+    enforcer.add_function("condMatch", _cond_match)
+    return enforcer
 
 
 class PolicyEngine:
@@ -98,10 +181,9 @@ class PolicyEngine:
         self._install(data if data is not None else read_policy(source))
 
     def _install(self, data: PolicyData) -> None:
-        enforcer = casbin.Enforcer(bundled_model_path(), PolicyDataAdapter(data))
-        enforcer.add_function("subjectIn", _subject_in)
-        enforcer.add_function("nsMatch", _ns_match)
+        enforcer = new_enforcer(data)
         by_fields = {casbin_fields(r): r for r in data.rules}
+        conditions = [r.condition for r in data.rules if r.condition is not None]
         named = {r.subject for r in data.rules} | {l.member for l in data.links} | {l.role for l in data.links}
         with self._lock:
             self._enforcer = enforcer
@@ -109,6 +191,9 @@ class PolicyEngine:
             self._by_fields = by_fields
             self._named = frozenset(named)
             self._decisions: dict[tuple, Decision] = {}
+            # Read together, without the lock, by decide: a key is only ever looked up in the
+            # cache of the projection that made it, even while a reload swaps both.
+            self._cache = (Projection(conditions), self._decisions)
             self._subjects: dict[tuple, Subjects] = {}
             self._scopes: dict[tuple, ReadScope] = {}
             self.version += 1
@@ -142,22 +227,39 @@ class PolicyEngine:
                 self._subjects[key] = result
             return result
 
-    def decide(self, subjects: Subjects, action: str, namespace: Namespace) -> Decision:
-        """Decide one request; deny by default, deny overrides allow."""
-        key = (subjects, action, namespace)
-        cached = self._decisions.get(key)
+    def decide(self, subjects: Subjects, action: str, namespace: Namespace,
+               attributes: RecordAttributes | None = None) -> Decision:
+        """Decide one request about a record in ``namespace`` with ``attributes`` (None:
+        unknown, decided fail-closed); deny by default, deny overrides allow."""
+        attrs = attributes or UNKNOWN
+        project, decisions = self._cache
+        cached = decisions.get((subjects, action, namespace, project(attrs)))
         if cached is not None:
             return cached
         with self._lock:
-            allowed, explain = self._enforcer.enforce_ex(subjects, namespace, action)
-            rule = self._by_fields.get(tuple(explain)) if explain else None
-            review = next((r for r in self._data.rules if r.effect == "review" and r.action == action
-                           and r.subject in subjects and r.pattern.matches(namespace)), None) if allowed else None
-            decision = Decision(bool(allowed), action, namespace, review or rule, review is not None)
-            if len(self._decisions) >= _CACHE_LIMIT:
-                self._decisions.clear()
-            self._decisions[key] = decision
+            project, decisions = self._cache   # the policy in force now, consistent with the enforcer
+            key = (subjects, action, namespace, project(attrs))
+            allowed, rule, review = self._enforce(subjects, action, namespace, attrs, optimistic=False)
+            depends = None
+            if not allowed and not project.empty and not attrs.complete:
+                could, depends, _ = self._enforce(subjects, action, namespace, attrs, optimistic=True)
+                depends = depends if could else None
+            decision = Decision(allowed, action, namespace, rule, review, None, depends)
+            if len(decisions) >= _CACHE_LIMIT:
+                decisions.clear()
+            decisions[key] = decision
             return decision
+
+    def _enforce(self, subjects: Subjects, action: str, namespace: Namespace, attrs: RecordAttributes, *,
+                 optimistic: bool) -> tuple[bool, Rule | None, bool]:
+        allowed, explain = self._enforcer.enforce_ex(subjects, namespace, action, EnforceRequest(attrs, optimistic))
+        rule = self._by_fields.get(tuple(explain)) if explain else None
+        review = next((r for r in self._data.rules if r.effect == "review" and r.action == action
+                       and r.subject in subjects and r.pattern.matches(namespace)
+                       # review restricts: with unknown attributes it counts like a deny
+                       and _counts(r.condition, attrs, deny=True, optimistic=optimistic)),
+                      None) if allowed else None
+        return bool(allowed), review or rule, review is not None
 
     def lifecycle(self, namespace: Namespace, kind: str) -> Lifecycle:
         """Forgetting defaults for a record: the shortest TTL and half-life and the smallest
@@ -171,7 +273,7 @@ class PolicyEngine:
         return Lifecycle(strictest("ttl"), strictest("decay"), int(cap) if cap is not None else None)
 
     def scope(self, subjects: Subjects, action: str, prefix: Namespace) -> ReadScope:
-        """The allow and deny patterns relevant to ``action`` at or below ``prefix``."""
+        """The allow and deny clauses relevant to ``action`` at or below ``prefix``."""
         key = (subjects, action, prefix)
         cached = self._scopes.get(key)
         if cached is not None:
@@ -180,12 +282,13 @@ class PolicyEngine:
             relevant = [
                 r for r in self._data.rules
                 if r.action == action and r.subject in subjects and r.pattern.may_overlap_prefix(prefix)
+                and (r.condition is None or r.condition.satisfiable)
             ]
             scope = ReadScope(
                 prefix,
                 # a review rule allows too (decide says allowed, with review), so it is in scope
-                tuple(dict.fromkeys(r.pattern for r in relevant if r.effect != "deny")),
-                tuple(dict.fromkeys(r.pattern for r in relevant if r.effect == "deny")),
+                tuple(dict.fromkeys(Clause(r.pattern, r.condition) for r in relevant if r.effect != "deny")),
+                tuple(dict.fromkeys(Clause(r.pattern, r.condition) for r in relevant if r.effect == "deny")),
             )
             if len(self._scopes) >= _CACHE_LIMIT:
                 self._scopes.clear()

@@ -17,6 +17,7 @@ from pathlib import Path
 from casbin import persist
 
 from memwarden.errors import InvalidRequest, PolicyError
+from memwarden.policies.conditions import KINDS, Condition, parse_condition
 from memwarden.policies.namespace import canonical_label
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 
@@ -24,25 +25,32 @@ ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin", "hi
 #: ``review`` allows the action but holds the result for quorum approval (writes are stored
 #: quarantined); like deny over allow, review wins over a plain allow.
 EFFECTS = ("allow", "deny", "review")
-KINDS = ("fact", "event", "rule", "preference", "lesson")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 BUNDLED_POLICIES = ("hospital", "office", "household")
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One ``p`` line: who, where, which action, and whether it allows or denies."""
+    """One ``p`` line: who, where, which action, whether it allows or denies, and on which
+    records (``condition``; None: on every record)."""
 
     subject: str
     pattern: NamespacePattern
     action: str
     effect: str
     origin: str
+    condition: Condition | None = None
 
     @property
     def text(self) -> str:
-        """The rule as a policy line, for explanations and audit."""
-        return f"p, {self.subject}, {self.pattern.text}, {self.action}, {self.effect}"
+        """The rule as a policy line (normalised), for explanations and audit."""
+        line = f"p, {self.subject}, {self.pattern.text}, {self.action}, {self.effect}"
+        return f"{line}, {_csv_field(self.condition.text)}" if self.condition is not None else line
+
+
+def _csv_field(text: str) -> str:
+    """A field as CSV writes it: quoted only when it holds a comma or a quote."""
+    return f'"{text.replace(chr(34), chr(34) * 2)}"' if "," in text or '"' in text else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,31 @@ def _lifecycle(kind: str, args: list[str], where: str) -> LifecycleRule:
     return LifecycleRule(kind, pattern, record_kind, value, where)
 
 
+def _rule(args: list[str], where: str) -> Rule:
+    if len(args) not in (3, 4, 5):
+        raise PolicyError(f"{where}: a p line has 3 to 5 fields after 'p' (role, pattern, action[, allow|deny|review"
+                          f"[, condition]]), got {len(args)}")
+    subject = _name(args[0], where, "rule subject")
+    try:
+        pattern = parse_pattern(args[1])
+    except PolicyError as exc:
+        raise PolicyError(f"{where}: {exc}") from None
+    action = args[2]
+    if action not in ACTIONS:
+        raise PolicyError(f"{where}: unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
+    effect = args[3] if len(args) >= 4 else "allow"
+    if effect not in EFFECTS:
+        hint = f"; a condition goes after the effect: '..., allow, {effect}'" if "=" in effect else ""
+        raise PolicyError(f"{where}: unknown effect {effect!r}; expected allow, deny or review{hint}")
+    condition = None
+    if len(args) == 5:
+        try:
+            condition = parse_condition(args[4])
+        except PolicyError as exc:
+            raise PolicyError(f"{where}: {exc}") from None
+    return Rule(subject, pattern, action, effect, where, condition)
+
+
 def _name(value: str, where: str, what: str) -> str:
     try:
         return canonical_label(value, what=what)
@@ -143,20 +176,7 @@ def parse_policy_text(text: str, *, source: str = "<policy>") -> PolicyData:
         where = f"{source}:{lineno}"
         kind, args = fields[0], fields[1:]
         if kind == "p":
-            if len(args) not in (3, 4):
-                raise PolicyError(f"{where}: a p line has 3 or 4 fields after 'p' (role, pattern, action[, allow|deny]), got {len(args)}")
-            subject = _name(args[0], where, "rule subject")
-            try:
-                pattern = parse_pattern(args[1])
-            except PolicyError as exc:
-                raise PolicyError(f"{where}: {exc}") from None
-            action = args[2]
-            if action not in ACTIONS:
-                raise PolicyError(f"{where}: unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
-            effect = args[3] if len(args) == 4 else "allow"
-            if effect not in EFFECTS:
-                raise PolicyError(f"{where}: unknown effect {effect!r}; expected allow, deny or review")
-            rules.append(Rule(subject, pattern, action, effect, where))
+            rules.append(_rule(args, where))
         elif kind == "g":
             if len(args) != 2:
                 raise PolicyError(f"{where}: a g line has 2 fields after 'g' (principal, role), got {len(args)}")
@@ -196,9 +216,11 @@ def read_policy(source: str | Path | None) -> PolicyData:
     return parse_policy_text(text, source=str(path))
 
 
-def casbin_fields(rule: Rule) -> tuple[str, str, str, str]:
-    """The rule as Casbin sees it: a review rule allows, and the engine adds the review."""
-    return (rule.subject, rule.pattern.text, rule.action, "deny" if rule.effect == "deny" else "allow")
+def casbin_fields(rule: Rule) -> tuple[str, str, str, str, str]:
+    """The rule as Casbin sees it: a review rule allows, and the engine adds the review; an
+    unconditional rule has an empty condition field."""
+    return (rule.subject, rule.pattern.text, rule.action, "deny" if rule.effect == "deny" else "allow",
+            rule.condition.text if rule.condition is not None else "")
 
 
 class PolicyDataAdapter(persist.Adapter):

@@ -1,19 +1,32 @@
 """Read-filter pushdown: a policy scope turned into a Chroma ``where`` filter.
 
-The filter is built from the same allow and deny patterns the enforcer uses, label by label
-on the ``ns_i`` metadata keys, so unauthorised records are excluded inside the store and
-never reach memwarden's process. Every result is still re-checked by the enforcer afterwards.
+The filter is built from the same allow and deny clauses the enforcer uses: namespace patterns
+label by label on the ``ns_i`` metadata keys, and attribute conditions on ``kind``, ``source``,
+``writer_roles`` and ``lbl_<name>``, all compared as exact strings. So unauthorised records are
+excluded inside the store and never reach memwarden's process. Every result is still
+re-checked by the enforcer afterwards.
+
+Missing keys: Chroma's ``$ne``, ``$nin`` and ``$not_contains`` match a row that lacks the key,
+which is exactly the policy's reading (a record without label ``x`` satisfies ``label.x!=v``;
+a writer without roles satisfies ``writer_role!=r``). The filters use no negation operator, so
+on a store that read missing keys the other way they would only return fewer rows, never more.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from memwarden.policies.engine import ReadScope
+from memwarden.policies.conditions import WRITER_ROLE, Condition, Term
+from memwarden.policies.engine import Clause, ReadScope
 from memwarden.policies.namespace import Namespace
 from memwarden.policies.patterns import ONE, NamespacePattern
 
 Where = dict[str, Any]
+
+#: Metadata key prefix of a record's labels (``lbl_sensitivity``); the codec stores them so.
+LABEL_PREFIX = "lbl_"
+#: Metadata key of the writer's roles (a list).
+WRITER_ROLES_KEY = "writer_roles"
 
 
 def all_of(conditions: list[Where]) -> Where:
@@ -51,23 +64,55 @@ def pattern_filter(pattern: NamespacePattern) -> Where:
     return all_of(conds + [_depth(pattern)])
 
 
-def not_pattern_filter(pattern: NamespacePattern) -> Where:
-    """Records whose namespace does not match ``pattern`` (De Morgan over its conditions).
+def _pattern_misses(pattern: NamespacePattern) -> list[Where]:
+    """Filters, one of which holds exactly when a namespace does not match ``pattern``.
 
     Chroma's ``$ne`` also matches rows that lack the key, which is what a shallower
     namespace needs: it cannot equal a label at a depth it does not have.
     """
     n = len(pattern.labels)
     depth_miss = {"ns_depth": {"$lte": n}} if pattern.deep else {"ns_depth": {"$ne": n}}
-    conds = [{f"ns_{i}": {"$ne": label}} for i, label in enumerate(pattern.labels) if label != ONE]
-    return any_of(conds + [depth_miss])
+    return [{f"ns_{i}": {"$ne": label}} for i, label in enumerate(pattern.labels) if label != ONE] + [depth_miss]
+
+
+def not_pattern_filter(pattern: NamespacePattern) -> Where:
+    """Records whose namespace does not match ``pattern`` (De Morgan over its conditions)."""
+    return any_of(_pattern_misses(pattern))
+
+
+def term_filter(term: Term) -> Where:
+    """Records that satisfy one condition term."""
+    values = list(term.values)
+    if term.attribute == WRITER_ROLE:
+        # writer_roles is a list: '=' needs one of the roles in it, '!=' none of them.
+        if term.negated:
+            return all_of([{WRITER_ROLES_KEY: {"$not_contains": v}} for v in values])
+        return any_of([{WRITER_ROLES_KEY: {"$contains": v}} for v in values])
+    key = LABEL_PREFIX + term.label if term.label is not None else term.attribute
+    return {key: {"$nin" if term.negated else "$in": values}}
+
+
+def condition_filter(condition: Condition | None) -> Where:
+    """Records that satisfy ``condition`` (every record when it is None)."""
+    return all_of([term_filter(t) for t in condition.terms]) if condition is not None else {}
+
+
+def clause_filter(clause: Clause) -> Where:
+    """Records a scope clause covers: its pattern and its condition."""
+    return all_of([pattern_filter(clause.pattern), condition_filter(clause.condition)])
+
+
+def not_clause_filter(clause: Clause) -> Where:
+    """Records a scope clause does not cover: the pattern misses, or some term fails."""
+    terms = clause.condition.terms if clause.condition is not None else ()
+    return any_of(_pattern_misses(clause.pattern) + [term_filter(t.negation()) for t in terms])
 
 
 def scope_filter(scope: ReadScope) -> Where:
     """The filter equivalent to ``scope.contains`` (the caller ensures the scope is not empty)."""
     return all_of(
-        [prefix_filter(scope.prefix), any_of([pattern_filter(p) for p in scope.allow])]
-        + [not_pattern_filter(p) for p in scope.deny]
+        [prefix_filter(scope.prefix), any_of([clause_filter(c) for c in scope.allow])]
+        + [not_clause_filter(c) for c in scope.deny]
     )
 
 
@@ -75,5 +120,5 @@ def outside_scope_filter(scope: ReadScope) -> Where:
     """Records at or below the prefix that the scope excludes (used only to count them)."""
     if scope.empty:
         return prefix_filter(scope.prefix)
-    excluded = [all_of([not_pattern_filter(p) for p in scope.allow])] + [pattern_filter(p) for p in scope.deny]
+    excluded = [all_of([not_clause_filter(c) for c in scope.allow])] + [clause_filter(c) for c in scope.deny]
     return all_of([prefix_filter(scope.prefix), any_of(excluded)])

@@ -8,20 +8,22 @@ parse errors are findings like any other.
 
 Every "never matches" or "redundant" finding is exact, not a heuristic: it follows from the
 matching rules (label by label, ``*`` = one label, trailing ``**`` = one or more labels,
-deny overrides review overrides allow, subjects = given roles plus the ``g`` closure), so
-removing a line reported as ``duplicate-rule``, ``shadowed-*``, ``redundant-*`` or
-``unused-deny`` never changes any decision (neither whether it allows nor whether it
-requires review).
+deny overrides review overrides allow, subjects = given roles plus the ``g`` closure) and
+from the algebra of attribute conditions (which records satisfy a condition, whether one
+condition implies another), so removing a line reported as ``duplicate-rule``, ``shadowed-*``,
+``redundant-*``, ``unused-deny`` or ``unsatisfiable-condition`` never changes any decision
+(neither whether it allows nor whether it requires review), for any record.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from memwarden.errors import InvalidRequest, PolicyError
+from memwarden.policies.conditions import TRUE, record_attributes
 from memwarden.policies.engine import Decision, PolicyEngine
 from memwarden.policies.loading import ACTIONS, PolicyData, RoleLink, Rule, parse_policy_text
 from memwarden.policies.namespace import MAX_DEPTH, canonical_label, canonical_namespace
@@ -35,12 +37,17 @@ _SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
 def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], action: str,
-            namespace: object) -> Decision:
+            namespace: object, *, kind: str | None = None, source: str | None = None,
+            labels: Mapping[str, str] | None = None, writer_roles: Iterable[str] | None = None) -> Decision:
     """Decide one request exactly as the governed path would, and return the Decision.
 
     The principal id, roles and namespace are canonicalised first (bad input raises
     InvalidRequest, as it would for a real operation); the principal's subjects are its id,
     its given roles and everything the policy's ``g`` lines add, transitively.
+    ``kind``, ``source``, ``labels`` and ``writer_roles`` describe the record (the stored one
+    for a read, the one being written for a write); an attribute left None is unknown, and a
+    request whose answer depends on unknown attributes is decided fail-closed, with
+    ``decision.depends`` naming a rule that would allow some records.
     ``decision.explain()`` renders the answer and the deciding line for a human.
     """
     if action not in ACTIONS:
@@ -50,7 +57,11 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
     pid = canonical_label(principal_id, what="principal id")
     given = tuple(dict.fromkeys(canonical_label(r, what="role") for r in roles))
     ns = canonical_namespace(namespace)
-    return engine.decide(engine.subjects(pid, given), action, ns)
+    attributes = None
+    if (kind, source, labels, writer_roles) != (None, None, None, None):
+        attributes = record_attributes(kind=kind, source=source, labels=labels, writer_roles=writer_roles)
+    decision = engine.decide(engine.subjects(pid, given), action, ns, attributes)
+    return dataclasses.replace(decision, attributes=attributes) if attributes is not None else decision
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,25 +148,36 @@ def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[Li
     ``data`` is parsed PolicyData, policy text, or a Path to a policy file. Codes:
 
     errors
-      ``parse-error``      the line is malformed (the engine would refuse the whole file)
+      ``parse-error``      the line is malformed (the engine would refuse the whole file): also
+                           an unknown attribute, kind or source, or a non-canonical value in a
+                           condition
       ``never-matches``    the pattern of a rule or lifecycle line cannot match any namespace
                            (``**`` after MAX_DEPTH labels)
+      ``unsatisfiable-condition``  no record can satisfy the rule's condition
+                           (``kind=fact&kind=event``): the rule never matches
     warnings
-      ``duplicate-rule``   the same rule appears on an earlier line
-      ``shadowed-allow``   a deny of the same action covers every namespace of this allow, for
-      ``shadowed-review``  the same subject or a role that subject always holds: it never allows
+      ``duplicate-rule``   the same rule appears on an earlier line (conditions compared in
+                           normal form)
+      ``shadowed-allow``   a deny of the same action covers every namespace and every record of
+      ``shadowed-review``  this allow, for the same subject or a role that subject always holds:
+                           it never allows
       ``unknown-subject``  the subject is not named in any ``g`` line, so only a principal given
                            that role at run time (or with that id) can use the rule
       ``duplicate-link``   the same ``g`` line appears earlier
       ``role-cycle``       the ``g`` line closes a cycle (harmless, but never intended)
     info
       ``redundant-allow``  a broader allow of the same action, for the same subject or a role it
-                           always holds, covers this one: removing it changes nothing
+                           always holds, covers this one (its pattern and its condition, which this
+                           rule's condition implies): removing it changes nothing
       ``redundant-review`` likewise for a review rule covered by a broader review rule (a
                            broader review rule also makes an allow redundant: review wins)
       ``redundant-deny``   likewise for a deny covered by a broader deny
-      ``unused-deny``      no allow or review rule of the same action (for anyone) overlaps this deny, and no
-                           match means deny anyway: it never changes a decision
+      ``unused-deny``      no allow or review rule of the same action (for anyone) overlaps this deny
+                           (namespace and condition), and no match means deny anyway: it never
+                           changes a decision
+      ``deny-misses-unlabelled``  a deny conditioned on ``label.x=v`` does not cover records
+                           without label x (or with another spelling of v): it does not fail
+                           closed; ``label.x!=...`` on a deny, or ``label.x=...`` on an allow, does
     """
     if isinstance(data, Path):
         return lint_file(data)
@@ -220,7 +242,7 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
     live: list[Rule] = []
     first_seen: dict[tuple, Rule] = {}
     for rule in data.rules:
-        key = (rule.subject, rule.pattern, rule.action, rule.effect)
+        key = (rule.subject, rule.pattern, rule.action, rule.effect, rule.condition)
         if key in first_seen:
             add(WARNING, "duplicate-rule", rule, f"duplicate of {first_seen[key].origin}")
             continue
@@ -229,6 +251,15 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
             add(ERROR, "never-matches", rule,
                 f"pattern {rule.pattern.text!r} needs more than {MAX_DEPTH} labels, the deepest namespace allowed")
             continue
+        if rule.condition is not None and not rule.condition.satisfiable:
+            add(ERROR, "unsatisfiable-condition", rule,
+                f"no record can satisfy {rule.condition.text!r}: the rule never matches")
+            continue
+        gap = next((t for t in (rule.condition.terms if rule.condition else ()) if t.label and not t.negated), None)
+        if rule.effect == "deny" and gap is not None:
+            add(INFO, "deny-misses-unlabelled", rule,
+                f"records without label {gap.label!r}, or with any other value, escape this deny; to fail closed, "
+                f"deny with {gap.attribute}!=... or allow with {gap.attribute}=...")
         if rule.subject not in named:
             add(WARNING, "unknown-subject", rule,
                 f"subject {rule.subject!r} is in no g line: the rule applies only to principals given role "
@@ -238,15 +269,15 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
     for rule in live:
         same = [o for o in live if o is not rule and o.action == rule.action and o.subject in holds(rule.subject)]
         if rule.effect != "deny":
-            deny = next((o for o in same if o.effect == "deny" and covers(o.pattern, rule.pattern)), None)
+            deny = next((o for o in same if o.effect == "deny" and _rule_covers(o, rule)), None)
             if deny is not None:
                 add(WARNING, f"shadowed-{rule.effect}", rule,
                     f"never allows anything: {deny.origin} ({deny.text}) denies every namespace it matches")
                 continue
         # Two rules that cover each other (same pattern, subjects holding each other through
         # a role cycle): only the later one is redundant, so removing every finding is safe.
-        broader = next((o for o in same if _stands_in(o.effect, rule.effect) and covers(o.pattern, rule.pattern)
-                        and not (_stands_in(rule.effect, o.effect) and covers(rule.pattern, o.pattern)
+        broader = next((o for o in same if _stands_in(o.effect, rule.effect) and _rule_covers(o, rule)
+                        and not (_stands_in(rule.effect, o.effect) and _rule_covers(rule, o)
                                  and rule.subject in holds(o.subject) and _index(data, o) > _index(data, rule))),
                        None)
         if broader is not None:
@@ -254,7 +285,8 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
                 f"{broader.origin} ({broader.text}) already covers everything this rule matches")
             continue
         if rule.effect == "deny" and not any(
-                o.effect != "deny" and o.action == rule.action and overlaps(o.pattern, rule.pattern) for o in live):
+                o.effect != "deny" and o.action == rule.action and overlaps(o.pattern, rule.pattern)
+                and (o.condition or TRUE).overlaps(rule.condition) for o in live):
             add(INFO, "unused-deny", rule,
                 f"no allow rule for {rule.action!r} overlaps {rule.pattern.text!r}; unmatched requests are denied anyway")
 
@@ -275,6 +307,11 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
         if link.member == link.role or link.member in _closure(seen_links.values()).get(link.role, ()):
             add(WARNING, "role-cycle", link, f"{link.role!r} already holds {link.member!r}: this line closes a cycle")
     return findings
+
+
+def _rule_covers(outer: Rule, inner: Rule) -> bool:
+    """True when ``outer`` matches every (namespace, record) that ``inner`` matches."""
+    return covers(outer.pattern, inner.pattern) and (inner.condition or TRUE).implies(outer.condition)
 
 
 def _stands_in(broader: str, narrower: str) -> bool:
