@@ -47,8 +47,8 @@ class Backend(Protocol):
     def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
         """The k nearest rows that pass ``where``, with cosine distances."""
 
-    def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
-        """The k rows that pass ``where`` best matching ``text`` by BM25, with their relevance."""
+    def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
+        """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows."""
@@ -114,7 +114,7 @@ class ChromaBackend:
         rows = _rows(got["ids"][0], got["documents"][0], got["metadatas"][0])
         return list(zip(rows, got["distances"][0]))
 
-    def text_query(self, text, k, where) -> list[tuple[StoredRow, float]]:  # noqa: D102
+    def text_query(self, text, k, where) -> list[tuple[str, float]]:  # noqa: D102
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
     def delete(self, ids) -> None:  # noqa: D102

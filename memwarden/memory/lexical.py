@@ -48,7 +48,8 @@ import numpy as np
 import snowballstemmer
 
 from memwarden.memory.backends import Backend, StoredRow
-from memwarden.policies.sqlfilter import compile_where
+from memwarden.policies.namespace import MAX_DEPTH
+from memwarden.policies.sqlfilter import compile_where, scalar_column
 
 Where = dict[str, Any]
 T = TypeVar("T")
@@ -60,6 +61,12 @@ MAX_TERMS = 64
 #: Okapi BM25 parameters.
 K1, B = 1.2, 0.75
 _SCHEMA_VERSION = "1"
+# Keys every read filter compares (policy scope, visibility, kind, time), kept as generated
+# columns so a filter reads them without parsing the JSON (memwarden.policies.sqlfilter).
+_HOT_KEYS = ("status", "expires_at", "kind", "ns_depth", *(f"ns_{i}" for i in range(MAX_DEPTH)),
+             "created_at", "t_from", "t_to")
+_SCALARS = {key: f"d.k_{key}" for key in _HOT_KEYS}
+_HOT_COLUMNS = ", ".join(f"k_{key} GENERATED ALWAYS AS ({scalar_column(key)}) STORED" for key in _HOT_KEYS)
 _REBUILD_BATCH = 1000
 _SQL_CHUNK = 500
 
@@ -139,7 +146,8 @@ class LexicalIndex:
                                 "DROP TABLE IF EXISTS pending;" if stale else "") + f"""
             BEGIN;
             CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
-                                             meta TEXT NOT NULL, len INTEGER NOT NULL);
+                                             meta TEXT NOT NULL, len INTEGER NOT NULL,
+                                             {_HOT_COLUMNS});
             CREATE TABLE IF NOT EXISTS postings (term TEXT NOT NULL, doc INTEGER NOT NULL, tf INTEGER NOT NULL,
                                                  PRIMARY KEY (term, doc)) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS postings_doc ON postings(doc);
@@ -278,7 +286,7 @@ class LexicalIndex:
         words = list(dict.fromkeys(terms(text)))[:MAX_TERMS]
         if not words:
             return []
-        condition, params = compile_where(where, "d.meta")
+        condition, params = compile_where(where, "d.meta", _SCALARS)
         sql = (f"SELECT p.term, d.id, p.tf, d.len FROM postings AS p JOIN docs AS d ON d.rowid = p.doc "
                f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}")
         with self._lock:
@@ -378,15 +386,11 @@ class IndexedBackend:
     def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:  # noqa: D102
         return self._inner.query(embedding, k, where)
 
-    def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
-        """The lexical leg: up to ``k`` rows that pass ``where``, best BM25 first, with their
-        scores. The rows are read back from Chroma through the same filter, so a stale index
-        entry can never surface a record Chroma would not return."""
-        found = self._index.search(text, k, where)
-        if not found:
-            return []
-        rows = {r.id: r for r in self._inner.fetch(ids=[i for i, _ in found], where=where)}
-        return [(rows[i], score) for i, score in found if i in rows]
+    def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
+        """The lexical leg: up to ``k`` ids that pass ``where``, best BM25 first, with their
+        scores. Only ids: the caller reads the rows it keeps from Chroma (the authority) and
+        re-checks them, so a stale index entry can never surface what Chroma holds otherwise."""
+        return self._index.search(text, k, where)
 
     def delete(self, ids) -> None:  # noqa: D102
         self._index.mark(ids)

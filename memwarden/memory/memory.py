@@ -51,11 +51,8 @@ from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, sc
 _LINK_CHUNK = 400
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
-# Candidates each leg of a hybrid or lexical search fetches: a multiple of the results wanted,
-# at least a floor, so that fusion can promote a record one leg ranks low (benchmarks/retrieval.py).
-_LEG_FACTOR, _LEG_MIN = 3, 30
-# Candidates a search with a token budget composes from.
-_POOL = 50
+# Candidates a search with a token budget composes from (each leg fetches this many).
+_POOL = 20
 
 if TYPE_CHECKING:
     from memwarden.integrations.store import GovernedStore
@@ -531,11 +528,11 @@ class Memory:
         base = [alive, kinds, time_filter(**when)]
         # One filter, pushed down into every leg: Chroma's where, and the same compiled to SQL.
         where = all_of(base + [scope_filter(scope)])
-        depth = max(_POOL, op.k) if op.budget_tokens else op.offset + op.k
+        wanted = max(_POOL, op.k) if op.budget_tokens else op.k
         if op.query is None:
-            ranked = [(row, None, None, None) for row in self._backend.fetch(where=where, limit=depth, offset=op.offset)]
+            ranked = [(row, None, None, None) for row in self._backend.fetch(where=where, limit=wanted, offset=op.offset)]
         else:
-            ranked = self._ranked(op, facts, where, depth)[op.offset:]
+            ranked = self._ranked(op, facts, where, op.offset + wanted)[op.offset:]
         hits: list[SearchHit] = []
         for row, score, similarity, bm25 in ranked:
             record = from_row(row)
@@ -566,27 +563,38 @@ class Memory:
                                      "(Memory.open) has; use mode='dense' or 'hybrid' against a server")
             mode, facts.note = "dense", "no lexical index against a Chroma server: dense leg only"
         facts.search_mode = mode
-        depth = want if mode == "dense" else max(want * _LEG_FACTOR, _LEG_MIN)
-        dense = lexical = []
+        # Each leg fetches as many as are wanted: fusing deeper lists lets records that both
+        # legs rank mediocre overtake ones that one leg ranks first, which measured worse on
+        # LoCoMo (docs/retrieval.md), and costs the dense leg nothing over a dense search.
+        dense: list[tuple[StoredRow, float]] = []
+        lexical: list[tuple[str, float]] = []
         if mode != "lexical":
-            dense = self._backend.query(embed_one(self._embedder, op.query, query=True), depth, where)
+            dense = self._backend.query(embed_one(self._embedder, op.query, query=True), want, where)
             facts.candidates["dense"] = len(dense)
         if mode != "dense":
-            lexical = self._backend.text_query(op.query, depth, where)
+            lexical = self._backend.text_query(op.query, want, where)
             facts.candidates["lexical"] = len(lexical)
-        rows = {row.id: row for row, _ in lexical} | {row.id: row for row, _ in dense}
         similarity = {row.id: 1.0 - float(d) for row, d in dense}
-        bm25 = {row.id: float(s) for row, s in lexical}
+        bm25 = dict(lexical)
         if mode == "dense":
             ranked = [(row.id, similarity[row.id]) for row, _ in dense]
         elif mode == "lexical":
-            ranked = [(row.id, bm25[row.id]) for row, _ in lexical]
+            ranked = lexical
         else:
-            ranked = fuse([[row.id for row, _ in dense], [row.id for row, _ in lexical]])
+            ranked = fuse([[row.id for row, _ in dense], [i for i, _ in lexical]])
+        rows = {row.id: row for row, _ in dense}
         if op.include_superseded:
-            ranked = sorted(((i, s * SUPERSEDED_WEIGHT if rows[i].metadata.get("status") == Status.SUPERSEDED.value
-                              else s) for i, s in ranked), key=lambda p: -p[1])
-        return [(rows[i], s, similarity.get(i), bm25.get(i)) for i, s in ranked[:want]]
+            # Down-weighting needs the status of every candidate, not only of the top ones.
+            rows |= self._rows([i for i, _ in ranked if i not in rows])
+            ranked = sorted(((i, s * SUPERSEDED_WEIGHT if rows.get(i) and rows[i].metadata.get("status")
+                              == Status.SUPERSEDED.value else s) for i, s in ranked), key=lambda p: -p[1])
+        top = ranked[:want]
+        # The lexical leg gives ids: rows come from Chroma, the authority, and are re-checked.
+        rows |= self._rows([i for i, _ in top if i not in rows])
+        return [(rows[i], s, similarity.get(i), bm25.get(i)) for i, s in top if i in rows]
+
+    def _rows(self, ids: list[str]) -> dict[str, StoredRow]:
+        return {row.id: row for row in self._backend.fetch(ids=ids)} if ids else {}
 
     def _list(self, op: ListNamespacesOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[Namespace]:
         scope = self._read_scope(facts, op.prefix)
