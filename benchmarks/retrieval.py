@@ -10,7 +10,7 @@ Systems, in one process, on the same vectors (MiniLM, every text embedded once):
 
 * ``bm25``: Okapi BM25 over one conversation's turns (benchmarks/embedding.py's baseline).
 * ``dense``: raw Chroma, all conversations in one collection, filtered to the conversation.
-* ``bm25+dense rrf``: the two baselines fused by reciprocal rank (a reference, no governance).
+* ``bm25+dense rrf``: the two baselines' top 10 fused by reciprocal rank (a reference, no governance).
 * ``memwarden dense``: governed search, ``mode="dense"``.
 * ``memwarden hybrid``: governed search, ``mode="hybrid"`` (the default).
 * ``memwarden hybrid, allow-all``: the same retrieval under a policy that allows everything.
@@ -325,7 +325,8 @@ def run_memwarden(conversations: Sequence[Conversation], embedder: SharedEmbeddi
 def run_baselines(conversations: Sequence[Conversation], embedder: SharedEmbedding, root: Path, progress: Any
                   ) -> tuple[dict[str, list[list[str]]], dict[str, list[float]]]:
     """BM25 per conversation, raw Chroma dense (one collection, filtered per conversation) and
-    their RRF fusion; ranked dialogue ids and per-question latencies."""
+    their RRF fusion (of each one's top 10, as memwarden fuses); ranked dialogue ids and
+    per-question latencies."""
     import chromadb
     from chromadb.config import Settings
 
@@ -346,15 +347,15 @@ def run_baselines(conversations: Sequence[Conversation], embedder: SharedEmbeddi
         for q in c.questions:
             started = time.perf_counter()
             scores = bm25.scores(q.text)
-            lexical = [ids[i] for i in np.argsort(-scores, kind="stable")[:3 * K] if scores[i] > 0]
+            lexical = [ids[i] for i in np.argsort(-scores, kind="stable")[:K] if scores[i] > 0]
             seconds["bm25"].append(time.perf_counter() - started)
             started = time.perf_counter()
-            got = col.query(query_embeddings=[embedder.embed_documents_array([q.text])[0]], n_results=3 * K,
+            got = col.query(query_embeddings=[embedder.embed_documents_array([q.text])[0]], n_results=K,
                             where={"conv": c.sample_id}, include=[])["ids"][0]
             seconds["dense"].append(time.perf_counter() - started)
             dense = [i.split("/", 1)[1] for i in got]
-            ranked["bm25"].append(lexical[:K])
-            ranked["dense"].append(dense[:K])
+            ranked["bm25"].append(lexical)
+            ranked["dense"].append(dense)
             ranked["bm25+dense rrf"].append([i for i, _ in fuse([dense, lexical])][:K])
             progress.advance(task)
     return ranked, seconds

@@ -639,6 +639,8 @@ class Memory:
                 "labels": op.labels if op.labels is not None else old.labels,
                 "writer": facts.principal.id, "writer_roles": self._roles(facts),
                 "created_at": now, "version": old.version + 1, "supersedes": old.id,
+                # The new version holds from when the old one stops holding (see _retire).
+                "valid_from": now if old.valid_from is not None and old.valid_from < now else old.valid_from,
                 "status": Status.ACTIVE, "approvals": (), "rejections": (),
                 "last_access": now if old.half_life else None, "uses": 0,
             }), vector, decision)
