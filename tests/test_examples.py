@@ -97,3 +97,15 @@ def test_command_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert _load(name).main(["--hashing", "--data", str(tmp_path / "d")]) == 0
     assert "hash chain verified" in capsys.readouterr().out
     assert (tmp_path / "d" / "audit.sqlite3").is_file()
+
+
+def test_recall(tmp_path: Path) -> None:
+    out = io.StringIO()
+    got = _load("recall").run_recall(tmp_path / "data", Console(file=out, width=160))  # the bundled MiniLM
+    assert got["code, hybrid"][0] == "sample"
+    assert got["paraphrase"] == ["dizzy"]                       # no shared word: the dense leg's find
+    assert sorted(got["may"]) == ["dizzy", "garden"]            # not the June fever
+    assert got["as of"] == ["dose"] and got["now"] == ["new_dose"]
+    assert {"rule", "mornings"} <= set(got["evidence"]) and len(got["evidence"]) < 6
+    assert "invoice" in got["clerk"] and not {"sample", "sample 2", "sample 3", "dose", "new_dose"} & set(got["clerk"])
+    assert "audit chain verified: True" in out.getvalue()

@@ -41,6 +41,7 @@ def test_bm25_ranks_by_rarity_and_length_within_the_given_postings() -> None:
     ranked = bm25(rows)
     # d1 also has the rare word; d3 says "common" twice; d4 says it once in a long text.
     assert [i for i, _ in ranked] == ["d1", "d3", "d2", "d4"]
+    assert bm25(rows, 2) == ranked[:2]
     assert bm25([]) == []
 
 

@@ -31,6 +31,7 @@ are physical: ``secure_delete`` zeroes what they free, and a VACUUM leaves no fr
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import re
@@ -96,8 +97,8 @@ def terms(text: str) -> list[str]:
     return [_stem(w) for w in words if w not in STOPWORDS]
 
 
-def bm25(postings: Iterable[tuple[str, str, int, int]]) -> list[tuple[str, float]]:
-    """Okapi BM25 over the records in ``postings`` alone, best first.
+def bm25(postings: Iterable[tuple[str, str, int, int]], k: int | None = None) -> list[tuple[str, float]]:
+    """Okapi BM25 over the records in ``postings`` alone, best first (the ``k`` best, or all).
 
     ``postings`` are (term, record id, term frequency, record length) rows for the query's
     terms, already restricted to what the caller may read. The collection statistics (record
@@ -119,7 +120,9 @@ def bm25(postings: Iterable[tuple[str, str, int, int]]) -> list[tuple[str, float
         for rid, freq in docs.items():
             norm = K1 * (1.0 - B + B * length[rid] / average)
             scores[rid] += idf * freq * (K1 + 1.0) / (freq + norm)
-    return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
+    if k is None:
+        return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
+    return heapq.nsmallest(k, scores.items(), key=lambda p: (-p[1], p[0]))
 
 
 class LexicalIndex:
@@ -291,7 +294,7 @@ class LexicalIndex:
                f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}")
         with self._lock:
             rows = self._db.execute(sql, [*words, *params]).fetchall()
-        return bm25(rows)[:k]
+        return bm25(rows, k)
 
     def pending(self) -> list[str]:
         """Ids whose last change may not have reached Chroma (or the index)."""
