@@ -584,9 +584,8 @@ class Memory:
             ranked = fuse([[row.id for row, _ in dense], [i for i, _ in lexical]])
         rows = {row.id: row for row, _ in dense}
         if op.include_superseded and op.as_of is None:
-            # Earlier versions rank below current ones; as of a past moment, the version that
-            # held then was the current one and is not down-weighted.
-            # Down-weighting needs the status of every candidate, not only of the top ones.
+            # Earlier versions rank below current ones (which needs every candidate's status).
+            # As of a past moment, the version that held then was current: no down-weight.
             rows |= self._rows([i for i, _ in ranked if i not in rows])
             ranked = sorted(((i, s * SUPERSEDED_WEIGHT if rows.get(i) and rows[i].metadata.get("status")
                               == Status.SUPERSEDED.value else s) for i, s in ranked), key=lambda p: -p[1])
