@@ -11,6 +11,7 @@ Systems, in one process, on the same vectors (MiniLM, every text embedded once):
 * ``bm25``: Okapi BM25 over one conversation's turns (benchmarks/embedding.py's baseline).
 * ``dense``: raw Chroma, all conversations in one collection, filtered to the conversation.
 * ``bm25+dense rrf``: the two baselines' top 10 fused by reciprocal rank (a reference, no governance).
+* ``memwarden lexical``: governed search, ``mode="lexical"`` (memwarden's BM25 leg alone).
 * ``memwarden dense``: governed search, ``mode="dense"``.
 * ``memwarden hybrid``: governed search, ``mode="hybrid"`` (the default).
 * ``memwarden hybrid, allow-all``: the same retrieval under a policy that allows everything.
@@ -69,7 +70,8 @@ CATEGORIES = {1: "single-hop", 2: "temporal", 3: "multi-hop", 4: "open-domain"}
 K = 10
 ROOT = "locomo"
 BASELINES = ("bm25", "dense")
-SYSTEMS = ("bm25", "dense", "bm25+dense rrf", "memwarden dense", "memwarden hybrid", "memwarden hybrid, allow-all")
+SYSTEMS = ("bm25", "dense", "bm25+dense rrf", "memwarden lexical", "memwarden dense", "memwarden hybrid",
+           "memwarden hybrid, allow-all")
 GOVERNED, UNGOVERNED = "memwarden hybrid", "memwarden hybrid, allow-all"
 
 
@@ -283,8 +285,8 @@ def _ask(mem: Memory, asker: str, question: Question, namespace: tuple[str, ...]
 
 def run_memwarden(conversations: Sequence[Conversation], embedder: SharedEmbedding, root: Path, progress: Any
                   ) -> MemwardenRun:
-    """Write once, ask every question as the governed assistant (dense and hybrid, interleaved so
-    machine noise hits both alike), then again under the allow-all policy."""
+    """Write once, ask every question as the governed assistant (lexical, dense and hybrid,
+    interleaved so machine noise hits them alike), then again under the allow-all policy."""
     out = MemwardenRun()
     for name in SYSTEMS[3:]:
         out.ranked[name], out.seconds[name], out.foreign[name] = [], [], 0
@@ -303,7 +305,8 @@ def run_memwarden(conversations: Sequence[Conversation], embedder: SharedEmbeddi
         for c in conversations:
             conv = _label(c.sample_id)
             for q in c.questions:
-                for name, mode in (("memwarden dense", "dense"), ("memwarden hybrid", "hybrid")):
+                for name, mode in (("memwarden lexical", "lexical"), ("memwarden dense", "dense"),
+                                   ("memwarden hybrid", "hybrid")):
                     got, took, spaces = _ask(mem, asker_id(c), q, (ROOT,), mode, owner)
                     out.ranked[name].append(got)
                     out.seconds[name].append(took)
@@ -450,13 +453,13 @@ def chart(result: dict[str, Any], path: Path) -> str | None:
         return None
     systems = result["systems"]
     metrics = [("recall@5", "recall@5"), ("recall@10", "recall@10"), ("mrr@10", "MRR@10")]
-    colours = ["#bdbdbd", "#9e9e9e", "#757575", "#8ecae6", "#2a9d8f", "#e9c46a"]
+    colours = ["#bdbdbd", "#9e9e9e", "#757575", "#f4a261", "#8ecae6", "#2a9d8f", "#e9c46a"]
     fig, (ax, lat) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [3, 1]})
     width = 0.8 / len(systems)
     x = np.arange(len(metrics))
     for j, (name, m) in enumerate(systems.items()):
         values = [m[key] for key, _ in metrics]
-        bars = ax.bar(x + (j - (len(systems) - 1) / 2) * width, values, width, label=name, color=colours[j % 6])
+        bars = ax.bar(x + (j - (len(systems) - 1) / 2) * width, values, width, label=name, color=colours[j % len(colours)])
         for bar, v in zip(bars, values):
             ax.text(bar.get_x() + bar.get_width() / 2, v + 0.01, f"{v:.3f}", ha="center", va="bottom", fontsize=6.5,
                     rotation=90)
