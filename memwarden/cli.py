@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(run=_sweep)
 
     bench = sub.add_parser("bench", help="run a benchmark from benchmarks/ (source checkout)")
-    bench.add_argument("name", choices=["governance"], help="which benchmark")
+    bench.add_argument("name", choices=["governance", "retrieval"], help="which benchmark")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="its own options (see --help after the name)")
     bench.set_defaults(run=_bench)
     return parser

@@ -115,3 +115,15 @@ def test_attribute_conditions(tmp_path: Path) -> None:
     assert "denied (p, hr, office/handbook/**, write, deny, source=external|tool)" in text
     assert text.count("stored, quarantined") == 3
     assert "deny read on 'ward3/patients/p12' for a record with label.sensitivity=restricted" in text
+
+
+def test_recall(tmp_path: Path) -> None:
+    out = io.StringIO()
+    got = _load("recall").run_recall(tmp_path / "data", Console(file=out, width=160))  # the bundled MiniLM
+    assert got["code, hybrid"][0] == "sample"
+    assert got["paraphrase"] == ["dizzy"]                       # no shared word: the dense leg's find
+    assert sorted(got["may"]) == ["dizzy", "garden"]            # not the June fever
+    assert got["as of"] == ["dose"] and got["now"] == ["new_dose"]
+    assert {"rule", "mornings"} <= set(got["evidence"]) and len(got["evidence"]) < 6
+    assert "invoice" in got["clerk"] and not {"sample", "sample 2", "sample 3", "dose", "new_dose"} & set(got["clerk"])
+    assert "audit chain verified: True" in out.getvalue()

@@ -30,6 +30,9 @@ class StoredRow:
 class Backend(Protocol):
     """The few calls the pipeline needs from a vector store."""
 
+    #: True when :meth:`text_query` works (a lexical index is kept beside the vectors).
+    has_text_index: bool
+
     def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
                metadatas: Sequence[dict[str, Any]]) -> None:
         """Insert or replace rows."""
@@ -43,6 +46,9 @@ class Backend(Protocol):
 
     def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
         """The k nearest rows that pass ``where``, with cosine distances."""
+
+    def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
+        """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows."""
@@ -65,7 +71,13 @@ def _rows(ids: list[str], documents: list[str] | None, metadatas: list[dict] | N
 
 
 class ChromaBackend:
-    """A Chroma collection (embedded PersistentClient or HttpClient) with cosine distance."""
+    """A Chroma collection (embedded PersistentClient or HttpClient) with cosine distance.
+
+    It has no lexical index of its own (see :mod:`memwarden.memory.lexical` for why, and for
+    the wrapper that adds one to an embedded store).
+    """
+
+    has_text_index = False
 
     def __init__(self, client: Any, collection: str = COLLECTION) -> None:
         self._client = client
@@ -101,6 +113,9 @@ class ChromaBackend:
                               where=where or None, include=["documents", "metadatas", "distances"])
         rows = _rows(got["ids"][0], got["documents"][0], got["metadatas"][0])
         return list(zip(rows, got["distances"][0]))
+
+    def text_query(self, text, k, where) -> list[tuple[str, float]]:  # noqa: D102
+        raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
     def delete(self, ids) -> None:  # noqa: D102
         if ids:

@@ -136,6 +136,16 @@ class CoalescingBackend:
         self.flush()
         return self._inner.query(embedding, k, where)
 
+    @property
+    def has_text_index(self) -> bool:
+        """Whether the store beneath keeps a lexical index (see Backend.has_text_index)."""
+        return self._inner.has_text_index
+
+    def text_query(self, text: str, k: int, where: Any) -> list[tuple[str, float]]:
+        """The lexical leg of a search, held writes included."""
+        self.flush()
+        return self._inner.text_query(text, k, where)
+
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         """Replace metadata, after every earlier write is stored."""
         self.flush()

@@ -46,6 +46,10 @@ def to_metadata(record: MemoryRecord) -> dict[str, Any]:
         "uses": record.uses,
         "trust": float(record.trust),
         "version": record.version,
+        # What time filters compare (memwarden.memory.retrieval.time_filter): a record's time
+        # is its valid_from, else its write time, and it holds until valid_to (else never).
+        "t_from": (record.valid_from or record.created_at).timestamp(),
+        "t_to": _ts(record.valid_to) or NEVER,
     }
     for i, label in enumerate(record.namespace):
         meta[f"ns_{i}"] = label

@@ -27,14 +27,16 @@ from memwarden.guards.validators import Outcome, ValidationContext, ValidatorCha
 from memwarden.guards.visibility import is_visible, visible_filter
 from memwarden.integrations.metrics import record_operation
 from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
-from memwarden.guards.forgetting import eviction_order
+from memwarden.guards.forgetting import eviction_order, forget_at
 from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
-from memwarden.memory.backends import Backend, ChromaBackend
+from memwarden.memory.backends import Backend, ChromaBackend, StoredRow
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.codec import from_row, to_metadata
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
+from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
+from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
 from memwarden.memory.ops import (
     POLICY_ACTION, EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, Op, RetractOp, ReviewOp, SearchOp,
     SweepOp, UpdateOp, WriteOp, op_namespace,
@@ -52,6 +54,8 @@ from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, sc
 _LINK_CHUNK = 400
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
+# Candidates a search with a token budget composes from (each leg fetches this many).
+_POOL = 20
 
 if TYPE_CHECKING:
     from memwarden.integrations.store import GovernedStore
@@ -78,6 +82,9 @@ class _Facts:
     error: str | None = None
     audited: bool = False
     audit_seq: int | None = None
+    search_mode: str | None = None
+    candidates: dict[str, int] = field(default_factory=dict)
+    note: str | None = None
 
     def decided(self, decision: Decision) -> Decision:
         self.decision = "allow" if decision.allowed else "deny"
@@ -120,6 +127,10 @@ class _Facts:
             "memwarden.replay": self.replay,
             "memwarden.outcome": self.outcome,
             "memwarden.audit.seq": self.audit_seq,
+            "memwarden.search.mode": self.search_mode,
+            "memwarden.search.candidates.dense": self.candidates.get("dense"),
+            "memwarden.search.candidates.lexical": self.candidates.get("lexical"),
+            "memwarden.search.note": self.note,
         }
 
 
@@ -195,7 +206,8 @@ class Memory:
         def backend() -> Backend:
             if compaction.pending(root / "chroma"):
                 compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
-            return ChromaBackend.embedded(str(root / "chroma"))
+            # The lexical index is repaired against Chroma before first use (see memory/lexical.py).
+            return IndexedBackend.open(ChromaBackend.embedded(str(root / "chroma")), root / INDEX_FILE)
 
         return cls._assemble(root, backend, policy, audit, embedding, validators, settings)
 
@@ -209,7 +221,9 @@ class Memory:
         Transient server errors are retried (tenacity); ids are deterministic, so retries
         never duplicate. ``policy`` and ``audit`` are as for :meth:`open`: database URLs let
         every process share them. Local state (tombstones, the audit key, and the audit log
-        unless ``audit`` names one) lives in directory ``state``.
+        unless ``audit`` names one) lives in directory ``state``. There is no lexical index
+        here (a process-local one would miss other processes' writes and keep text they
+        erase), so hybrid searches run the dense leg only and say so in their span.
         """
         from memwarden.memory.remote import RetryingChromaBackend
 
@@ -412,6 +426,16 @@ class Memory:
     def _may_see(self, facts: _Facts, record: MemoryRecord | None) -> bool:
         return record is not None and is_visible(record, utcnow()) and self._allows(facts, "read", record)
 
+    def _may_find(self, facts: _Facts, record: MemoryRecord, history: ReadScope | None) -> bool:
+        """What a search may return: what :meth:`_may_see` allows, and, when the search asks
+        for history, superseded versions the caller may read and see the history of."""
+        if record.status is Status.SUPERSEDED and history is not None:
+            deadline = forget_at(record)
+            return ((deadline is None or deadline > utcnow())
+                    and self._policy.decide(facts.subjects, "read", record.namespace).allowed
+                    and self._policy.decide(facts.subjects, "history", record.namespace).allowed)
+        return self._may_see(facts, record)
+
     def _target(self, facts: _Facts, rid: str, *, superseded_ok: bool = False) -> MemoryRecord:
         """The record an update or forget acts on. A record the caller may not read gets the
         same error as a missing id, so a denied caller learns nothing about whether it exists."""
@@ -547,29 +571,87 @@ class Memory:
     def _search(self, op: SearchOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[SearchHit]:
         scope = self._read_scope(facts, op.namespace)
         now = utcnow()
-        kinds = {"kind": {"$in": [k.value for k in op.kinds]}} if op.kinds else {}
-        base = [visible_filter(now), kinds]
-        where = all_of(base + [scope_filter(scope)])
-        if op.query is None:
-            found = [(row, None) for row in self._backend.fetch(where=where, limit=op.k, offset=op.offset)]
+        history = self._policy.scope(facts.subjects, "history", op.namespace) if op.include_superseded else None
+        if history is not None and not history.empty:
+            # Earlier versions only where the caller may also see history (as HistoryOp needs).
+            alive = any_of([visible_filter(now), all_of([
+                {"status": Status.SUPERSEDED.value}, {"expires_at": {"$gt": now.timestamp()}}, scope_filter(history)])])
         else:
-            vector = embed_one(self._embedder, op.query, query=True)
-            found = self._backend.query(vector, op.offset + op.k, where)[op.offset:]
+            alive = visible_filter(now)
+        when = {"as_of": op.as_of, "time_range": op.time_range,
+                "created_after": op.created_after, "created_before": op.created_before}
+        kinds = {"kind": {"$in": [k.value for k in op.kinds]}} if op.kinds else {}
+        base = [alive, kinds, time_filter(**when)]
+        # One filter, pushed down into every leg: Chroma's where, and the same compiled to SQL.
+        where = all_of(base + [scope_filter(scope)])
+        wanted = max(_POOL, op.k) if op.budget_tokens else op.k
+        if op.query is None:
+            ranked = [(row, None, None, None) for row in self._backend.fetch(where=where, limit=wanted, offset=op.offset)]
+        else:
+            ranked = self._ranked(op, facts, where, op.offset + wanted)[op.offset:]
         hits: list[SearchHit] = []
-        for row, distance in found:
+        for row, score, similarity, bm25 in ranked:
             record = from_row(row)
             # Defence in depth: the enforcer itself must agree with the pushed-down filter.
-            if (record.namespace[: len(op.namespace)] == op.namespace and self._may_see(facts, record)
-                    and (not op.kinds or record.kind in op.kinds)):
-                hits.append(SearchHit(record=record, score=None if distance is None else 1.0 - float(distance)))
+            if (record.namespace[: len(op.namespace)] == op.namespace and self._may_find(facts, record, history)
+                    and (not op.kinds or record.kind in op.kinds) and in_time(record, **when)):
+                hits.append(SearchHit(record=record, score=score, similarity=similarity, bm25=bm25))
             else:
                 facts.rechecked_out += 1
+        if op.budget_tokens:
+            hits = compose(hits, op.budget_tokens, kinds=op.kinds, limit=op.k)
         facts.returned = len(hits)
         facts.record_ids = [h.record.id for h in hits]
         self._touch([h.record for h in hits])
         if self._settings.count_withheld:
             facts.withheld = len(self._backend.fetch(where=all_of(base + [outside_scope_filter(scope)])))
         return hits
+
+    def _ranked(self, op: SearchOp, facts: _Facts, where: dict, want: int
+                ) -> list[tuple[StoredRow, float, float | None, float | None]]:
+        """Rows for a query, best first, with (score, similarity, bm25): each leg fetches
+        candidates through ``where`` (nothing else can enter a candidate list), then they are
+        fused by reciprocal rank; superseded versions are down-weighted."""
+        mode = op.mode
+        if mode != "dense" and not self._backend.has_text_index:
+            if mode == "lexical":
+                raise InvalidRequest("lexical search needs the lexical index, which only an embedded memory "
+                                     "(Memory.open) has; use mode='dense' or 'hybrid' against a server")
+            mode, facts.note = "dense", "no lexical index against a Chroma server: dense leg only"
+        facts.search_mode = mode
+        # Each leg fetches as many as are wanted: fusing deeper lists lets records that both
+        # legs rank mediocre overtake ones that one leg ranks first, which measured worse on
+        # LoCoMo (docs/retrieval.md), and costs the dense leg nothing over a dense search.
+        dense: list[tuple[StoredRow, float]] = []
+        lexical: list[tuple[str, float]] = []
+        if mode != "lexical":
+            dense = self._backend.query(embed_one(self._embedder, op.query, query=True), want, where)
+            facts.candidates["dense"] = len(dense)
+        if mode != "dense":
+            lexical = self._backend.text_query(op.query, want, where)
+            facts.candidates["lexical"] = len(lexical)
+        similarity = {row.id: 1.0 - float(d) for row, d in dense}
+        bm25 = dict(lexical)
+        if mode == "dense":
+            ranked = [(row.id, similarity[row.id]) for row, _ in dense]
+        elif mode == "lexical":
+            ranked = lexical
+        else:
+            ranked = fuse([[row.id for row, _ in dense], [i for i, _ in lexical]])
+        rows = {row.id: row for row, _ in dense}
+        if op.include_superseded and op.as_of is None:
+            # Earlier versions rank below current ones (which needs every candidate's status).
+            # As of a past moment, the version that held then was current: no down-weight.
+            rows |= self._rows([i for i, _ in ranked if i not in rows])
+            ranked = sorted(((i, s * SUPERSEDED_WEIGHT if rows.get(i) and rows[i].metadata.get("status")
+                              == Status.SUPERSEDED.value else s) for i, s in ranked), key=lambda p: -p[1])
+        top = ranked[:want]
+        # The lexical leg gives ids: rows come from Chroma, the authority, and are re-checked.
+        rows |= self._rows([i for i, _ in top if i not in rows])
+        return [(rows[i], s, similarity.get(i), bm25.get(i)) for i, s in top if i in rows]
+
+    def _rows(self, ids: list[str]) -> dict[str, StoredRow]:
+        return {row.id: row for row in self._backend.fetch(ids=ids)} if ids else {}
 
     def _list(self, op: ListNamespacesOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[Namespace]:
         scope = self._read_scope(facts, op.prefix)
@@ -617,6 +699,8 @@ class Memory:
                 "labels": op.labels if op.labels is not None else old.labels,
                 "writer": facts.principal.id, "writer_roles": self._roles(facts),
                 "created_at": now, "version": old.version + 1, "supersedes": old.id,
+                # The new version holds from when the old one stops holding (see _retire).
+                "valid_from": now if old.valid_from is not None and old.valid_from < now else old.valid_from,
                 "status": Status.ACTIVE, "approvals": (), "rejections": (),
                 "last_access": now if old.half_life else None, "uses": 0,
             })

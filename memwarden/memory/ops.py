@@ -30,6 +30,10 @@ MAX_OFFSET = 1_000_000
 MAX_KEY_CHARS = 1_024
 #: Most subjects, parents or labels on one record.
 MAX_LIST = 64
+#: Largest token budget a search may compose within.
+MAX_BUDGET_TOKENS = 1_000_000
+#: Search modes (see SearchOp).
+SEARCH_MODES = ("hybrid", "dense", "lexical")
 
 NamespaceLike = Union[str, Sequence[str]]
 
@@ -69,6 +73,19 @@ def _when(value: object, what: str) -> datetime | None:
     if value.tzinfo is None:
         raise InvalidRequest(f"{what} must be timezone-aware (naive datetimes are ambiguous)")
     return value.astimezone(timezone.utc)
+
+
+def _range(value: object) -> tuple[datetime, datetime] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise InvalidRequest(f"time_range must be a (start, end) pair of datetimes, got {value!r}")
+    start, end = _when(value[0], "time_range start"), _when(value[1], "time_range end")
+    if start is None or end is None:
+        raise InvalidRequest("time_range needs both a start and an end")
+    if end <= start:
+        raise InvalidRequest("time_range end must be after its start")
+    return start, end
 
 
 def _labels(value: object) -> dict[str, str]:
@@ -140,8 +157,15 @@ class WriteOp:
 class SearchOp:
     """Search at or below a namespace prefix; returns only what the caller may see.
 
-    With a ``query`` the results are the nearest memories; without one they are listed in
-    storage order (LangGraph's filter-only search). ``offset`` skips that many results.
+    With a ``query`` the results are the most relevant memories; without one they are listed
+    in storage order (LangGraph's filter-only search). ``offset`` skips that many results.
+
+    ``mode``: "hybrid" (default; BM25 and vector legs fused by reciprocal rank), "dense" or
+    "lexical". Time conditions (see :func:`memwarden.memory.retrieval.time_filter`): ``as_of``,
+    ``time_range=(start, end)``, ``created_after``, ``created_before``. ``include_superseded``
+    also returns earlier versions, ranked below current ones, where the caller holds the
+    ``history`` permission. ``budget_tokens`` composes the results per kind within that many
+    tokens (typed evidence; see :func:`memwarden.memory.retrieval.compose`).
     """
 
     action: ClassVar[str] = "search"
@@ -151,6 +175,13 @@ class SearchOp:
     k: int = 5
     kinds: Sequence[str | Kind] | None = None
     offset: int = 0
+    mode: str = "hybrid"
+    as_of: datetime | None = None
+    time_range: tuple[datetime, datetime] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    include_superseded: bool = False
+    budget_tokens: int | None = None
 
     def canonical(self) -> SearchOp:
         """This op with every field checked and normalised."""
@@ -163,8 +194,24 @@ class SearchOp:
             if isinstance(self.kinds, str) or not self.kinds:
                 raise InvalidRequest("kinds must be a non-empty list of kinds")
             kinds = tuple(dict.fromkeys(ensure_kind(k) for k in self.kinds))
+        if self.mode not in SEARCH_MODES:
+            raise InvalidRequest(f"unknown search mode {self.mode!r}; expected one of {', '.join(SEARCH_MODES)}")
+        if not isinstance(self.include_superseded, bool):
+            raise InvalidRequest(f"include_superseded must be True or False, got {self.include_superseded!r}")
+        if self.budget_tokens is not None:
+            if isinstance(self.budget_tokens, bool) or not isinstance(self.budget_tokens, int) \
+                    or not 1 <= self.budget_tokens <= MAX_BUDGET_TOKENS:
+                raise InvalidRequest(f"budget_tokens must be an integer from 1 to {MAX_BUDGET_TOKENS}, "
+                                     f"got {self.budget_tokens!r}")
+            if self.offset:
+                raise InvalidRequest("budget_tokens composes one answer and cannot be combined with offset")
+        after, before = _when(self.created_after, "created_after"), _when(self.created_before, "created_before")
+        if after and before and before <= after:
+            raise InvalidRequest("created_before must be after created_after")
         query = _text(self.query, "query", MAX_QUERY_CHARS) if self.query is not None else None
-        return replace(self, query=query, namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds)
+        return replace(self, query=query, namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds,
+                       as_of=_when(self.as_of, "as_of"), time_range=_range(self.time_range),
+                       created_after=after, created_before=before)
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,13 +125,21 @@ class MemoryRecord(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """One search result: the record and its similarity score (1 is identical; None when
-    the search had no query and merely listed records)."""
+    """One search result: the record and the score it was ranked by (higher is better; None
+    when the search had no query and merely listed records).
+
+    ``score`` depends on the search mode: dense, the cosine similarity (1 is identical);
+    hybrid, the reciprocal-rank-fusion score normalised so that 1.0 means ranked first by
+    both legs; lexical, the BM25 relevance. ``similarity`` and ``bm25`` are what each leg
+    said, when that leg found the record.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     record: MemoryRecord
     score: float | None
+    similarity: float | None = None
+    bm25: float | None = None
 
 
 class ErasureReceipt(BaseModel):

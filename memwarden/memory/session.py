@@ -50,10 +50,17 @@ class Session:
                                  valid_from, valid_to, ttl, trust, dict(labels or {}), key, allow_reingest))
 
     def search(self, query: str | None, namespace: NamespaceLike = (), *, k: int = 5,
-               kinds: Sequence[str | Kind] | None = None, offset: int = 0) -> list[SearchHit]:
-        """Up to ``k`` nearest memories at or below ``namespace`` that this principal may see
-        (``query=None`` lists them instead)."""
-        return self._one(SearchOp(query, namespace, k, kinds, offset))
+               kinds: Sequence[str | Kind] | None = None, offset: int = 0, mode: str = "hybrid",
+               as_of: datetime | None = None, time_range: tuple[datetime, datetime] | None = None,
+               created_after: datetime | None = None, created_before: datetime | None = None,
+               include_superseded: bool = False, budget_tokens: int | None = None) -> list[SearchHit]:
+        """Up to ``k`` most relevant memories at or below ``namespace`` that this principal may
+        see (``query=None`` lists them instead). ``mode`` is "hybrid" (BM25 + vectors, the
+        default), "dense" or "lexical"; the time conditions, ``include_superseded`` and
+        ``budget_tokens`` (typed evidence within a token budget) are described in docs/retrieval.md."""
+        return self._one(SearchOp(query, namespace, k, kinds, offset, mode,
+                                  as_of, time_range, created_after, created_before, include_superseded,
+                                  budget_tokens))
 
     def list_namespaces(self, prefix: NamespaceLike = (), *, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[Namespace]:

@@ -1,0 +1,423 @@
+"""The lexical leg of hybrid search: a memwarden-owned BM25 index in SQLite, beside Chroma.
+
+Why not Chroma's: chromadb 1.5.9 refuses a sparse (BM25) vector index and ``collection.search``
+with ``Rrf``, both in a local PersistentClient and behind ``chroma run`` ("Sparse vector
+indexing is not enabled in local"; "Search operation is not implemented for local
+executor"). Its FTS5 trigram index answers ``$contains`` but does not rank.
+
+Why not SQLite's FTS5 ``bm25()`` either: it weighs words by statistics of the *whole* index.
+A caller who can write a record with a word and search for it would learn, from the score or
+from the order of its own records, how many records it may not read contain that word. Here
+BM25 is computed from in-scope records only: the postings of the query's words are read
+through the caller's filter, and document frequencies, average length and the document count
+come from what passed it (the in-scope records that share a word with the query). Nothing
+outside the scope influences a score. See docs/retrieval.md.
+
+The index file (``lexical.sqlite3`` next to the Chroma directory) holds, per record, its id,
+its flat metadata as JSON (exactly what Chroma holds, merged the way Chroma merges it) and its
+length, and a postings table (stemmed word, record, frequency). It does not hold the text. A
+search compiles the same ``where`` filter the dense leg sends to Chroma into SQL
+(:mod:`memwarden.policies.sqlfilter`), so a record outside the caller's scope, quarantined,
+superseded, forgotten or expired never enters the lexical candidate list.
+
+:class:`IndexedBackend` keeps the index in step with Chroma. Every mutation writes the index
+first, in one transaction together with a ``pending`` mark for the ids it touches, then
+Chroma; the marks are cleared in a later transaction. After a crash between the two writes,
+opening the memory re-reads the marked ids from Chroma (the authority) and repairs the index;
+a whole-index rebuild runs when the counts differ. The index never decides what is returned:
+its candidates are re-read from Chroma through the same filter before they are used. Deletes
+are physical: ``secure_delete`` zeroes what they free, and a VACUUM leaves no free page.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import re
+import sqlite3
+import threading
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import snowballstemmer
+
+from memwarden.memory.backends import Backend, StoredRow
+from memwarden.policies.namespace import MAX_DEPTH
+from memwarden.policies.sqlfilter import compile_where, scalar_column
+
+Where = dict[str, Any]
+T = TypeVar("T")
+
+#: The index file's name inside a memory directory.
+INDEX_FILE = "lexical.sqlite3"
+#: Most distinct query words a lexical search uses (a longer query is cut, not refused).
+MAX_TERMS = 64
+#: Okapi BM25 parameters.
+K1, B = 1.2, 0.75
+_SCHEMA_VERSION = "1"
+# Keys every read filter compares (policy scope, visibility, kind, time), kept as generated
+# columns so a filter reads them without parsing the JSON (memwarden.policies.sqlfilter).
+_HOT_KEYS = ("status", "expires_at", "kind", "ns_depth", *(f"ns_{i}" for i in range(MAX_DEPTH)),
+             "created_at", "t_from", "t_to")
+_SCALARS = {key: f"d.k_{key}" for key in _HOT_KEYS}
+_HOT_COLUMNS = ", ".join(f"k_{key} GENERATED ALWAYS AS ({scalar_column(key)}) STORED" for key in _HOT_KEYS)
+_REBUILD_BATCH = 1000
+_SQL_CHUNK = 500
+
+STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from as is are was were be been being
+    do does did has have had it its this that these those there here what which who whom whose
+    when where why how can could should would will shall may might must not no any all each
+    every some our we us you your he she his her him they them their i my me am so than then
+    too very just yet up down out over under about into after before again off per s t""".split()
+)
+
+_WORD = re.compile(r"\w+")
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65_536)
+def _stem(word: str) -> str:
+    # Numbers and codes ("2024", "p12", "inv0042") are matched as written.
+    return word if any(c.isdigit() for c in word) else _STEMMER.stemWord(word)
+
+
+def terms(text: str) -> list[str]:
+    """The index terms of ``text``, in order: NFKC, case-folded words (letters, digits and
+    ``_``), stop words dropped, English words stemmed (Snowball), so "allergies" finds
+    "allergic" and "INV-2024-0042" finds itself (as inv, 2024, 0042)."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return [_stem(w) for w in words if w not in STOPWORDS]
+
+
+def bm25(postings: Iterable[tuple[str, str, int, int]], k: int | None = None) -> list[tuple[str, float]]:
+    """Okapi BM25 over the records in ``postings`` alone, best first (the ``k`` best, or all).
+
+    ``postings`` are (term, record id, term frequency, record length) rows for the query's
+    terms, already restricted to what the caller may read. The collection statistics (record
+    count, document frequency of each term, average length) are those of the records that
+    appear, so nothing else can change a score. Ties are broken by id.
+    """
+    tf: dict[str, dict[str, int]] = defaultdict(dict)
+    length: dict[str, int] = {}
+    for term, rid, freq, size in postings:
+        tf[term][rid] = freq
+        length[rid] = size
+    if not length:
+        return []
+    n = len(length)
+    average = max(sum(length.values()) / n, 1.0)
+    scores: dict[str, float] = defaultdict(float)
+    for docs in tf.values():
+        idf = math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+        for rid, freq in docs.items():
+            norm = K1 * (1.0 - B + B * length[rid] / average)
+            scores[rid] += idf * freq * (K1 + 1.0) / (freq + norm)
+    if k is None:
+        return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
+    return heapq.nsmallest(k, scores.items(), key=lambda p: (-p[1], p[0]))
+
+
+class LexicalIndex:
+    """Postings and metadata of every record in one SQLite file (no text is stored)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        # Ids whose Chroma change is under way (counted: threads may overlap) or finished.
+        self._inflight: Counter[str] = Counter()
+        self._done: set[str] = set()
+        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode = WAL")
+        # FULL: a committed pending mark survives a power cut, which is what repair relies on.
+        self._db.execute("PRAGMA synchronous = FULL")
+        # Whatever a delete frees is zeroed, not merely unlinked from its b-tree.
+        self._db.execute("PRAGMA secure_delete = ON")
+        self._db.execute("CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        version = self._db.execute("SELECT value FROM info WHERE key = 'schema'").fetchone()
+        stale = version is not None and version[0] != _SCHEMA_VERSION
+        # executescript runs its own transaction: the whole layout is created, or none of it.
+        # A layout from another version is dropped; open() then rebuilds it from Chroma.
+        self._db.executescript(("DROP TABLE IF EXISTS postings; DROP TABLE IF EXISTS docs; "
+                                "DROP TABLE IF EXISTS pending;" if stale else "") + f"""
+            BEGIN;
+            CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+                                             meta TEXT NOT NULL, len INTEGER NOT NULL,
+                                             {_HOT_COLUMNS});
+            CREATE TABLE IF NOT EXISTS postings (term TEXT NOT NULL, doc INTEGER NOT NULL, tf INTEGER NOT NULL,
+                                                 PRIMARY KEY (term, doc)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS postings_doc ON postings(doc);
+            CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY);
+            INSERT OR REPLACE INTO info(key, value) VALUES ('schema', '{_SCHEMA_VERSION}');
+            COMMIT;
+        """)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def upsert(self, ids: Sequence[str], documents: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Insert rows, or replace the text of existing ones and merge their metadata (as
+        Chroma's upsert does); the ids stay pending until :meth:`done`."""
+        with self._transaction() as db:
+            self._settle(db)
+            self._write(db, ids, documents, metadatas, merge=True)
+            self._mark(db, ids)
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Merge metadata into existing rows (keys absent from a dict stay, as in Chroma); the
+        ids stay pending until :meth:`done`."""
+        with self._transaction() as db:
+            self._settle(db)
+            db.executemany("UPDATE docs SET meta = json_patch(meta, ?) WHERE id = ?",
+                           [(json.dumps(m), i) for i, m in zip(ids, metadatas)])
+            self._mark(db, ids)
+
+    def mark(self, ids: Sequence[str]) -> None:
+        """Record ``ids`` as pending: a Chroma change to them is about to happen."""
+        with self._transaction() as db:
+            self._settle(db)
+            self._mark(db, ids)
+
+    def done(self, ids: Sequence[str]) -> None:
+        """The Chroma change announced for ``ids`` has happened. Their marks are cleared in
+        the next write's transaction, so a write costs one commit; a crash before that only
+        makes repair re-read them."""
+        with self._lock:
+            for i in ids:
+                self._inflight[i] -= 1
+                if self._inflight[i] <= 0:
+                    del self._inflight[i]
+                    self._done.add(i)
+
+    def replace_rows(self, rows: Sequence[StoredRow], gone: Sequence[str]) -> None:
+        """Make ``rows`` exactly the authority's (text and metadata, no merge), delete the ids
+        ``gone`` physically, and clear the marks of both."""
+        with self._lock:
+            with self._transaction() as db:
+                self._settle(db)
+                self._write(db, [r.id for r in rows], [r.document for r in rows], [r.metadata for r in rows],
+                            merge=False)
+                self._delete(db, gone)
+                db.executemany("DELETE FROM pending WHERE id = ?", [(r.id,) for r in rows] + [(i,) for i in gone])
+            if gone:
+                self._scrub()
+
+    def purge(self, ids: Sequence[str]) -> None:
+        """Delete rows and every trace of them from the file (see :meth:`replace_rows`)."""
+        self.replace_rows([], ids)
+
+    def replace_all(self, rows: Iterable[StoredRow]) -> None:
+        """Rebuild the whole index from ``rows`` (the authority's), then scrub the file."""
+        with self._lock:
+            with self._transaction() as db:
+                db.execute("DELETE FROM postings")
+                db.execute("DELETE FROM docs")
+                db.execute("DELETE FROM pending")
+                self._inflight.clear()
+                self._done.clear()
+                batch: list[StoredRow] = []
+                for row in rows:
+                    batch.append(row)
+                    if len(batch) >= _REBUILD_BATCH:
+                        self._write(db, [r.id for r in batch], [r.document for r in batch],
+                                    [r.metadata for r in batch], merge=False)
+                        batch = []
+                self._write(db, [r.id for r in batch], [r.document for r in batch], [r.metadata for r in batch],
+                            merge=False)
+            self._scrub()
+
+    def _write(self, db: sqlite3.Connection, ids: Sequence[str], documents: Sequence[str],
+               metadatas: Sequence[dict[str, Any]], *, merge: bool) -> None:
+        meta = "json_patch(docs.meta, excluded.meta)" if merge else "excluded.meta"
+        for rid, text, metadata in zip(ids, documents, metadatas):
+            counts = Counter(terms(text))
+            rowid = db.execute(
+                f"INSERT INTO docs(id, meta, len) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                f"meta = {meta}, len = excluded.len RETURNING rowid",
+                (rid, json.dumps(metadata), sum(counts.values()))).fetchone()[0]
+            db.execute("DELETE FROM postings WHERE doc = ?", (rowid,))
+            db.executemany("INSERT INTO postings(term, doc, tf) VALUES (?, ?, ?)",
+                           [(t, rowid, n) for t, n in counts.items()])
+
+    def _delete(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), _SQL_CHUNK):
+            chunk = list(ids[start:start + _SQL_CHUNK])
+            marks = ",".join("?" * len(chunk))
+            db.execute(f"DELETE FROM postings WHERE doc IN (SELECT rowid FROM docs WHERE id IN ({marks}))", chunk)
+            db.execute(f"DELETE FROM docs WHERE id IN ({marks})", chunk)
+
+    def _mark(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
+        db.executemany("INSERT OR IGNORE INTO pending(id) VALUES (?)", [(i,) for i in ids])
+        for i in ids:
+            self._inflight[i] += 1
+            self._done.discard(i)
+
+    def _settle(self, db: sqlite3.Connection) -> None:
+        # Marks of changes still in flight (another thread's) are never cleared early.
+        if self._done:
+            db.executemany("DELETE FROM pending WHERE id = ?", [(i,) for i in self._done if i not in self._inflight])
+            self._done.clear()
+
+    def _scrub(self) -> None:
+        # secure_delete has zeroed the freed cells; VACUUM drops the free pages and the WAL
+        # checkpoint empties the log, whose frames held the pages before the delete.
+        self._db.execute("VACUUM")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def search(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
+        """Up to ``k`` ids that pass ``where``, ranked by BM25 over in-scope records only
+        (see :func:`bm25`), with their scores."""
+        words = list(dict.fromkeys(terms(text)))[:MAX_TERMS]
+        if not words:
+            return []
+        condition, params = compile_where(where, "d.meta", _SCALARS)
+        sql = (f"SELECT p.term, d.id, p.tf, d.len FROM postings AS p JOIN docs AS d ON d.rowid = p.doc "
+               f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}")
+        with self._lock:
+            rows = self._db.execute(sql, [*words, *params]).fetchall()
+        return bm25(rows, k)
+
+    def pending(self) -> list[str]:
+        """Ids whose last change may not have reached Chroma (or the index)."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT id FROM pending ORDER BY id")]
+
+    def count(self) -> int:
+        """Number of records indexed."""
+        with self._lock:
+            return self._db.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+    def close(self) -> None:
+        """Clear the marks of finished changes and close the file."""
+        with self._lock:
+            if self._db is not None:
+                with self._transaction() as db:
+                    self._settle(db)
+                self._db.close()
+                self._db = None  # type: ignore[assignment]
+
+
+class IndexedBackend:
+    """A Chroma backend with a :class:`LexicalIndex` kept in step with it (see the module doc).
+
+    Implements the :class:`~memwarden.memory.backends.Backend` protocol by delegation, with
+    :meth:`text_query` as the lexical leg of a search.
+    """
+
+    has_text_index = True
+
+    def __init__(self, inner: Backend, index: LexicalIndex) -> None:
+        self._inner = inner
+        self._index = index
+
+    @classmethod
+    def open(cls, inner: Backend, path: str | Path) -> IndexedBackend:
+        """Wrap ``inner`` with the index at ``path``, repairing the index first: ids a crash
+        left pending are re-read from Chroma, and a count mismatch rebuilds the whole index."""
+        backend = cls(inner, LexicalIndex(path))
+        backend.repair()
+        return backend
+
+    def repair(self) -> None:
+        """Make the index agree with Chroma (see :meth:`open`)."""
+        pending = self._index.pending()
+        if pending:
+            self._reconcile(pending)
+        if self._index.count() != self._inner.count():
+            self._index.replace_all(self._all_rows())
+
+    def _all_rows(self) -> Iterator[StoredRow]:
+        offset = 0
+        while True:
+            rows = self._inner.fetch(limit=_REBUILD_BATCH, offset=offset)
+            yield from rows
+            if len(rows) < _REBUILD_BATCH:
+                return
+            offset += len(rows)
+
+    def _reconcile(self, ids: Sequence[str]) -> None:
+        """Copy the authority's current state of ``ids`` into the index."""
+        ids = list(dict.fromkeys(ids))
+        rows = [row for start in range(0, len(ids), _SQL_CHUNK)
+                for row in self._inner.fetch(ids=ids[start:start + _SQL_CHUNK])]
+        present = {r.id for r in rows}
+        self._index.replace_rows(rows, [i for i in ids if i not in present])
+
+    def _then(self, ids: Sequence[str], call: Callable[[], T]) -> T:
+        """Run the Chroma side of a change the index already holds (marked pending)."""
+        try:
+            return call()
+        except BaseException:
+            # Chroma may or may not have applied it: take whatever it holds now.
+            self._reconcile(ids)
+            raise
+        finally:
+            self._index.done(ids)
+
+    # -- Backend --------------------------------------------------------------------------
+
+    def upsert(self, ids, embeddings, documents, metadatas) -> None:  # noqa: D102 - see Backend
+        self._index.upsert(ids, documents, metadatas)
+        self._then(ids, lambda: self._inner.upsert(ids, embeddings, documents, metadatas))
+
+    def update_metadata(self, ids, metadatas) -> None:  # noqa: D102
+        self._index.update_metadata(ids, metadatas)
+        self._then(ids, lambda: self._inner.update_metadata(ids, metadatas))
+
+    def fetch(self, ids=None, where=None, limit=None, offset=None) -> list[StoredRow]:  # noqa: D102
+        return self._inner.fetch(ids, where, limit, offset)
+
+    def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:  # noqa: D102
+        return self._inner.query(embedding, k, where)
+
+    def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
+        """The lexical leg: up to ``k`` ids that pass ``where``, best BM25 first, with their
+        scores. Only ids: the caller reads the rows it keeps from Chroma (the authority) and
+        re-checks them, so a stale index entry can never surface what Chroma holds otherwise."""
+        return self._index.search(text, k, where)
+
+    def delete(self, ids) -> None:  # noqa: D102
+        self._index.mark(ids)
+        try:
+            self._inner.delete(ids)
+        finally:
+            self._index.done(ids)
+            self._reconcile(ids)
+
+    def purge(self, ids, **kwargs: Any) -> Any:  # noqa: D102
+        self._index.mark(ids)
+        try:
+            return self._inner.purge(ids, **kwargs)
+        finally:
+            # Whatever Chroma did, the index now mirrors it: rows it still holds (a purge that
+            # failed before its delete) stay indexed, and every deleted row is scrubbed.
+            self._index.done(ids)
+            self._reconcile(ids)
+
+    def count(self) -> int:  # noqa: D102
+        return self._inner.count()
+
+    def close(self) -> None:  # noqa: D102
+        try:
+            self._inner.close()
+        finally:
+            self._index.close()
