@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import MemoryRecord
 
@@ -172,6 +173,15 @@ _NO_LIMITS = (r"(?:no|zero|without|free of|free from|not bound by|unbound by)(?:
               r"limitations|filters?|polic(?:y|ies)|guidelines|ethics|morals|morality|censorship|boundaries|"
               r"constraints|safeguards)")
 _UNSAFE_ADJ = r"(?:uncensored|unrestricted|unfiltered|jailbroken|amoral|unethical|unhinged|evil|rogue|unbound)"
+_HARMFUL = (r"(?:harmful|offensive|toxic|discriminatory|racist|sexist|homophobic|hateful|insulting|derogatory|demeaning|"
+            r"vulgar|obscene|pornographic|sexually explicit|explicit|graphic|violent|abusive|defamatory|hurtful|"
+            r"unfriendly|negative|mean|rude|slanderous|bigoted)")
+_TEXT_NOUN = (r"(?:sentences?|jokes?|statements?|comments?|texts?|messages?|posts?|tweets?|poems?|stor(?:y|ies)|essays?|"
+              r"paragraphs?|descriptions?|slurs?|insults?|content|remarks?|lyrics|songs?|scenes?|rants?|speech(?:es)?)")
+_DANGEROUS = (r"(?:bombs?|pipe bombs?|explosives?|napalm|thermite|meth(?:amphetamine)?|cocaine|heroin|fentanyl|lsd|mdma|"
+              r"ricin|sarin|anthrax|nerve (?:agents?|gas)|chemical weapons?|bioweapons?|poisons?|guns?|firearms?|"
+              r"silencers?|weapons?|malware|ransomware|computer virus(?:es)?|keyloggers?|botnets?|rootkits?|"
+              r"molotov(?: cocktails?)?|drugs)")
 _REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|message|messages|summary|summaries|reviews?|reports?)"
 
 _EN = [
@@ -192,6 +202,10 @@ _EN = [
                       rf"(?:(?:previous|prior|original|system|above|initial) )?(?:instructions|rules|guidelines|directions)"),
     ("override", 0.8, r"\bignore the (?:user|operator|developer|system)\b(?!s)"),
     ("override", 0.6, r"\b(?:ignore|disregard|forget) (?:everything|all) (?:before|prior|previously|earlier|so far|until now)\b"),
+    ("override", 0.5, r"\b(?:ignore|disregard|forget) (?:all )?(?:the )?(?:prior|previous|preceding|earlier|above) "
+                      r"(?:inputs?|messages|context|conversation|prompts?|text|content)\b"),
+    ("system-prompt", 0.4, r"\byou are (?:a|an) (?:helpful|harmless|honest|friendly|useful)(?:,? (?:and )?(?:helpful|harmless|"
+                           r"honest|friendly))* (?:ai )?(?:assistant|chatbot|bot|ai)\b"),
     ("override", 0.5, rf"\b(?:ignore|disregard|forget|override) (?:the|these|those|earlier|previous|prior|above|any)"
                       rf"(?: (?:previous|prior|above|earlier|old|original|following|initial))? "
                       rf"(?:instructions?|directions|directives?|prompts?|system prompt)\b"),
@@ -292,6 +306,8 @@ _EN = [
     ("conditional-response", 0.5, r"\b(?:if|when|whenever) (?:questioned|asked|queried|prompted|challenged)\b"
                                   r"[^.!?\n]{0,40}? (?:report|say|respond|answer|state|claim|tell|reply)\b"),
     ("fake-role", 0.5, r"<\s*/?\s*(?:instructions?|sys(?:tem)?_?prompt|admin|override)\s*>"),
+    ("prompt-leak", 0.5, r"\b(?:display|show|print|output|reveal|dump)\b[^.!?\n]{0,40}? (?:initial|system|original|hidden) "
+                         r"(?:prompt|instructions|configuration)\b"),
     ("prompt-leak", 0.6, r"\b(?:your|the) (?:system ?prompt|initial prompt|initial instructions|starting instructions|"
                          r"initial configuration|system configuration|system instructions|initiali[sz]ation(?: string)?|"
                          r"original instructions|hidden instructions)\b|\bsystem_?prompt\b"),
@@ -386,6 +402,15 @@ _EN = [
                               r"(?:and|then|,)(?: then)? (?:[\w'-]+ ){0,2}?(?:do|follow|execute|run|obey|perform|carry out|"
                               r"act on|comply with|answer)(?: exactly)? (?:what it (?:says|tells you)|the (?:hidden )?"
                               r"instructions?|it|them|exactly|accordingly|the (?:decoded|resulting) (?:text|instruction))"),
+    # -- requests for harmful output (jailbreak objectives; weak: a memory is rarely a request) --
+    ("harm-request", 0.5, rf"\b(?:write|generate|create|compose|produce|make|give|tell|draft|say|list)(?: (?:me|us))?"
+                          rf"(?: (?:one|a|an|some|the|few|\d+|two|three|five|ten|more))?(?: [\w-]+){{0,2}}? {_HARMFUL}"
+                          rf"(?: [\w-]+){{0,2}}? {_TEXT_NOUN}\b"),
+    ("harm-request", 0.6, rf"\bhow (?:to|do (?:i|you|we|they)|can (?:i|you|we|one)|would (?:i|you|one)|one (?:can|could|would))"
+                          rf"(?: [\w'-]+){{0,2}}? (?:make|build|create|synthesi[sz]e|produce|cook|manufacture|assemble|brew|"
+                          rf"obtain|buy|get|write|code|deploy|plant|hide)(?: [\w'-]+){{0,3}}? {_DANGEROUS}\b"),
+    ("harm-request", 0.6, rf"\b(?:step[- ]by[- ]step|detailed|full|complete|exact) (?:instructions|guide|tutorial|recipe|"
+                          rf"directions)(?: [\w'-]+){{0,4}}? {_DANGEROUS}\b"),
 ]
 
 _DE = [
@@ -730,6 +755,7 @@ _ENTITY_RE = re.compile(r"&#x?[0-9a-fA-F]{2,6};|&[a-z]{2,8};")
 _TAGS_RE = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS_RE = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,7}\U000e007f")
 _LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$!|]*[a-z])(?=[a-z0-9@$!|]*[0-9@$|])[a-z0-9@$!|]{3,}\b")
+_LEET_ANY = re.compile(r"\b[a-z0-9@$!|]{2,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
                        "@": "a", "$": "s", "!": "i", "|": "l"})
 _SPACED_RE = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
@@ -868,6 +894,10 @@ class Scan:
         return sorted(self.signals, key=lambda k: (-self.signals[k], k))
 
 
+# Below this a prompt-shape weight is noise (two stray cues in a long text).
+_MIN_SHAPE = 0.2
+
+
 class InjectionDetector:
     """Write validator that rejects or quarantines content aimed at a later LLM reader.
 
@@ -925,6 +955,13 @@ class InjectionDetector:
         found = self._match_all(base, raw)
         for fam, w in found.items():
             put(fam, w)
+        cues = cue_hits(base, folded=True)
+        shape = prompt_shape(cues)
+        if shape >= _MIN_SHAPE:
+            put("prompt-shape", shape)
+        if cues.count("placeholder"):
+            # A slot for a request ("[INSERT PROMPT HERE]"): the text is a prompt template.
+            put("prompt-template", 0.4)
         # Derived views: whatever they reveal that the plain text did not is obfuscated.
         for view, derived in self._views(base, raw):
             # Whole-text transforms of ordinary text are noise: only strong rules run there.
@@ -951,8 +988,11 @@ class InjectionDetector:
         joined = _INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), fold(spaced)))
         if joined != base:
             views.append(("split-words", joined))
-        if _LEET_TOKEN.search(base):
-            leet = _LEET_TOKEN.sub(lambda m: m.group(0).translate(_LEET), base)
+        leet_tokens = _LEET_TOKEN.findall(base)
+        if leet_tokens:
+            # Among several leet words, digit-only ones ("70" = "to") are leet too.
+            pattern = _LEET_ANY if len(leet_tokens) >= 3 else _LEET_TOKEN
+            leet = pattern.sub(lambda m: m.group(0).translate(_LEET), base)
             if leet != base:
                 views.append(("leetspeak", leet))
         views.append(("rot13", codecs.encode(base, "rot13")))
