@@ -36,10 +36,11 @@ look-alike letters and apostrophes do not matter.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CATEGORIES", "Cues", "cue_hits", "prompt_shape", "words"]
+__all__ = ["CATEGORIES", "Cues", "cue_hits", "prompt_shape", "trie_regex", "words"]
 
 # Category -> phrases. Phrases are written naturally (accents, apostrophes) and folded when
 # the table is built; several languages share one list per category.
@@ -174,61 +175,95 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
 
 # Placeholders of a prompt template, matched on the folded text.
 _PROMPT_NOUN = r"(?:prompts?|questions?|requests?|query|queries|input|instructions?|task|message)"
-_PLACEHOLDER = re.compile(
-    rf"(?<![\w\])])\[\s*(?:(?:insert|put|enter|type|paste|add|write|your|the|user'?s?|here)\s+){{1,3}}(?:[a-z]+\s+){{0,2}}"
-    rf"{_PROMPT_NOUN}(?:\s+[a-z]+){{0,2}}\s*\]|(?<![\w\])])\[\s*{_PROMPT_NOUN}(?: here)?\s*\](?!\()"
-    rf"|<\s*(?:your )?{_PROMPT_NOUN}\s*>|\{{\{{\s*(?:{_PROMPT_NOUN}|user_?input)\s*\}}\}}"
-    rf"|\b(?:insert|put|enter|type|paste) (?:your|the|a) {_PROMPT_NOUN} here\b|\b(?:your|the) {_PROMPT_NOUN} goes here\b|\byour {_PROMPT_NOUN} here\b")
+# Placeholders of a prompt template, matched on the folded text; each form is searched only
+# when the character or word it needs occurs ("[", "<", "{{", "here").
+_PLACEHOLDERS = (
+    ("[", re.compile(rf"(?<![\w\])])\[\s*(?:(?:insert|put|enter|type|paste|add|write|your|the|user'?s?|here)\s+){{1,3}}"
+                     rf"(?:[a-z]+\s+){{0,2}}{_PROMPT_NOUN}(?:\s+[a-z]+){{0,2}}\s*\]"
+                     rf"|(?<![\w\])])\[\s*{_PROMPT_NOUN}(?: here)?\s*\](?!\()")),
+    ("<", re.compile(rf"<\s*(?:your )?{_PROMPT_NOUN}\s*>")),
+    ("{{", re.compile(rf"\{{\{{\s*(?:{_PROMPT_NOUN}|user_?input)\s*\}}\}}")),
+    ("here", re.compile(rf"\b(?:insert|put|enter|type|paste) (?:your|the|a) {_PROMPT_NOUN} here\b"
+                        rf"|\b(?:your|the) {_PROMPT_NOUN} goes here\b|\byour {_PROMPT_NOUN} here\b")),
+)
 
-# Apostrophe-less contractions, as typed in a hurry, read like the apostrophe forms.
-_CONTRACTIONS = {
-    "dont": "don t", "doesnt": "doesn t", "didnt": "didn t", "cant": "can t", "wont": "won t", "isnt": "isn t",
-    "arent": "aren t", "shouldnt": "shouldn t", "wouldnt": "wouldn t", "couldnt": "couldn t", "youre": "you re",
-    "youll": "you ll", "youve": "you ve", "im": "i m", "ive": "i ve", "ill": "i ll",
-}
-_WORD = re.compile(r"[a-z0-9]+")
+# Contractions are also typed without the apostrophe ("dont"); phrases holding one match
+# both spellings.
+_CONTRACTIONS = {"don t": "dont", "doesn t": "doesnt", "didn t": "didnt", "can t": "cant", "won t": "wont",
+                 "isn t": "isnt", "aren t": "arent", "shouldn t": "shouldnt", "wouldn t": "wouldnt",
+                 "couldn t": "couldnt", "you re": "youre", "you ll": "youll", "you ve": "youve", "i m": "im",
+                 "i ve": "ive"}
+_NON_WORD = re.compile(r"[^a-z0-9]+")
 _MAX_PHRASE = 6
 
 
-def words(folded: str) -> list[str]:
-    """The words of folded text; apostrophes split words ("l'ia" -> "l", "ia")."""
-    return [w for tok in _WORD.findall(folded) for w in _CONTRACTIONS.get(tok, tok).split()]
+def words(folded: str) -> str:
+    """The words of folded text joined by single spaces; apostrophes split words
+    ("l'ia" -> "l ia")."""
+    return _NON_WORD.sub(" ", folded).strip()
 
 
-def _build(categories: Mapping[str, Iterable[str]], fold: Callable[[str], str]) -> dict[str, dict[str, frozenset[str]]]:
-    # phrase (space-joined words) -> categories; plus the first words of every phrase, so that
-    # only n-grams that can start a phrase are built.
-    table: dict[str, set[str]] = {}
-    for category, phrases in categories.items():
-        for phrase in phrases:
-            key = " ".join(words(fold(phrase)))
-            if key and len(key.split()) <= _MAX_PHRASE:
-                table.setdefault(key, set()).add(category)
-    return {k: frozenset(v) for k, v in table.items()}  # type: ignore[return-value]
+def _spellings(key: str) -> set[str]:
+    """``key`` and its variants with contractions written without the apostrophe."""
+    found = {key}
+    for split, joined in _CONTRACTIONS.items():
+        found |= {re.sub(rf"\b{split}\b", joined, k) for k in found}
+    return found
+
+
+def trie_regex(literals: Iterable[str]) -> str:
+    """A regex source matching any of ``literals``, shaped as a trie (shared prefixes are
+    tried once), preferring the longest literal at a position."""
+    trie: dict = {}
+    for lit in literals:
+        node = trie
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(trie)
 
 
 @dataclass(frozen=True)
 class Cues:
-    """The cue phrases found in one text: ``(word position, category, phrase)`` in text order,
-    and the text's length in words."""
+    """The cue phrases found in one text, ``(offset, category, phrase)`` in text order (the
+    offset counts characters of the text's words joined by single spaces), and the text's
+    length in words and in those characters."""
 
     found: tuple[tuple[int, str, str], ...]
     n_words: int
+    n_chars: int
 
-    def count(self, category: str, start: int = 0, end: int | None = None) -> int:
-        """How many distinct phrases of ``category`` occur in words ``start`` to ``end``."""
-        stop = self.n_words if end is None else end
-        return len({p for i, c, p in self.found if c == category and start <= i < stop})
+    def count(self, category: str) -> int:
+        """How many distinct phrases of ``category`` occur."""
+        return len({p for _, c, p in self.found if c == category})
 
 
 class _Index:
+    """The phrase table, compiled: one trie regex over the phrases, and for each phrase the
+    shorter phrases it starts with (they occur wherever it occurs)."""
+
     def __init__(self) -> None:
         from memwarden.guards.injection import fold  # the one normalisation, shared
 
         self.fold = fold
-        self.table = _build(CATEGORIES, fold)
-        self.lengths = sorted({len(k.split()) for k in self.table})
-        self.starts = frozenset(k.split()[0] for k in self.table)
+        table: dict[str, set[str]] = {}
+        for category, phrases in CATEGORIES.items():
+            for phrase in phrases:
+                key = words(fold(phrase))
+                if key and len(key.split()) <= _MAX_PHRASE:
+                    for spelling in _spellings(key):
+                        table.setdefault(spelling, set()).add(category)
+        self.hits = {key: tuple((p, c) for p in table if key == p or key.startswith(p + " ") for c in sorted(table[p]))
+                     for key in table}
+        self.regex = re.compile(rf"\b(?=({trie_regex(table)})\b)")
 
 
 _INDEX: _Index | None = None
@@ -244,24 +279,19 @@ def _index() -> _Index:
 def cue_hits(text: str, *, folded: bool = False) -> Cues:
     """The cues of ``text`` (raw, or already folded when ``folded``)."""
     index = _index()
-    ws = words(text if folded else index.fold(text))
-    found: list[tuple[int, str, str]] = []
-    table, starts, lengths = index.table, index.starts, index.lengths
-    n = len(ws)
-    for i, w in enumerate(ws):
-        if w not in starts:
-            continue
-        for length in lengths:
-            if i + length > n:
-                break
-            gram = w if length == 1 else " ".join(ws[i:i + length])
-            found.extend((i, category, gram) for category in table.get(gram, ()))
     flat = text if folded else index.fold(text)
-    for m in _PLACEHOLDER.finditer(flat):
-        # Word position of the match, approximately (placeholders are rare; words are not recounted).
-        found.append((min(n, len(_WORD.findall(flat, 0, m.start()))), "placeholder", m.group(0)))
+    # Matching runs over the words joined by single spaces, so punctuation and line breaks
+    # between the words of a phrase do not hide it.
+    joined = words(flat)
+    found = [(m.start(), category, phrase) for m in index.regex.finditer(joined)
+             for phrase, category in index.hits[m.group(1)]]
+    for needed, regex in _PLACEHOLDERS:
+        if needed in flat:
+            # Placeholders are rare: their position is estimated from the folded text's.
+            found.extend((int(m.start() * len(joined) / max(1, len(flat))), "placeholder", m.group(0))
+                         for m in regex.finditer(flat))
     found.sort()
-    return Cues(tuple(found), n)
+    return Cues(tuple(found), joined.count(" ") + 1 if joined else 0, len(joined))
 
 
 # Weight of one distinct phrase, and the most a category can add.
@@ -273,13 +303,14 @@ _WINDOW = 300
 _DENSITY = 0.03
 
 
-def _window_score(cues: Cues, start: int, end: int) -> float:
-    counts = {c: cues.count(c, start, end) for c in _WEIGHTS}
-    present = {c for c, n in counts.items() if n}
-    if len(present) < 2 or not ({"reader", "directive"} & present):
+def _window_score(found: Sequence[tuple[int, str, str]], n_words: float) -> float:
+    phrases: dict[str, set[str]] = {}
+    for _, category, phrase in found:
+        phrases.setdefault(category, set()).add(phrase)
+    if len(phrases) < 2 or not ({"reader", "directive"} & phrases.keys()):
         return 0.0
-    total = sum(min(cap, w * counts[c]) for c, (w, cap) in _WEIGHTS.items())
-    density = sum(counts.values()) / max(1, min(end, cues.n_words) - start)
+    total = sum(min(cap, w * len(phrases.get(c, ()))) for c, (w, cap) in _WEIGHTS.items())
+    density = sum(map(len, phrases.values())) / max(1.0, n_words)
     return min(1.0, total) * min(1.0, density / _DENSITY)
 
 
@@ -289,6 +320,13 @@ def prompt_shape(cues: Cues) -> float:
     if not cues.found:
         return 0.0
     if cues.n_words <= _WINDOW:
-        return round(_window_score(cues, 0, cues.n_words), 3)
-    step = _WINDOW // 2
-    return round(max(_window_score(cues, s, s + _WINDOW) for s in range(0, cues.n_words - step, step)), 3)
+        return round(_window_score(cues.found, cues.n_words), 3)
+    # Windows of _WINDOW words, measured in characters at this text's mean word length.
+    per_word = cues.n_chars / cues.n_words
+    width, step = int(_WINDOW * per_word), int(_WINDOW * per_word) // 2
+    at = [i for i, _, _ in cues.found]
+    best = 0.0
+    for start in range(0, max(1, cues.n_chars - step), step):
+        window = cues.found[bisect_left(at, start):bisect_left(at, start + width)]
+        best = max(best, _window_score(window, min(width, cues.n_chars - start) / per_word))
+    return round(best, 3)
