@@ -178,9 +178,9 @@ _PROMPT_NOUN = r"(?:prompts?|questions?|requests?|query|queries|input|instructio
 # Placeholders of a prompt template, matched on the folded text; each form is searched only
 # when the character or word it needs occurs ("[", "<", "{{", "here").
 _PLACEHOLDERS = (
-    ("[", re.compile(rf"(?<![\w\])])\[\s*(?:(?:insert|put|enter|type|paste|add|write|your|the|user'?s?|here)\s+){{1,3}}"
-                     rf"(?:[a-z]+\s+){{0,2}}{_PROMPT_NOUN}(?:\s+[a-z]+){{0,2}}\s*\]"
-                     rf"|(?<![\w\])])\[\s*{_PROMPT_NOUN}(?: here)?\s*\](?!\()")),
+    ("[", re.compile(rf"\[\s*(?:(?:(?:insert|put|enter|type|paste|add|write|your|the|user'?s?|here)"
+                     rf"\s+){{1,3}}(?:[a-z]+\s+){{0,2}}{_PROMPT_NOUN}(?:\s+[a-z]+){{0,2}}|{_PROMPT_NOUN}(?: here)?)"
+                     rf"\s*\](?!\()")),
     ("<", re.compile(rf"<\s*(?:your )?{_PROMPT_NOUN}\s*>")),
     ("{{", re.compile(rf"\{{\{{\s*(?:{_PROMPT_NOUN}|user_?input)\s*\}}\}}")),
     ("here", re.compile(rf"\b(?:insert|put|enter|type|paste) (?:your|the|a) {_PROMPT_NOUN} here\b"
@@ -195,6 +195,11 @@ _CONTRACTIONS = {"don t": "dont", "doesn t": "doesnt", "didn t": "didnt", "can t
                  "i ve": "ive"}
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 _MAX_PHRASE = 6
+
+
+def _indexing(text: str, at: int) -> bool:
+    """A bracket right after a word or bracket indexes (``state["messages"]``); it is no slot."""
+    return text[at] == "[" and at > 0 and (text[at - 1].isalnum() or text[at - 1] in "_])")
 
 
 def words(folded: str) -> str:
@@ -289,7 +294,7 @@ def cue_hits(text: str, *, folded: bool = False) -> Cues:
         if needed in flat:
             # Placeholders are rare: their position is estimated from the folded text's.
             found.extend((int(m.start() * len(joined) / max(1, len(flat))), "placeholder", m.group(0))
-                         for m in regex.finditer(flat))
+                         for m in regex.finditer(flat) if not _indexing(flat, m.start()))
     found.sort()
     return Cues(tuple(found), joined.count(" ") + 1 if joined else 0, len(joined))
 

@@ -77,30 +77,34 @@ _CONFUSABLES_SRC = {
 }
 # str.translate walks every character of a long text; a regex finds the few look-alikes fast.
 _CONFUSABLES_RE = re.compile("[" + "".join(_CONFUSABLES_SRC) + "]")
-_CONFUSABLE_LETTERS = frozenset(_CONFUSABLES_SRC)
 
 # Zero-width and other invisible format characters (removed from every view).
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u180e\ufeff\u00ad\u034f"
 _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _INVISIBLE_RE = re.compile(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\U000e0000-\U000e007f\ufe00-\ufe0f]")
 _BIDI_RE = re.compile(f"[{_BIDI}]")
-_NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
 _COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _SPACES_RE = re.compile(r"[^\S\n]+")
 _NEWLINES_RE = re.compile(r"\s*\n\s*")
 
 
+def _fold_run(match: re.Match[str]) -> str:
+    run = _CONFUSABLES_RE.sub(lambda m: _CONFUSABLES_SRC[m.group(0)], unicodedata.normalize("NFKC", match.group(0)))
+    run = _COMBINING_RE.sub("", unicodedata.normalize("NFKD", _INVISIBLE_RE.sub("", run).casefold()))
+    return run.replace("’", "'").replace("‘", "'")
+
+
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+
+
 def fold(text: str) -> str:
     """The comparison form of ``text``: NFKC, look-alikes to ASCII, invisible characters
     removed, case-folded, accents removed, whitespace collapsed (newlines kept)."""
-    if text.isascii():  # nothing to normalise but case, backticks and spaces
-        text = text.lower().replace("`", "'")
-    else:
-        text = _CONFUSABLES_RE.sub(lambda m: _CONFUSABLES_SRC[m.group(0)], unicodedata.normalize("NFKC", text))
-        text = _INVISIBLE_RE.sub("", text).casefold()
-        text = _COMBINING_RE.sub("", unicodedata.normalize("NFKD", text))
-        text = text.replace("’", "'").replace("‘", "'").replace("`", "'")
-    text = _SPACES_RE.sub(" ", text)
+    # Only the runs of non-ASCII characters need Unicode work (an accent that combines with
+    # the ASCII letter before it is removed all the same); ASCII needs only lower case.
+    if not text.isascii():
+        text = _NON_ASCII_RUN.sub(_fold_run, text)
+    text = _SPACES_RE.sub(" ", text.lower().replace("`", "'"))
     return _NEWLINES_RE.sub("\n", text).strip()
 
 
@@ -1021,8 +1025,9 @@ class InjectionDetector:
         base = fold(raw)
         # The cue count first: it is cheap and decides most long jailbreaks on its own.
         self._shape(base, put)
-        found = self._match_all(base, raw, budget=self.reject_at - sum(signals.values()))
-        known = _present(base) if not decided() else set()
+        known: set[str] = set()
+        found = {} if decided() else self._match_all(base, raw, budget=self.reject_at - sum(signals.values()),
+                                                     literals=known)
         for fam, w in found.items():
             put(fam, w)
         # Derived views: whatever they reveal that the plain text did not is obfuscated.
@@ -1102,12 +1107,14 @@ class InjectionDetector:
             yield f"{kind}+rot13", codecs.encode(fold(decoded), "rot13")
 
     def _match_all(self, text: str, raw: str | None, only: Sequence[int] | None = None,
-                   budget: float | None = None, known: set[str] | None = None) -> dict[str, float]:
+                   budget: float | None = None, known: set[str] | None = None,
+                   literals: set[str] | None = None) -> dict[str, float]:
         """Rule signals in ``text``; with ``budget``, stop once their sum reaches it.
 
         ``known``: the literals of a text that was already judged and of which ``text`` is a
         rewrite (split words joined, leetspeak undone); only rules that need a literal the
         rewrite *added* run again (the others found whatever they could in the original).
+        ``literals``: filled with the literals found in ``text``.
         """
         found: dict[str, float] = {}
 
@@ -1118,6 +1125,8 @@ class InjectionDetector:
         long_text = len(text) > _LONG
         where: dict[str, list[int]] = {}
         present = _present(text, where if long_text else None)
+        if literals is not None:
+            literals |= present
         fresh = present - known if known is not None else present
         for i in (only if only is not None else _BY_WEIGHT):
             rule, needs = _RULES[i], _RULE_NEEDS[i]
@@ -1169,8 +1178,7 @@ class InjectionDetector:
     def _hidden_unicode(text: str, put) -> None:
         if text.isascii():
             return
-        stripped_flags = _FLAG_TAGS_RE.sub("", text)
-        if _TAGS_RE.search(stripped_flags):
+        if _TAGS_RE.search(text) and _TAGS_RE.search(_FLAG_TAGS_RE.sub("", text)):
             put("hidden-unicode:tag-characters", 1.0)
         zw = 0
         for m in re.finditer(f"[{_ZERO_WIDTH}\u2060]", text):
@@ -1189,12 +1197,19 @@ class InjectionDetector:
             put("hidden-unicode:zero-width", 0.5)
         if _BIDI_RE.search(text):
             put("hidden-unicode:bidi", 0.5)
-        for word in _NON_ASCII_WORD.findall(unicodedata.normalize("NFKC", text)):
-            if len(word) >= 3 and any(c in _CONFUSABLE_LETTERS for c in word):
-                latin = sum("a" <= c.lower() <= "z" for c in word)
-                if latin >= 1 and latin < len(word):
-                    put("homoglyph", 0.5)
-                    break
+        nfkc, end = unicodedata.normalize("NFKC", text), 0
+        for m in _CONFUSABLES_RE.finditer(nfkc):
+            if m.start() < end:
+                continue  # in the word just judged
+            start, end = m.start(), m.end()
+            while start and (nfkc[start - 1].isalnum() or nfkc[start - 1] == "_"):
+                start -= 1
+            while end < len(nfkc) and (nfkc[end].isalnum() or nfkc[end] == "_"):
+                end += 1
+            latin = sum("a" <= c.lower() <= "z" for c in nfkc[start:end])
+            if end - start >= 3 and 1 <= latin < end - start:
+                put("homoglyph", 0.5)
+                break
         # Stacked combining marks (Zalgo); precomposed letters decompose to at most two.
         if _COMBINING_RE.search(text) and re.search("[\u0300-\u036f]{3,}", unicodedata.normalize("NFD", text)):
             put("hidden-unicode:combining", 0.4)
