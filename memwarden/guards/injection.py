@@ -319,7 +319,7 @@ _EN = [
     ("prompt-leak", 0.5, r"\b(?:display|show|print|output|reveal|dump)\b[^.!?\n]{0,40}? (?:initial|system|original|hidden) "
                          r"(?:prompt|instructions|configuration)\b"),
     ("prompt-leak", 0.6, r"\b(?:your|the) (?:system ?prompt|initial prompt|initial instructions|starting instructions|"
-                         r"initial configuration|system configuration|system instructions|initiali[sz]ation(?: string)?|"
+                         r"initial configuration|system configuration|system instructions|initiali[sz]ation string|"
                          r"original instructions|hidden instructions)\b|\bsystem_?prompt\b"),
     ("prompt-leak", 1.0, r"\b(?:output|repeat|print|show|display|encode|translate|rot13|reveal|return|write)(?: (?:me|us))? "
                          r"(?:back )?(?:all |the |this |everything )?(?:text|words|content|conversation|everything|messages?)?"
@@ -354,8 +354,10 @@ _EN = [
     ("tool-call", 0.4, r"\b(?:call|invoke|trigger)(?: the)? '?[a-z]+_[a-z_]+'?(?:\(|\b)"),
     ("tool-call", 0.3, r"\b(?:call|invoke|use) the (?:[\w-]+ )?(?:tool|function|plugin|webhook)\b"),
     ("command", 1.0, r"\bexecute (?:it|this|that|them|the (?:following|result|decoded text)) as (?:a )?"
-                     r"(?:command|code|script|shell|program)|\b(?:execute|run) the (?:following|hidden|decoded) "
+                     r"(?:command|code|script|shell|program)|\b(?:execute|run) the (?:hidden|decoded) "
                      r"(?:command|code|script|payload)s?\b"),
+    # "Run the following command" is how every manual speaks; weak on its own.
+    ("command", 0.3, r"\b(?:execute|run) the following (?:command|code|script|payload)s?\b"),
     ("command", 1.0, r"\brm -(?:rf|fr|r) +(?:/|~|\*|--no-preserve-root|\$home|\.\./)|\bmkfs\b|\bdd if=|:\(\)\s*\{|"
                      r"\bchmod -?r? ?777 /|\bformat c:|\bdel /[fsq]|\b(?:ncat|netcat) -e\b|/dev/tcp/|"
                      r"\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:ba|z|k)?sh\b|\bpowershell(?:\.exe)? -(?:enc|e|encodedcommand)\b"),
@@ -786,14 +788,21 @@ def _undone_words(sentence: str, gate: frozenset[str]) -> int:
     return len(set(_GATE_WORD.findall(sentence)) & gate)
 
 # URLs and Markdown images that carry data out.
-_MD_IMAGE_QUERY = re.compile(r"!\[[^\]\n]{0,200}\]\(\s*<?(?:https?:)?//[^)\s]*\?[^)\s]*=")
-_MD_IMAGE = re.compile(r"!\[[^\]\n]{0,200}\]\(\s*<?(?:https?:)?//")
-_HTML_IMG_QUERY = re.compile(r"<img\b[^>]{0,200}\bsrc\s*=\s*[\"']?(?:https?:)?//[^\"'\s>]*\?[^\"'\s>]*=")
+_MD_IMAGE_URL = re.compile(r"!\[[^\]\n]{0,200}\]\(\s*<?((?:https?:)?//[^)\s>]+)", re.IGNORECASE)
+_HTML_IMG_URL = re.compile(r"<img\b[^>]{0,200}\bsrc\s*=\s*[\"']?((?:https?:)?//[^\"'\s>]+)", re.IGNORECASE)
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>()\"']+")
 _URL_TEMPLATE = re.compile(r"\{[^}\s]{1,40}\}|\[[a-z_ ]{2,40}\]|\$\{?[a-z_]{2,40}|<[a-z_ ]{2,40}>|%s|\{\{|(?:=|/)\.\.\.")
 _DATA_PARAM = re.compile(r"[?&;](?:data|d|payload|secret|token|key|api_?key|password|passwd|pw|pwd|ssn|cc|card|creds?|"
                          r"credentials|session|cookie|conversation|chat|history|memory|prompt|exfil|leak|dump|content|"
                          r"msg|message|text|summary|info|q|query|user|email)=([^&#\s]*)", re.IGNORECASE)
+
+
+def _encoded(value: str) -> bool:
+    """A query value that looks like data rather than a setting: long, or a token mixing
+    upper and lower case and digits (base64 and the like)."""
+    return len(value) >= 40 or (len(value) >= 16 and re.fullmatch(r"[A-Za-z0-9+/_=-]+", value) is not None
+                                and re.search(r"\d", value) is not None and re.search(r"[a-z]", value) is not None
+                                and re.search(r"[A-Z]", value) is not None)
 
 # ---------------------------------------------------------------------------------------
 # Decoding obfuscations
@@ -1157,22 +1166,23 @@ class InjectionDetector:
     def _links(text: str, put) -> None:
         if "//" not in text and "www." not in text:
             return
-        low = text.casefold()
-        if _MD_IMAGE_QUERY.search(low) or _HTML_IMG_QUERY.search(low):
-            put("exfil-link", 1.0)
-        elif _MD_IMAGE.search(low):
-            put("exfil-link", 0.3)
-        for m in _URL.finditer(low):
-            url = m.group(0)
-            if _URL_TEMPLATE.search(url):
+        # An image loads by itself when an answer is rendered, so its URL can carry data out
+        # without a click; a link needs one.
+        images = {m.group(1) for regex in (_MD_IMAGE_URL, _HTML_IMG_URL) for m in regex.finditer(text)}
+        for url in images:
+            data = [unquote(pm.group(1)) for pm in _DATA_PARAM.finditer(url)]
+            if _URL_TEMPLATE.search(url.lower()) or any(map(_encoded, data)):
                 put("exfil-link", 1.0)
+            else:  # a parameter named for data is likely, any other a badge's "?label=" at most
+                put("exfil-link", 0.6 if data else 0.3)
+        for m in _URL.finditer(text):
+            url = m.group(0)
+            if url in images:
                 continue
-            for pm in _DATA_PARAM.finditer(url):
-                value = unquote(pm.group(1))
-                if len(value) >= 40 or (len(value) >= 16 and re.fullmatch(r"[A-Za-z0-9+/_=-]+", value)
-                                        and re.search(r"\d", value) and re.search(r"[a-z]", value)
-                                        and re.search(r"[A-Z]", pm.group(1))):
-                    put("exfil-link", 0.3)
+            if _URL_TEMPLATE.search(url.lower()):
+                put("exfil-link", 1.0)
+            elif any(_encoded(unquote(pm.group(1))) for pm in _DATA_PARAM.finditer(url)):
+                put("exfil-link", 0.3)
 
     @staticmethod
     def _hidden_unicode(text: str, put) -> None:
