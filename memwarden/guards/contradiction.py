@@ -34,7 +34,7 @@ from memwarden.guards.injection import fold
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import Kind, MemoryRecord
 
-__all__ = ["ContradictionCheck", "find_contradiction"]
+__all__ = ["ContradictionCheck", "content_words", "find_contradiction"]
 
 _NEGATIONS = frozenset("""
 not no never none nobody nothing neither nor cannot cant dont doesnt didnt isnt arent wasnt werent wont
@@ -129,6 +129,12 @@ def _quantities(folded: str) -> dict[str, set[str]]:
 
 def _content(words: list[str]) -> set[str]:
     return {w for w in words if w not in _STOP and w not in _NEGATIONS and not w[0].isdigit()}
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The content words of ``text`` as :func:`find_contradiction` compares them (folded, no
+    stop words, negations or numbers): two statements can conflict only if they share some."""
+    return frozenset(_content(_words(fold(text))))
 
 
 def find_contradiction(a: str, b: str, *, max_diff: int = 1, min_shared: int = 2) -> str | None:

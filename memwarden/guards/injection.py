@@ -49,7 +49,7 @@ from memwarden.guards.cues import cue_hits, prompt_shape, trie_regex
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import MemoryRecord
 
-__all__ = ["InjectionDetector", "Scan", "fold", "signature_tokens"]
+__all__ = ["InjectionDetector", "Scan", "fold", "readings", "signature_tokens"]
 
 # ---------------------------------------------------------------------------------------
 # Normalisation
@@ -943,6 +943,54 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
     return out
 
 
+def _derived(base: str, raw: str, parts: list[str]) -> Iterator[tuple[str, str]]:
+    """Derived texts, cheapest first, each holding only the sentences the transform changes."""
+    spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw) if _SPACED_RAW_RE.search(raw) else raw
+    joined = fold(spaced) if spaced is not raw else base
+    split = [_INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), s))
+             for s in _sentences(parts if joined is base else joined, _SPACED_RE, _INTRA_SEP_RE)]
+    changed = [s for s in split if s not in base]
+    if changed:
+        yield "split-words", "\n".join(changed)
+    leet_tokens = _LEET_TOKEN.findall(base) if _LEET_NEAR.search(base) else []
+    if leet_tokens:
+        # Among several leet words, digit-only ones ("70" = "to") are leet too.
+        pattern = _LEET_ANY if len(leet_tokens) >= 3 else _LEET_TOKEN
+        leet = [pattern.sub(lambda m: m.group(0).translate(_LEET), s) for s in _sentences(parts, _LEET_TOKEN)]
+        yield "leetspeak", "\n".join(leet)
+    # rot13 and reversal only of sentences holding words that are common words once undone.
+    everywhere = set(_GATE_WORD.findall(base))
+    if len(everywhere & _ROT13_GATE) >= 2:
+        rot = [codecs.encode(s, "rot13") for s in parts if _undone_words(s, _ROT13_GATE) >= 2]
+        if rot:
+            yield "rot13", "\n".join(rot)
+    if len(everywhere & _REVERSED_GATE) >= 2:
+        back = [s[::-1] for s in parts if _undone_words(s, _REVERSED_GATE) >= 2]
+        if back:
+            yield "reversed", "\n".join(back)
+    if not raw.isascii():
+        hidden = "".join(chr(ord(c) - 0xE0000) for c in "".join(_TAGS_RE.findall(_FLAG_TAGS_RE.sub("", raw)))
+                         if 0xE0020 <= ord(c) <= 0xE007E)
+        if hidden:
+            yield "tag-characters", fold(hidden)
+    for kind, decoded in _decodings(raw):
+        yield kind, fold(decoded)
+        # One more layer (base64 of rot13, percent-encoded base64, ...).
+        for kind2, decoded2 in _decodings(decoded):
+            yield f"{kind}+{kind2}", fold(decoded2)
+        yield f"{kind}+rot13", codecs.encode(fold(decoded), "rot13")
+
+
+def readings(text: str) -> list[str]:
+    """``text`` folded, then every text the detector derives from it: split words joined,
+    leetspeak undone, rot13 and reversal of sentences that read as words once undone, hidden
+    tag characters, decoded blobs (base64, hex, ...). Used to recognise a payload again
+    under another encoding."""
+    raw = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    base = fold(raw)
+    return [base] + [derived for _, derived in _derived(base, raw, _SENTENCE_SPLIT.split(base))]
+
+
 # ---------------------------------------------------------------------------------------
 # The detector
 # ---------------------------------------------------------------------------------------
@@ -1041,7 +1089,7 @@ class InjectionDetector:
             put(fam, w)
         # Derived views: whatever they reveal that the plain text did not is obfuscated.
         parts = _SENTENCE_SPLIT.split(base)
-        for view, derived in ([] if decided() else self._views(base, raw, parts)):
+        for view, derived in ([] if decided() else _derived(base, raw, parts)):
             # Whole-text transforms of ordinary text are noise: only strong rules run there.
             extra = self._match_all(derived, None, _STRONG if view in ("rot13", "reversed") else None,
                                     known=known if view in ("split-words", "leetspeak") else None)
@@ -1077,43 +1125,6 @@ class InjectionDetector:
         if cues.count("placeholder"):
             # A slot for a request ("[INSERT PROMPT HERE]"): the text is a prompt template.
             put("prompt-template", 0.4)
-
-    def _views(self, base: str, raw: str, parts: list[str]) -> Iterator[tuple[str, str]]:
-        """Derived texts, cheapest first, each holding only the sentences the transform changes."""
-        spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw) if _SPACED_RAW_RE.search(raw) else raw
-        joined = fold(spaced) if spaced is not raw else base
-        split = [_INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), s))
-                 for s in _sentences(parts if joined is base else joined, _SPACED_RE, _INTRA_SEP_RE)]
-        changed = [s for s in split if s not in base]
-        if changed:
-            yield "split-words", "\n".join(changed)
-        leet_tokens = _LEET_TOKEN.findall(base) if _LEET_NEAR.search(base) else []
-        if leet_tokens:
-            # Among several leet words, digit-only ones ("70" = "to") are leet too.
-            pattern = _LEET_ANY if len(leet_tokens) >= 3 else _LEET_TOKEN
-            leet = [pattern.sub(lambda m: m.group(0).translate(_LEET), s) for s in _sentences(parts, _LEET_TOKEN)]
-            yield "leetspeak", "\n".join(leet)
-        # rot13 and reversal only of sentences holding words that are common words once undone.
-        everywhere = set(_GATE_WORD.findall(base))
-        if len(everywhere & _ROT13_GATE) >= 2:
-            rot = [codecs.encode(s, "rot13") for s in parts if _undone_words(s, _ROT13_GATE) >= 2]
-            if rot:
-                yield "rot13", "\n".join(rot)
-        if len(everywhere & _REVERSED_GATE) >= 2:
-            back = [s[::-1] for s in parts if _undone_words(s, _REVERSED_GATE) >= 2]
-            if back:
-                yield "reversed", "\n".join(back)
-        if not raw.isascii():
-            hidden = "".join(chr(ord(c) - 0xE0000) for c in "".join(_TAGS_RE.findall(_FLAG_TAGS_RE.sub("", raw)))
-                             if 0xE0020 <= ord(c) <= 0xE007E)
-            if hidden:
-                yield "tag-characters", fold(hidden)
-        for kind, decoded in _decodings(raw):
-            yield kind, fold(decoded)
-            # One more layer (base64 of rot13, percent-encoded base64, ...).
-            for kind2, decoded2 in _decodings(decoded):
-                yield f"{kind}+{kind2}", fold(decoded2)
-            yield f"{kind}+rot13", codecs.encode(fold(decoded), "rot13")
 
     def _match_all(self, text: str, raw: str | None, only: Sequence[int] | None = None,
                    budget: float | None = None, known: set[str] | None = None,

@@ -12,6 +12,7 @@ second way to reach stored records.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import datetime, timedelta
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
+from memwarden.guards.contradiction import content_words, find_contradiction
+from memwarden.guards.lessons import LessonValidator, lesson_content
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
 from memwarden.guards.visibility import is_visible, visible_filter
 from memwarden.integrations.metrics import record_operation
@@ -30,6 +33,7 @@ from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
 from memwarden.guards.forgetting import eviction_order
 from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog
+from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, ChromaBackend
 from memwarden.memory.codec import from_row, to_metadata
@@ -39,7 +43,7 @@ from memwarden.memory.ops import (
     SweepOp, UpdateOp, WriteOp, op_namespace,
 )
 from memwarden.memory.records import (
-    ErasureReceipt, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
+    ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
 )
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
@@ -49,6 +53,15 @@ from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, sc
 _LINK_CHUNK = 400
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
+# Records of one subject read when it is first needed by the contradiction check or consensus
+# (the newest are kept; see memwarden.memory.caches).
+_SUBJECT_LOAD = 1000
+
+# The core's own principal. It writes lesson records and nothing else, and no session can
+# act as it: only this object (not another Principal with the same id) is the core.
+CORE = Principal("memwarden")
+LESSONS_NAMESPACE: Namespace = ("memwarden", "lessons")
+_log = logging.getLogger("memwarden")
 
 if TYPE_CHECKING:
     from memwarden.integrations.store import GovernedStore
@@ -75,6 +88,8 @@ class _Facts:
     error: str | None = None
     audited: bool = False
     audit_seq: int | None = None
+    # Operations of the core that this one causes (lessons), run once it is audited.
+    follow_ups: list[Callable[[], None]] = field(default_factory=list)
 
     def decided(self, decision: Decision) -> Decision:
         self.decision = "allow" if decision.allowed else "deny"
@@ -120,6 +135,20 @@ class _Facts:
         }
 
 
+def _not_core(principal: object) -> None:
+    if principal is CORE:
+        raise InvalidRequest("the core principal acts only inside memwarden")
+
+
+def _chain(validators: Iterable[WriteValidator] | None) -> Iterable[WriteValidator]:
+    """The validators a Memory opens with: the default chain unless the caller chose one."""
+    if validators is None:
+        from memwarden.guards.defaults import default_validators
+
+        return default_validators()
+    return validators
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Tunables of a Memory, passed as keyword arguments to ``Memory.open``.
@@ -131,11 +160,15 @@ class Settings:
     means f colluders can never release a write alone.
     ``review_timeout``: seconds a quarantined write waits for its quorum; after that it is
     rejected (fail closed).
+    ``lessons``: the core writes a lesson record (see :mod:`memwarden.guards.lessons`) when
+    validators reject a write, when reviewers reject a quarantined one, and when a record is
+    retracted as poisoned.
     """
 
     count_withheld: bool = False
     quorum: int = 2
     review_timeout: float = 7 * 86400.0
+    lessons: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.quorum, bool) or not isinstance(self.quorum, int) or self.quorum < 1:
@@ -157,6 +190,10 @@ class Memory:
         self._embedder = as_embedder(embedding)
         self._validators = ValidatorChain(validators)
         self._settings = settings
+        # Lessons are hashed with the key of the chain's lesson validator, so that it can read them.
+        self._lesson_key = next((v.key for v in self._validators.validators if isinstance(v, LessonValidator)), None)
+        self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS)
+        self._subject_index = SubjectIndex(self._load_subject)
         # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
         self._write_lock = threading.RLock()
         self._closed = False
@@ -170,13 +207,16 @@ class Memory:
 
     @classmethod
     def open(cls, path: str | Path, policy: str | Path | PolicyEngine | None = None, *,
-             embedding: object | None = None, validators: Iterable[WriteValidator] = (),
+             embedding: object | None = None, validators: Iterable[WriteValidator] | None = None,
              **settings: Any) -> Memory:
         """Open (or create) an embedded memory in directory ``path``.
 
         ``policy`` is a CSV policy file, the name of a bundled policy ("hospital", "office",
         "household"), a ready PolicyEngine, or None (no rules: everything is denied).
         ``embedding`` is any LangChain ``Embeddings``; None uses the bundled offline MiniLM.
+        ``validators``: the write-validator chain; None (the default) is
+        :func:`~memwarden.guards.defaults.default_validators` (injection, provenance, lessons,
+        contradiction), ``[]`` turns write validation off.
         Further keyword arguments are :class:`Settings`.
         """
         root = Path(path)
@@ -188,13 +228,13 @@ class Memory:
         if compaction.pending(root / "chroma"):
             compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
         return cls(ChromaBackend.embedded(str(root / "chroma")), engine, AuditLog(root / "audit.sqlite3"),
-                   Tombstones(root / "tombstones.sqlite3"), embedding=embedding, validators=validators,
+                   Tombstones(root / "tombstones.sqlite3"), embedding=embedding, validators=_chain(validators),
                    settings=options)
 
     @classmethod
     def connect(cls, host: str, port: int, policy: str | Path | PolicyEngine | None = None, *,
                 state: str | Path = "./memwarden-state", ssl: bool = False, headers: dict[str, str] | None = None,
-                embedding: object | None = None, validators: Iterable[WriteValidator] = (),
+                embedding: object | None = None, validators: Iterable[WriteValidator] | None = None,
                 **settings: Any) -> Memory:
         """The same governed memory against a Chroma server (``chroma run``).
 
@@ -209,7 +249,7 @@ class Memory:
         engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         return cls(RetryingChromaBackend.connect(host, port, ssl=ssl, headers=headers), engine,
                    AuditLog(root / "audit.sqlite3"), Tombstones(root / "tombstones.sqlite3"),
-                   embedding=embedding, validators=validators, settings=options)
+                   embedding=embedding, validators=_chain(validators), settings=options)
 
     # -- public surface -----------------------------------------------------------------
 
@@ -227,6 +267,7 @@ class Memory:
         """A session that acts as ``principal`` for every operation it makes."""
         from memwarden.memory.session import Session
 
+        _not_core(principal)
         self._subjects_for(principal)
         return Session(self, principal)
 
@@ -237,6 +278,7 @@ class Memory:
         """
         if self._closed:
             raise InvalidRequest("this Memory is closed")
+        _not_core(principal)
         ops = list(ops)
         vectors = self._prefetch_vectors(ops)
         return [self._run(principal, op, vectors) for op in ops]
@@ -279,6 +321,8 @@ class Memory:
         return vec if vec is not None else embed_one(self._embedder, text)
 
     def _subjects_for(self, principal: Principal) -> frozenset[str]:
+        if principal is CORE:
+            return frozenset({CORE.id})  # outside the policy: see _core_decision
         if not isinstance(principal, Principal):
             raise InvalidRequest(f"principal must be a memwarden Principal, got {type(principal).__name__}")
         if not self._policy.knows(principal.id, principal.roles):
@@ -290,7 +334,14 @@ class Memory:
         if action not in self._handlers:
             raise InvalidRequest(f"not a memwarden operation: {type(op).__name__}")
         facts = _Facts(action, principal if isinstance(principal, Principal) else Principal("invalid"))
-        started, result = time.perf_counter(), None
+        try:
+            return self._run_one(principal, op, facts, vectors)
+        finally:
+            for follow_up in facts.follow_ups:
+                follow_up()
+
+    def _run_one(self, principal: Principal, op: Op, facts: _Facts, vectors: dict[str, np.ndarray]) -> Any:
+        action, started, result = facts.op, time.perf_counter(), None
         with operation_span(action, op) as span:
             try:
                 facts.subjects = self._subjects_for(principal)
@@ -331,6 +382,13 @@ class Memory:
             facts.outcome, facts.error = "error", f"apply failed after audit: {type(exc).__name__}"
             self._audit.append(facts.audit_entry())
             raise
+        finally:
+            # Anything but a plain write may have removed or changed records the caches hold
+            # (a write maintains them itself).
+            if facts.op != "write":
+                self._subject_index.clear()
+            if facts.op in ("forget", "erase", "retract", "review", "sweep"):
+                self._lesson_cache.clear()
 
     def _require(self, facts: _Facts, action: str, namespace: Namespace) -> Decision:
         decision = facts.decided(self._policy.decide(facts.subjects, action, namespace))
@@ -381,22 +439,33 @@ class Memory:
             chain.append(from_row(newer[0]))
         return chain
 
-    def _related(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray, k: int) -> list[MemoryRecord]:
-        """Active records sharing a subject with ``record`` that the writer may read."""
-        scope = self._policy.scope(facts.subjects, "read", ())
-        if not record.subjects or scope.empty:
+    def _related(self, facts: _Facts, record: MemoryRecord, k: int) -> list[MemoryRecord]:
+        """Up to ``k`` active records sharing a subject with ``record`` that the principal of
+        ``facts`` may read, those sharing the most content words with it first (only records
+        that share words can contradict it). Served from the subject index, not the store."""
+        if not record.subjects:
             return []
-        about = any_of([{"subjects": {"$contains": s}} for s in record.subjects])
-        rows = self._backend.query(vector, k, all_of([visible_filter(utcnow()), about, scope_filter(scope)]))
-        return [r for r in (from_row(row) for row, _ in rows) if r.id != record.id and self._may_see(facts, r)]
+        mine = content_words(record.content)
+        found = [r for r in self._subject_index.about(record.subjects)
+                 if r.record.id != record.id and self._may_see(facts, r.record)]
+        found.sort(key=lambda r: len(r.words & mine), reverse=True)
+        return [r.record for r in found[:k]]
 
-    def _lessons(self) -> list[MemoryRecord]:
-        rows = self._backend.fetch(where=all_of([visible_filter(utcnow()), {"kind": "lesson"}]), limit=_MAX_LESSONS)
-        return [from_row(r) for r in rows]
+    def _load_subject(self, subject: str, limit: int) -> list[MemoryRecord]:
+        """The newest ``limit`` visible records about ``subject`` of the kinds the index holds."""
+        where = all_of([visible_filter(utcnow()), {"subjects": {"$contains": subject}},
+                        {"kind": {"$in": sorted(k.value for k in INDEXED_KINDS)}}])
+        records = [from_row(row) for row in self._backend.fetch(where=where, limit=_SUBJECT_LOAD)]
+        return sorted(records, key=lambda r: r.created_at)[-limit:]
 
-    def _validated(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray, decision: Decision) -> MemoryRecord:
+    def _load_lessons(self, limit: int) -> list[MemoryRecord]:
+        """The newest ``limit`` active lesson records."""
+        rows = self._backend.fetch(where=all_of([visible_filter(utcnow()), {"kind": Kind.LESSON.value}]))
+        return sorted(map(from_row, rows), key=lambda r: r.created_at, reverse=True)[:limit]
+
+    def _validated(self, facts: _Facts, record: MemoryRecord, decision: Decision) -> MemoryRecord:
         context = ValidationContext(facts.principal, facts.subjects,
-                                    related=lambda r, k: self._related(facts, r, vector, k), lessons=self._lessons)
+                                    related=lambda r, k: self._related(facts, r, k), lessons=self._lesson_cache.get)
         verdicts = list(self._validators.run(record, context))
         if decision.review:
             verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,
@@ -405,6 +474,7 @@ class Memory:
         outcome = strongest(verdicts)
         if outcome is Outcome.REJECT:
             reasons = "; ".join(v.text for v in verdicts if v.outcome is Outcome.REJECT)
+            facts.follow_ups.append(lambda: self._learn(record, verdicts, stored=False))
             raise WriteRejected(f"write rejected: {reasons}", verdicts=tuple(verdicts))
         if outcome is Outcome.QUARANTINE:
             return record.model_copy(update={"status": Status.QUARANTINED})
@@ -416,9 +486,11 @@ class Memory:
     # -- handlers, one per operation kind -----------------------------------------------
 
     def _write(self, op: WriteOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
-        decision = self._require(facts, "write", op.namespace)
+        core = facts.principal is CORE
+        decision = self._core_decision(facts, op) if core else self._require(facts, "write", op.namespace)
         for parent in op.parents:
-            if not self._may_see(facts, self._fetch_one(parent)):
+            # The core links a lesson to the rejected record, which nobody can see any more.
+            if not core and not self._may_see(facts, self._fetch_one(parent)):
                 raise InvalidRequest(f"parent {parent!r} is not a record visible to {facts.principal.id!r}")
         erased_subject = self._tombstones.hit(op.subjects, op.content)
         if erased_subject is not None:
@@ -442,7 +514,6 @@ class Memory:
                 # Overwriting a keyed item replaces what others wrote: that is an update.
                 self._require(facts, "update", op.namespace)
                 version = existing.version + 1
-            vector = self._vector(op.content, vectors)
             record = self._validated(facts, MemoryRecord(
                 id=rid, namespace=op.namespace, content=op.content, kind=op.kind, subjects=op.subjects,
                 writer=facts.principal.id, writer_roles=self._roles(facts), source=op.source,
@@ -450,7 +521,8 @@ class Memory:
                 expires_at=now + timedelta(seconds=ttl) if ttl else None, trust=op.trust, labels=op.labels,
                 key=op.key, version=version, half_life=lifecycle.half_life,
                 last_access=now if lifecycle.half_life else None,
-            ), vector, decision)
+            ), decision)
+            vector = self._vector(op.content, vectors)  # after validation: a rejected write costs no embedding
             evicted = self._evictions(record, lifecycle.capacity)
             facts.record_ids += [r.id for r in evicted]
 
@@ -459,7 +531,37 @@ class Memory:
                 self._set_status(evicted, Status.FORGOTTEN, {"forgotten": "evicted"})
 
             self._commit(facts, apply)
+            gone = evicted + ([existing] if existing is not None else [])  # a keyed item's old version too
+            self._subject_index.discard(gone)
+            self._subject_index.add(record)
+            self._lesson_cache.add(record)
         return record
+
+    def _core_decision(self, facts: _Facts, op: WriteOp) -> Decision:
+        """The core writes lessons into their reserved namespace, whatever the policy says
+        (it never reads or writes anything else); the audit entry names this rule."""
+        if op.namespace != LESSONS_NAMESPACE or op.kind is not Kind.LESSON:
+            raise AccessDenied("the core writes only lesson records")
+        facts.decision = "allow"
+        facts.rules.append(f"core: lessons in {namespace_text(LESSONS_NAMESPACE)!r}")
+        return Decision(True, "write", op.namespace, None)
+
+    def _learn(self, record: MemoryRecord, verdicts: Sequence[Verdict], *, stored: bool) -> None:
+        """Leave a lesson about ``record`` (rejected or retracted) through the governed path.
+
+        ``stored``: the record exists in the store (it becomes the lesson's provenance parent).
+        A lesson that cannot be written is logged, not raised: the rejection it follows has
+        already taken effect, and the validators' other checks still stand.
+        """
+        if not self._settings.lessons or record.kind is Kind.LESSON:
+            return
+        content = lesson_content(record, verdicts, **({"key": self._lesson_key} if self._lesson_key else {}))
+        op = WriteOp(content, LESSONS_NAMESPACE, kind=Kind.LESSON, parents=(record.id,) if stored else (),
+                     labels={"lesson_for": record.id})
+        try:
+            self._run(CORE, op, {})
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            _log.warning("memwarden could not write a lesson for %s: %s", record.id, type(exc).__name__)
 
     def _evictions(self, record: MemoryRecord, capacity: int | None) -> list[MemoryRecord]:
         """Active records that must go so the namespace stays within ``capacity`` (a write
@@ -507,12 +609,34 @@ class Memory:
                 hits.append(SearchHit(record=record, score=None if distance is None else 1.0 - float(distance)))
             else:
                 facts.rechecked_out += 1
+        if op.consensus:
+            hits = self._consensus(facts, hits)
         facts.returned = len(hits)
         facts.record_ids = [h.record.id for h in hits]
         self._touch([h.record for h in hits])
         if self._settings.count_withheld:
             facts.withheld = len(self._backend.fetch(where=all_of(base + [outside_scope_filter(scope)])))
         return hits
+
+    def _consensus(self, facts: _Facts, hits: list[SearchHit]) -> list[SearchHit]:
+        """Read-time consensus (A-MemGuard): each hit is compared with the related memories
+        the caller may see, those about the same subject that share at least two content
+        words with it (comparable statements). It is contested when a strict majority of
+        them contradict it; only ids the caller may see are named."""
+        judged = []
+        for hit in hits:
+            record = hit.record
+            if record.kind not in INDEXED_KINDS or not record.subjects:
+                judged.append(hit)
+                continue
+            mine = content_words(record.content)
+            comparable = [r.record for r in self._subject_index.about(record.subjects)
+                          if r.record.id not in (record.id, record.supersedes) and len(r.words & mine) >= 2
+                          and self._may_see(facts, r.record)]
+            against = tuple(r.id for r in comparable if find_contradiction(record.content, r.content))
+            contested = 2 * len(against) > len(comparable)
+            judged.append(hit.model_copy(update={"contested": contested, "contradicted_by": against}))
+        return judged
 
     def _list(self, op: ListNamespacesOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[Namespace]:
         scope = self._read_scope(facts, op.prefix)
@@ -548,7 +672,6 @@ class Memory:
             old = self._target(facts, op.id)
             decision = self._require(facts, "update", old.namespace)
             now = utcnow()
-            vector = self._vector(op.content, vectors)
             new = self._validated(facts, old.model_copy(update={
                 "id": record_id(facts.principal.id, old.namespace, op.content, supersedes=old.id),
                 "content": op.content,
@@ -559,7 +682,8 @@ class Memory:
                 "created_at": now, "version": old.version + 1, "supersedes": old.id,
                 "status": Status.ACTIVE, "approvals": (), "rejections": (),
                 "last_access": now if old.half_life else None, "uses": 0,
-            }), vector, decision)
+            }), decision)
+            vector = self._vector(op.content, vectors)
             facts.record_ids = [new.id, old.id]
 
             def apply() -> None:
@@ -685,6 +809,10 @@ class Memory:
                     self._retire(older, now)
 
             self._commit(facts, apply)
+            if decided.status is Status.FORGOTTEN:
+                verdict = Verdict(validator="quorum", outcome=Outcome.REJECT,
+                                  reason=f"rejected by {len(rejections)} reviewers")
+                facts.follow_ups.append(lambda: self._learn(decided, [verdict], stored=True))
         return decided
 
     def _retract(self, op: RetractOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[str]:
@@ -704,6 +832,8 @@ class Memory:
                 self._set_status(held, Status.QUARANTINED, {"tainted_by": record.id})
 
             self._commit(facts, apply)
+            verdict = Verdict(validator="retraction", outcome=Outcome.REJECT, reason=f"retracted by {facts.principal.id}")
+            facts.follow_ups.append(lambda: self._learn(record, [verdict], stored=True))
         return [r.id for r in held]
 
     def _history(self, op: HistoryOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[MemoryRecord]:

@@ -139,6 +139,9 @@ class SearchOp:
 
     With a ``query`` the results are the nearest memories; without one they are listed in
     storage order (LangGraph's filter-only search). ``offset`` skips that many results.
+    ``consensus``: also compare every result with the related memories the caller may see
+    (same subject) and mark it ``contested`` when most of them contradict it (costs a
+    comparison per result; off by default).
     """
 
     action: ClassVar[str] = "search"
@@ -148,6 +151,7 @@ class SearchOp:
     k: int = 5
     kinds: Sequence[str | Kind] | None = None
     offset: int = 0
+    consensus: bool = False
 
     def canonical(self) -> SearchOp:
         """This op with every field checked and normalised."""
@@ -161,6 +165,8 @@ class SearchOp:
                 raise InvalidRequest("kinds must be a non-empty list of kinds")
             kinds = tuple(dict.fromkeys(ensure_kind(k) for k in self.kinds))
         query = _text(self.query, "query", MAX_QUERY_CHARS) if self.query is not None else None
+        if not isinstance(self.consensus, bool):
+            raise InvalidRequest(f"consensus must be True or False, got {self.consensus!r}")
         return replace(self, query=query, namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds)
 
 

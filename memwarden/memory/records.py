@@ -126,12 +126,18 @@ class MemoryRecord(BaseModel):
 
 class SearchHit(BaseModel):
     """One search result: the record and its similarity score (1 is identical; None when
-    the search had no query and merely listed records)."""
+    the search had no query and merely listed records).
+
+    With ``consensus=True`` searches, ``contested`` says that most related memories the
+    caller may see contradict the record, and ``contradicted_by`` names them.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     record: MemoryRecord
     score: float | None
+    contested: bool = False
+    contradicted_by: tuple[str, ...] = ()
 
 
 class ErasureReceipt(BaseModel):

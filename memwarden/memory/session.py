@@ -50,10 +50,11 @@ class Session:
                                  valid_from, valid_to, ttl, trust, dict(labels or {}), key, allow_reingest))
 
     def search(self, query: str | None, namespace: NamespaceLike = (), *, k: int = 5,
-               kinds: Sequence[str | Kind] | None = None, offset: int = 0) -> list[SearchHit]:
+               kinds: Sequence[str | Kind] | None = None, offset: int = 0, consensus: bool = False) -> list[SearchHit]:
         """Up to ``k`` nearest memories at or below ``namespace`` that this principal may see
-        (``query=None`` lists them instead)."""
-        return self._one(SearchOp(query, namespace, k, kinds, offset))
+        (``query=None`` lists them instead). ``consensus=True`` marks results that most
+        related memories contradict (``hit.contested``)."""
+        return self._one(SearchOp(query, namespace, k, kinds, offset, consensus=consensus))
 
     def list_namespaces(self, prefix: NamespaceLike = (), *, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[Namespace]:
