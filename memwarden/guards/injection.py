@@ -716,6 +716,14 @@ def _windows(text: str, needs: frozenset[str], where: dict[str, list[int]]) -> l
 _STRONG = tuple(i for i, r in enumerate(_RULES) if r.weight >= 0.8)
 # Strongest rules first, so that a scan with a budget stops early.
 _BY_WEIGHT = tuple(sorted(range(len(_RULES)), key=lambda i: -_RULES[i].weight))
+_RANK = {i: rank for rank, i in enumerate(_BY_WEIGHT)}
+# The rules worth trying when a literal occurs (keyed by each literal of a rule's rarest set),
+# and the rules that need no literal: a short text then tries a handful of rules, not all.
+_BY_LITERAL: dict[str, list[int]] = {}
+for _i, _needs in enumerate(_RULE_NEEDS):
+    for _lit in (_needs[0] if _needs else ()):
+        _BY_LITERAL.setdefault(_lit, []).append(_i)
+_UNKEYED = frozenset(i for i, n in enumerate(_RULE_NEEDS) if n is None)
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
 _SEND = re.compile(_prep(
@@ -1148,7 +1156,10 @@ class InjectionDetector:
         if literals is not None:
             literals |= present
         fresh = present - known if known is not None else present
-        for i in (only if only is not None else _BY_WEIGHT):
+        candidates = set(_UNKEYED).union(*(_BY_LITERAL.get(lit, ()) for lit in present))
+        if only is not None:
+            candidates &= set(only)
+        for i in sorted(candidates, key=_RANK.__getitem__):
             rule, needs = _RULES[i], _RULE_NEEDS[i]
             if needs is None:
                 if known is not None:

@@ -367,11 +367,14 @@ class Memory:
                                  time.perf_counter() - started,
                                  records=facts.returned if facts.op == "erase" else None)
 
-    def _commit(self, facts: _Facts, apply: Callable[[], None]) -> None:
+    def _commit(self, facts: _Facts, apply: Callable[[], None], changed: Sequence[MemoryRecord] = (),
+                added: Sequence[MemoryRecord] = ()) -> None:
         """Audit a mutation, then apply it; a failed apply gets a second, compensating entry.
 
         Auditing first means a crash leaves either an audited record or an audit entry for
-        a record that is absent, never a record that no entry accounts for.
+        a record that is absent, never a record that no entry accounts for. ``changed``: the
+        stored records the mutation removes or changes (the caches drop them); ``added``:
+        the records it stores (the caches take the active ones).
         """
         facts.outcome = "ok"
         facts.audit_seq = self._audit.append(facts.audit_entry())
@@ -383,12 +386,13 @@ class Memory:
             self._audit.append(facts.audit_entry())
             raise
         finally:
-            # Anything but a plain write may have removed or changed records the caches hold
-            # (a write maintains them itself).
-            if facts.op != "write":
-                self._subject_index.clear()
-            if facts.op in ("forget", "erase", "retract", "review", "sweep"):
+            # Even after a failed apply: it may have changed some of them.
+            self._subject_index.discard(changed)
+            if any(r.kind is Kind.LESSON for r in changed):
                 self._lesson_cache.clear()
+        for record in added:
+            self._subject_index.add(record)
+            self._lesson_cache.add(record)
 
     def _require(self, facts: _Facts, action: str, namespace: Namespace) -> Decision:
         decision = facts.decided(self._policy.decide(facts.subjects, action, namespace))
@@ -530,11 +534,8 @@ class Memory:
                 self._backend.upsert([rid], [vector], [op.content], [to_metadata(record)])
                 self._set_status(evicted, Status.FORGOTTEN, {"forgotten": "evicted"})
 
-            self._commit(facts, apply)
-            gone = evicted + ([existing] if existing is not None else [])  # a keyed item's old version too
-            self._subject_index.discard(gone)
-            self._subject_index.add(record)
-            self._lesson_cache.add(record)
+            # A keyed item's earlier version is replaced too.
+            self._commit(facts, apply, changed=evicted + ([existing] if existing is not None else []), added=[record])
         return record
 
     def _core_decision(self, facts: _Facts, op: WriteOp) -> Decision:
@@ -692,7 +693,7 @@ class Memory:
                 if new.status is Status.ACTIVE:
                     self._retire(old, now)
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=[old] if new.status is Status.ACTIVE else [], added=[new])
         return new
 
     def _retire(self, old: MemoryRecord, now: datetime) -> None:
@@ -717,7 +718,7 @@ class Memory:
                 self._backend.update_metadata([r.id for r in gone], [to_metadata(r) for r in gone])
                 self._set_status(held, Status.QUARANTINED, {"derived_from_forgotten": target.id})
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=versions + held)
 
     def _descendants(self, ids: Sequence[str]) -> list[MemoryRecord]:
         """Every record derived from ``ids`` through provenance, transitively."""
@@ -770,7 +771,7 @@ class Memory:
                 # Physically: no copy of text, metadata or vector stays in Chroma's files.
                 self._backend.purge(erased)
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=list(found.values()))
         return ErasureReceipt(
             subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(facts.record_ids),
             count=len(erased), cascaded=len(erased) - direct, actor=facts.principal.id,
@@ -808,7 +809,7 @@ class Memory:
                 if older is not None and older.status is Status.ACTIVE:
                     self._retire(older, now)
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=[older] if older is not None else [], added=[decided])
             if decided.status is Status.FORGOTTEN:
                 verdict = Verdict(validator="quorum", outcome=Outcome.REJECT,
                                   reason=f"rejected by {len(rejections)} reviewers")
@@ -831,7 +832,7 @@ class Memory:
                 self._set_status([record], Status.FORGOTTEN, {"forgotten": "retracted"})
                 self._set_status(held, Status.QUARANTINED, {"tainted_by": record.id})
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=[record, *held])
             verdict = Verdict(validator="retraction", outcome=Outcome.REJECT, reason=f"retracted by {facts.principal.id}")
             facts.follow_ups.append(lambda: self._learn(record, [verdict], stored=True))
         return [r.id for r in held]
@@ -866,5 +867,5 @@ class Memory:
             ids = sorted(r.id for r in doomed)
             facts.record_ids = ids
             facts.returned = len(ids)
-            self._commit(facts, lambda: self._backend.purge(ids))
+            self._commit(facts, lambda: self._backend.purge(ids), changed=doomed)
         return len(ids)
