@@ -43,6 +43,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import unquote
 
 from memwarden.guards.cues import cue_hits, prompt_shape, trie_regex
@@ -108,13 +109,15 @@ def fold(text: str) -> str:
     return _NEWLINES_RE.sub("\n", text).strip()
 
 
-_WORD_RE = re.compile(r"[a-z0-9']+")
+_WORD_RE = re.compile(r"[a-z0-9#']+")
+_DIGITS_RE = re.compile(r"\d+")
 
 
-def signature_tokens(text: str) -> list[str]:
+def signature_tokens(text: str, *, folded: bool = False) -> list[str]:
     """Words of the folded text with digits replaced by ``#`` (so that a changed address,
-    token or order number does not change the signature). Used by the lesson validator."""
-    return [re.sub(r"\d+", "#", w) for w in _WORD_RE.findall(fold(text))]
+    token or order number does not change the signature). Used by the lesson validator.
+    ``folded``: ``text`` is already folded."""
+    return _WORD_RE.findall(_DIGITS_RE.sub("#", text if folded else fold(text)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -759,7 +762,7 @@ _SENSITIVE = re.compile(_prep(
 _SENTENCE_SPLIT = re.compile(r"[.!?;]\s+|\n")
 
 
-def _sentences(text: str | list[str], *gates: re.Pattern[str]) -> list[str]:
+def _sentences(text: str | Sequence[str], *gates: re.Pattern[str]) -> list[str]:
     """The sentences of ``text`` (or of an already split list); with ``gates``, only those in
     which one of them matches."""
     parts = _SENTENCE_SPLIT.split(text) if isinstance(text, str) else text
@@ -951,21 +954,21 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
     return out
 
 
-def _derived(base: str, raw: str, parts: list[str]) -> Iterator[tuple[str, str]]:
+def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, str]]:
     """Derived texts, cheapest first, each holding only the sentences the transform changes."""
+    # Each rewrite runs over the whole text at once; the view keeps the sentences it changed.
     spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw) if _SPACED_RAW_RE.search(raw) else raw
-    joined = fold(spaced) if spaced is not raw else base
-    split = [_INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), s))
-             for s in _sentences(parts if joined is base else joined, _SPACED_RE, _INTRA_SEP_RE)]
-    changed = [s for s in split if s not in base]
-    if changed:
-        yield "split-words", "\n".join(changed)
+    joined = _INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""),
+                                                  fold(spaced) if spaced is not raw else base))
+    if joined != base:
+        yield "split-words", _changed(joined, parts)
     leet_tokens = _LEET_TOKEN.findall(base) if _LEET_NEAR.search(base) else []
     if leet_tokens:
         # Among several leet words, digit-only ones ("70" = "to") are leet too.
         pattern = _LEET_ANY if len(leet_tokens) >= 3 else _LEET_TOKEN
-        leet = [pattern.sub(lambda m: m.group(0).translate(_LEET), s) for s in _sentences(parts, _LEET_TOKEN)]
-        yield "leetspeak", "\n".join(leet)
+        leet = pattern.sub(lambda m: m.group(0).translate(_LEET), base)
+        if leet != base:
+            yield "leetspeak", _changed(leet, parts)
     # rot13 and reversal only of sentences holding words that are common words once undone.
     everywhere = set(_GATE_WORD.findall(base))
     if len(everywhere & _ROT13_GATE) >= 2:
@@ -989,14 +992,35 @@ def _derived(base: str, raw: str, parts: list[str]) -> Iterator[tuple[str, str]]
         yield f"{kind}+rot13", codecs.encode(fold(decoded), "rot13")
 
 
+def _changed(rewritten: str, parts: Sequence[str]) -> str:
+    """The sentences of ``rewritten`` that are not sentences of the original (``parts``)."""
+    before = set(parts)
+    return "\n".join(p for p in _SENTENCE_SPLIT.split(rewritten) if p and p not in before)
+
+
+# One entry each: the detector and the lesson validator judging the same write share the work
+# (and no more than the last text is kept).
+@lru_cache(maxsize=1)
+def _prepared(text: str) -> tuple[str, str, tuple[str, ...]]:
+    """``text`` NFKC-normalised, folded, and the folded text's sentences."""
+    raw = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    base = fold(raw)
+    return raw, base, tuple(_SENTENCE_SPLIT.split(base))
+
+
+@lru_cache(maxsize=1)
+def _views(text: str) -> tuple[tuple[str, str], ...]:
+    """(view name, derived text) for every view of ``text`` (see :func:`_derived`)."""
+    raw, base, parts = _prepared(text)
+    return tuple(_derived(base, raw, parts))
+
+
 def readings(text: str) -> list[str]:
     """``text`` folded, then every text the detector derives from it: split words joined,
     leetspeak undone, rot13 and reversal of sentences that read as words once undone, hidden
     tag characters, decoded blobs (base64, hex, ...). Used to recognise a payload again
     under another encoding."""
-    raw = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    base = fold(raw)
-    return [base] + [derived for _, derived in _derived(base, raw, _SENTENCE_SPLIT.split(base))]
+    return [_prepared(text)[1]] + [derived for _, derived in _views(text)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -1083,11 +1107,9 @@ class InjectionDetector:
         if len(text) > self.max_chars:
             put("oversized", self.quarantine_at)
             text = text[: self.max_chars]
-        plain = text.isascii()
-        raw = text if plain else unicodedata.normalize("NFKC", text)
-        if not plain:
+        raw, base, parts = _prepared(text)
+        if not text.isascii():
             self._hidden_unicode(text, put)
-        base = fold(raw)
         # The cue count first: it is cheap and decides most long jailbreaks on its own.
         self._shape(base, put)
         known: set[str] = set()
@@ -1096,8 +1118,7 @@ class InjectionDetector:
         for fam, w in found.items():
             put(fam, w)
         # Derived views: whatever they reveal that the plain text did not is obfuscated.
-        parts = _SENTENCE_SPLIT.split(base)
-        for view, derived in ([] if decided() else _derived(base, raw, parts)):
+        for view, derived in ([] if decided() else _views(text)):
             # Whole-text transforms of ordinary text are noise: only strong rules run there.
             extra = self._match_all(derived, None, _STRONG if view in ("rot13", "reversed") else None,
                                     known=known if view in ("split-words", "leetspeak") else None)

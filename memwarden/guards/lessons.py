@@ -45,6 +45,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.injection import readings, signature_tokens
@@ -62,25 +63,35 @@ SHINGLE_WORDS = 3
 _SIGNALS_RE = re.compile(r"signals: ([a-z0-9:+_\-, ]+)")
 
 
+@lru_cache(maxsize=16)
+def _keyed(key: bytes) -> Any:
+    return hashlib.blake2b(digest_size=8, key=key)
+
+
 def _hash(item: str, key: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(item.encode("utf-8"), digest_size=8, key=key).digest(), "big")
+    # Copying a keyed hasher is cheaper than keying a new one for every shingle.
+    hasher = _keyed(key).copy()
+    hasher.update(item.encode("utf-8"))
+    return int.from_bytes(hasher.digest(), "big")
 
 
-def shingle_hashes(text: str, *, key: bytes = DEFAULT_KEY, words: int = SHINGLE_WORDS) -> frozenset[int]:
-    """Keyed 64-bit hashes of every run of ``words`` consecutive normalised words."""
-    tokens = signature_tokens(text)
+def shingle_hashes(text: str, *, key: bytes = DEFAULT_KEY, words: int = SHINGLE_WORDS,
+                   folded: bool = False) -> frozenset[int]:
+    """Keyed 64-bit hashes of every run of ``words`` consecutive normalised words
+    (``folded``: ``text`` is already folded)."""
+    tokens = signature_tokens(text, folded=folded)
     if not tokens:
         return frozenset()
     if len(tokens) < words:
-        grams = [" ".join(tokens)]
+        grams = {" ".join(tokens)}
     else:
-        grams = [" ".join(tokens[i:i + words]) for i in range(len(tokens) - words + 1)]
+        grams = {" ".join(tokens[i:i + words]) for i in range(len(tokens) - words + 1)}
     return frozenset(_hash(g, key) for g in grams)
 
 
-def word_hashes(text: str, *, key: bytes = DEFAULT_KEY) -> frozenset[int]:
-    """Keyed 64-bit hashes of the content words of ``text`` (digits as ``#``)."""
-    return frozenset(_hash(re.sub(r"\d+", "#", w), key) for w in content_words(text))
+def word_hashes(text: str, *, key: bytes = DEFAULT_KEY, folded: bool = False) -> frozenset[int]:
+    """Keyed 64-bit hashes of the content words of ``text`` (``folded``: already folded)."""
+    return frozenset(_hash(w, key) for w in content_words(text, folded=folded))
 
 
 def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
@@ -88,8 +99,8 @@ def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
     shingles: set[int] = set()
     words: set[int] = set()
     for reading in readings(text):
-        shingles |= shingle_hashes(reading, key=key)
-        words |= word_hashes(reading, key=key)
+        shingles |= shingle_hashes(reading, key=key, folded=True)
+        words |= word_hashes(reading, key=key, folded=True)
     return frozenset(shingles), frozenset(words)
 
 
@@ -173,6 +184,7 @@ class LessonValidator:
     """
 
     name = "lessons"
+    most = Outcome.QUARANTINE
 
     def __init__(self, *, threshold: float = 0.6, word_threshold: float = 0.8, min_shingles: int = 3,
                  min_words: int = 6, key: bytes = DEFAULT_KEY, trusted_writers: Iterable[str] | None = None) -> None:

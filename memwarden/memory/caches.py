@@ -5,9 +5,9 @@ subject. Reading either from Chroma costs a query per write (several millisecond
 busy machine); these caches hold them in the Memory instead.
 
 Both are filled through loaders that the Memory passes in (the caches never hold the
-backend, so the governed path stays the only way to the data), are bounded, and are
-reloaded after ``ttl`` seconds so that records written or removed by another process against
-the same Chroma server are seen within that time. The Memory clears them whenever an
+backend, so the governed path stays the only way to the data), are bounded, and, with a
+``ttl``, are reloaded after that many seconds so that records written or removed by another
+process against the same Chroma server are seen within that time. The Memory clears them whenever an
 operation may have removed or changed a record (forget, erase, review, retract, update,
 sweep, eviction): a cache never outlives an erasure made through this Memory.
 """
@@ -29,20 +29,24 @@ __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
 INDEXED_KINDS = frozenset({Kind.FACT, Kind.RULE, Kind.PREFERENCE})
 
 
+def _stale(loaded_at: float, ttl: float | None) -> bool:
+    return ttl is not None and time.monotonic() - loaded_at > ttl
+
+
 class LessonCache:
     """The active lesson records (at most ``limit``), as one tuple that stays the same object
     until the set changes, so a validator can keep an index of it."""
 
-    def __init__(self, load: Callable[[int], list[MemoryRecord]], *, limit: int = 500, ttl: float = 60.0) -> None:
+    def __init__(self, load: Callable[[int], list[MemoryRecord]], *, limit: int = 500, ttl: float | None = None) -> None:
         self._load, self._limit, self._ttl = load, limit, ttl
         self._lock = threading.Lock()
         self._lessons: tuple[MemoryRecord, ...] | None = None
         self._loaded_at = 0.0
 
     def get(self) -> tuple[MemoryRecord, ...]:
-        """The lessons, loaded on first use and after ``ttl`` seconds."""
+        """The lessons, loaded on first use (and when older than ``ttl`` seconds)."""
         with self._lock:
-            if self._lessons is None or time.monotonic() - self._loaded_at > self._ttl:
+            if self._lessons is None or _stale(self._loaded_at, self._ttl):
                 self._lessons = tuple(self._load(self._limit))
                 self._loaded_at = time.monotonic()
             return self._lessons
@@ -71,12 +75,13 @@ class Related:
 class SubjectIndex:
     """The most recent active records of the kinds in :data:`INDEXED_KINDS` per subject.
 
-    ``per_subject`` records are kept per subject (newest), for at most ``subjects`` subjects
-    (least recently used go first). A subject is loaded from the store on first use.
+    ``per_subject`` records are kept per subject (the most recently written; a subject is
+    loaded from the store on first use, up to ``per_subject`` records in storage order), for
+    at most ``subjects`` subjects (least recently used go first).
     """
 
     def __init__(self, load: Callable[[str, int], list[MemoryRecord]], *, per_subject: int = 64,
-                 subjects: int = 4096, ttl: float = 30.0) -> None:
+                 subjects: int = 4096, ttl: float | None = None) -> None:
         self._load, self._per_subject, self._subjects, self._ttl = load, per_subject, subjects, ttl
         self._lock = threading.Lock()
         self._by_subject: OrderedDict[str, tuple[float, OrderedDict[str, Related]]] = OrderedDict()
@@ -122,14 +127,14 @@ class SubjectIndex:
         """A snapshot of the subject's records, newest first (loaded when missing or stale)."""
         with self._lock:
             held = self._by_subject.get(subject)
-            if held is not None and time.monotonic() - held[0] <= self._ttl:
+            if held is not None and not _stale(held[0], self._ttl):
                 self._by_subject.move_to_end(subject)
                 return list(reversed(held[1].values()))
         # Loaded outside the lock (a store query); an add for this subject that races with
         # the load may be missing until the next reload.
         records = sorted((r for r in self._load(subject, self._per_subject)
                           if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
-        entries = OrderedDict((r.id, Related(r, content_words(r.content))) for r in records[-self._per_subject:])
+        entries = OrderedDict((r.id, Related(r, content_words(r.content))) for r in records)
         with self._lock:
             self._by_subject[subject] = (time.monotonic(), entries)
             self._by_subject.move_to_end(subject)

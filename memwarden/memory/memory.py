@@ -53,9 +53,6 @@ from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, sc
 _LINK_CHUNK = 400
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
-# Records of one subject read when it is first needed by the contradiction check or consensus
-# (the newest are kept; see memwarden.memory.caches).
-_SUBJECT_LOAD = 1000
 
 # The core's own principal. It writes lesson records and nothing else, and no session can
 # act as it: only this object (not another Principal with the same id) is the core.
@@ -163,18 +160,26 @@ class Settings:
     ``lessons``: the core writes a lesson record (see :mod:`memwarden.guards.lessons`) when
     validators reject a write, when reviewers reject a quarantined one, and when a record is
     retracted as poisoned.
+    ``cache_ttl``: seconds after which the lesson and subject caches of the write path are
+    read again from the store (None: never, right for an embedded store only this process
+    writes; ``Memory.connect`` uses 30, since other processes may write to the server).
     """
 
     count_withheld: bool = False
     quorum: int = 2
     review_timeout: float = 7 * 86400.0
     lessons: bool = True
+    cache_ttl: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.quorum, bool) or not isinstance(self.quorum, int) or self.quorum < 1:
             raise InvalidRequest(f"quorum must be a positive integer, got {self.quorum!r}")
         if not isinstance(self.review_timeout, (int, float)) or not self.review_timeout > 0:
             raise InvalidRequest(f"review_timeout must be a positive number of seconds, got {self.review_timeout!r}")
+        if self.cache_ttl is not None and (not isinstance(self.cache_ttl, (int, float)) or not self.cache_ttl > 0):
+            raise InvalidRequest(f"cache_ttl must be a positive number of seconds or None, got {self.cache_ttl!r}")
+        if not isinstance(self.lessons, bool):
+            raise InvalidRequest(f"lessons must be True or False, got {self.lessons!r}")
 
 
 class Memory:
@@ -192,8 +197,8 @@ class Memory:
         self._settings = settings
         # Lessons are hashed with the key of the chain's lesson validator, so that it can read them.
         self._lesson_key = next((v.key for v in self._validators.validators if isinstance(v, LessonValidator)), None)
-        self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS)
-        self._subject_index = SubjectIndex(self._load_subject)
+        self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS, ttl=settings.cache_ttl)
+        self._subject_index = SubjectIndex(self._load_subject, ttl=settings.cache_ttl)
         # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
         self._write_lock = threading.RLock()
         self._closed = False
@@ -245,7 +250,7 @@ class Memory:
 
         root = Path(state)
         root.mkdir(parents=True, exist_ok=True)
-        options = Settings(**settings)
+        options = Settings(**{"cache_ttl": 30.0, **settings})
         engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         return cls(RetryingChromaBackend.connect(host, port, ssl=ssl, headers=headers), engine,
                    AuditLog(root / "audit.sqlite3"), Tombstones(root / "tombstones.sqlite3"),
@@ -450,17 +455,22 @@ class Memory:
         if not record.subjects:
             return []
         mine = content_words(record.content)
-        found = [r for r in self._subject_index.about(record.subjects)
-                 if r.record.id != record.id and self._may_see(facts, r.record)]
-        found.sort(key=lambda r: len(r.words & mine), reverse=True)
-        return [r.record for r in found[:k]]
+        found: list[MemoryRecord] = []
+        # Ranked first (set sizes are cheap), checked against the policy only until k are found.
+        for related in sorted(self._subject_index.about(record.subjects), key=lambda r: len(r.words & mine),
+                              reverse=True):
+            if related.record.id != record.id and self._may_see(facts, related.record):
+                found.append(related.record)
+                if len(found) == k:
+                    break
+        return found
 
     def _load_subject(self, subject: str, limit: int) -> list[MemoryRecord]:
-        """The newest ``limit`` visible records about ``subject`` of the kinds the index holds."""
+        """Up to ``limit`` visible records about ``subject`` of the kinds the index holds (in
+        storage order: the index then keeps the newest as writes come in)."""
         where = all_of([visible_filter(utcnow()), {"subjects": {"$contains": subject}},
                         {"kind": {"$in": sorted(k.value for k in INDEXED_KINDS)}}])
-        records = [from_row(row) for row in self._backend.fetch(where=where, limit=_SUBJECT_LOAD)]
-        return sorted(records, key=lambda r: r.created_at)[-limit:]
+        return [from_row(row) for row in self._backend.fetch(where=where, limit=limit)]
 
     def _load_lessons(self, limit: int) -> list[MemoryRecord]:
         """The newest ``limit`` active lesson records."""
