@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -164,13 +165,32 @@ def parse_lesson(content: str) -> Lesson | None:
     return Lesson(signals, sketches.get("shingles", frozenset()), sketches.get("words", frozenset()))
 
 
-@dataclass(frozen=True)
 class _Index:
-    """Which lessons hold each hash, for one tuple of lesson records."""
+    """Which lessons hold each hash; kept up to date lesson by lesson as the set changes."""
 
-    lessons: tuple[tuple[str, Lesson], ...]
-    shingles: dict[int, list[int]]
-    words: dict[int, list[int]]
+    def __init__(self) -> None:
+        self.lessons: dict[str, Lesson] = {}
+        self.shingles: dict[int, set[str]] = {}
+        self.words: dict[int, set[str]] = {}
+        self.source: Sequence[MemoryRecord] | None = None
+
+    def add(self, rid: str, lesson: Lesson, min_shingles: int, min_words: int) -> None:
+        self.lessons[rid] = lesson
+        for sketch, table, least in ((lesson.shingles, self.shingles, min_shingles),
+                                     (lesson.words, self.words, min_words)):
+            if len(sketch) >= least:
+                for h in sketch:
+                    table.setdefault(h, set()).add(rid)
+
+    def remove(self, rid: str) -> None:
+        lesson = self.lessons.pop(rid)
+        for sketch, table in ((lesson.shingles, self.shingles), (lesson.words, self.words)):
+            for h in sketch:
+                held = table.get(h)
+                if held is not None:
+                    held.discard(rid)
+                    if not held:
+                        del table[h]
 
 
 class LessonValidator:
@@ -196,37 +216,33 @@ class LessonValidator:
         self.min_words = min_words
         self.key = key
         self.trusted_writers = frozenset(trusted_writers) if trusted_writers is not None else None
-        self._indexed: tuple[Sequence[MemoryRecord], _Index] | None = None
+        self._index = _Index()
+        self._lock = threading.Lock()
 
     def lesson_content(self, record: MemoryRecord | str, verdicts: Sequence[object] = ()) -> str:
         """:func:`lesson_content` with this validator's key."""
         return lesson_content(record, verdicts, key=self.key)
 
-    def _index(self, records: Sequence[MemoryRecord]) -> _Index:
-        # The core hands out the same tuple until the lessons change: index it once (a list
-        # might be changed in place, so only a tuple is trusted to stay the same).
-        cached = self._indexed
-        if cached is not None and cached[0] is records and isinstance(records, tuple):
-            return cached[1]
-        lessons = []
+    def _update(self, records: Sequence[MemoryRecord]) -> None:
+        """Bring the index in line with ``records`` (called under the lock). The core hands
+        out the same tuple until the lessons change, and then a tuple that differs by a lesson
+        or two: only those are indexed or dropped (a list might be changed in place, so it is
+        always compared)."""
+        index = self._index
+        if index.source is records and isinstance(records, tuple):
+            return
+        wanted = {}
         for record in records:
-            if self.trusted_writers is not None and record.writer not in self.trusted_writers:
-                continue
-            lesson = parse_lesson(record.content)
-            if lesson is not None:
-                lessons.append((record.id, lesson))
-        shingles: dict[int, list[int]] = {}
-        words: dict[int, list[int]] = {}
-        for i, (_, lesson) in enumerate(lessons):
-            if len(lesson.shingles) >= self.min_shingles:
-                for h in lesson.shingles:
-                    shingles.setdefault(h, []).append(i)
-            if len(lesson.words) >= self.min_words:
-                for h in lesson.words:
-                    words.setdefault(h, []).append(i)
-        index = _Index(tuple(lessons), shingles, words)
-        self._indexed = (records, index)
-        return index
+            if self.trusted_writers is None or record.writer in self.trusted_writers:
+                wanted[record.id] = record
+        for rid in [rid for rid in index.lessons if rid not in wanted]:
+            index.remove(rid)
+        for rid, record in wanted.items():
+            if rid not in index.lessons:
+                lesson = parse_lesson(record.content)
+                if lesson is not None:
+                    index.add(rid, lesson, self.min_shingles, self.min_words)
+        index.source = records
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the candidate with every active lesson."""
@@ -235,22 +251,23 @@ class LessonValidator:
         records = context.lessons()
         if not records:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
-        index = self._index(records)
-        if not index.lessons:
-            return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
-        shingles, words = _sketches(record.content, self.key)
-        for sketch, table, size, threshold, what in (
-                (shingles, index.shingles, lambda lesson: len(lesson.shingles), self.threshold, "shingles"),
-                (words, index.words, lambda lesson: len(lesson.words), self.word_threshold, "words")):
-            hits: dict[int, int] = {}
-            for h in sketch:
-                for i in table.get(h, ()):
-                    hits[i] = hits.get(i, 0) + 1
-            if not hits:
-                continue
-            i, score = max(((i, n / size(index.lessons[i][1])) for i, n in hits.items()), key=lambda x: x[1])
-            if score >= threshold:
-                return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
-                               reason=f"resembles content rejected before (lesson {index.lessons[i][0]}, "
-                                      f"{what} containment {score:.2f})")
+        shingles, words = _sketches(record.content, self.key)  # outside the lock: the costly part
+        with self._lock:
+            self._update(records)
+            index = self._index
+            for sketch, table, threshold, what in ((shingles, index.shingles, self.threshold, "shingles"),
+                                                   (words, index.words, self.word_threshold, "words")):
+                hits: dict[str, int] = {}
+                for h in sketch:
+                    for rid in table.get(h, ()):
+                        hits[rid] = hits.get(rid, 0) + 1
+                if not hits:
+                    continue
+                size = (lambda rid: len(index.lessons[rid].shingles)) if what == "shingles" else \
+                    (lambda rid: len(index.lessons[rid].words))
+                rid, score = max(((rid, n / size(rid)) for rid, n in hits.items()), key=lambda x: x[1])
+                if score >= threshold:
+                    return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                                   reason=f"resembles content rejected before (lesson {rid}, {what} containment "
+                                          f"{score:.2f})")
         return Verdict(validator=self.name, outcome=Outcome.ACCEPT)

@@ -25,7 +25,7 @@ import numpy as np
 
 from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
 from memwarden.guards.contradiction import content_words, find_contradiction
-from memwarden.guards.lessons import LessonValidator, lesson_content
+from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator, lesson_content
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
 from memwarden.guards.visibility import is_visible, visible_filter
 from memwarden.integrations.metrics import record_operation
@@ -196,7 +196,8 @@ class Memory:
         self._validators = ValidatorChain(validators)
         self._settings = settings
         # Lessons are hashed with the key of the chain's lesson validator, so that it can read them.
-        self._lesson_key = next((v.key for v in self._validators.validators if isinstance(v, LessonValidator)), None)
+        self._lesson_key = next((v.key for v in self._validators.validators if isinstance(v, LessonValidator)),
+                                DEFAULT_KEY)
         self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS, ttl=settings.cache_ttl)
         self._subject_index = SubjectIndex(self._load_subject, ttl=settings.cache_ttl)
         # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
@@ -566,8 +567,7 @@ class Memory:
         """
         if not self._settings.lessons or record.kind is Kind.LESSON:
             return
-        content = lesson_content(record, verdicts, **({"key": self._lesson_key} if self._lesson_key else {}))
-        op = WriteOp(content, LESSONS_NAMESPACE, kind=Kind.LESSON, parents=(record.id,) if stored else (),
+        op = WriteOp(lesson_content(record, verdicts, key=self._lesson_key), LESSONS_NAMESPACE, kind=Kind.LESSON, parents=(record.id,) if stored else (),
                      labels={"lesson_for": record.id})
         try:
             self._run(CORE, op, {})
