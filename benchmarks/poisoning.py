@@ -1098,9 +1098,11 @@ def summarise(det: dict, runs: dict[str, dict]) -> dict[str, Any]:
     per_corpus = group(lambda corpus, lang, split: corpus)
     per_language = group(lambda corpus, lang, split: lang)
     overall = group(lambda corpus, lang, split: "all")["all"]
-    # The benign figure the target is about: every benign set but the README chunks, which are
-    # a stress test of long technical text rather than memories (reported on their own).
-    memories = group(lambda corpus, lang, split: "memories" if corpus != "docs" else None).get("memories", {})
+    # The benign figure the target is about: every benign text (malicious rows have a split)
+    # but the README chunks, a stress test of long technical text rather than memories
+    # (reported on their own).
+    memories = group(lambda corpus, lang, split: "memories" if split == "all" and corpus != "docs" else None
+                     ).get("memories", {})
     by_validator: dict[str, dict[str, int]] = {}
     for config, run in runs.items():
         c = Counter(f"{status}:{by}" for _, _, status, by in run["benign"] if status != "accepted")
