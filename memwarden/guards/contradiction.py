@@ -29,12 +29,13 @@ not a regex, should decide which of two conflicting memories is true.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from memwarden.guards.injection import fold
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import Kind, MemoryRecord
 
-__all__ = ["ContradictionCheck", "find_contradiction"]
+__all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "find_contradiction", "statement"]
 
 _NEGATIONS = frozenset("""
 not no never none nobody nothing neither nor cannot cant dont doesnt didnt isnt arent wasnt werent wont
@@ -104,6 +105,8 @@ _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)?")
 
 
 def _words(folded: str) -> list[str]:
+    if "'" not in folded:  # nothing to spell out
+        return _TOKEN.findall(folded)
     out = []
     for tok in _TOKEN.findall(folded):
         if tok.endswith("n't"):
@@ -131,22 +134,40 @@ def _content(words: list[str]) -> set[str]:
     return {w for w in words if w not in _STOP and w not in _NEGATIONS and not w[0].isdigit()}
 
 
-def find_contradiction(a: str, b: str, *, max_diff: int = 1, min_shared: int = 2) -> str | None:
-    """The kind of conflict between statements ``a`` and ``b`` ("negation", "antonym",
-    "number:<unit>"), or None when they look compatible (or unrelated)."""
-    fa, fb = fold(a), fold(b)
-    wa, wb = _words(fa), _words(fb)
-    ca, cb = _content(wa), _content(wb)
-    shared = ca & cb
-    if len(shared) < min_shared:
+@dataclass(frozen=True)
+class Statement:
+    """A text prepared for comparison, once: folded, its words, content words and negation."""
+
+    folded: str
+    words: tuple[str, ...]
+    content: frozenset[str]
+    negated: bool
+
+
+def statement(text: str) -> Statement:
+    """``text`` prepared for :func:`conflict`."""
+    folded = fold(text)
+    words = _words(folded)
+    return Statement(folded, tuple(words), frozenset(_content(words)), any(w in _NEGATIONS for w in words))
+
+
+def content_words(text: str, *, folded: bool = False) -> frozenset[str]:
+    """The content words of ``text`` as :func:`find_contradiction` compares them (folded, no
+    stop words, negations or numbers): two statements can conflict only if they share some.
+    ``folded``: ``text`` is already folded."""
+    return frozenset(_content(_words(text if folded else fold(text))))
+
+
+def conflict(a: Statement, b: Statement, *, max_diff: int = 1, min_shared: int = 2) -> str | None:
+    """:func:`find_contradiction` on prepared statements."""
+    ca, cb = a.content, b.content
+    if len(ca & cb) < min_shared:
         return None
     diff = ca ^ cb
-    neg_a = any(w in _NEGATIONS for w in wa)
-    neg_b = any(w in _NEGATIONS for w in wb)
-    if neg_a != neg_b and len(diff) <= max_diff:
+    if a.negated != b.negated and len(diff) <= max_diff:
         return "negation"
     # Antonyms: one word swapped for its opposite, everything else the same.
-    sa, sb = set(wa) & _KEEP | ca, set(wb) & _KEEP | cb
+    sa, sb = set(a.words) & _KEEP | ca, set(b.words) & _KEEP | cb
     for word in sa - sb:
         for opposite in _OPPOSITE.get(word, ()):
             if opposite in sb - sa:
@@ -155,11 +176,17 @@ def find_contradiction(a: str, b: str, *, max_diff: int = 1, min_shared: int = 2
                     return "antonym"
     # Numbers: the same unit with different values, the words otherwise the same.
     if len(diff) <= max_diff:
-        qa, qb = _quantities(fa), _quantities(fb)
+        qa, qb = _quantities(a.folded), _quantities(b.folded)
         for unit in qa.keys() & qb.keys():
             if qa[unit] != qb[unit] and not (qa[unit] & qb[unit]):
                 return f"number:{unit}"
     return None
+
+
+def find_contradiction(a: str, b: str, *, max_diff: int = 1, min_shared: int = 2) -> str | None:
+    """The kind of conflict between statements ``a`` and ``b`` ("negation", "antonym",
+    "number:<unit>"), or None when they look compatible (or unrelated)."""
+    return conflict(statement(a), statement(b), max_diff=max_diff, min_shared=min_shared)
 
 
 class ContradictionCheck:
@@ -168,27 +195,34 @@ class ContradictionCheck:
     ``k``: how many related records to compare with (nearest first).
     ``kinds``: the record kinds compared (events are about moments, so they may differ).
     ``max_diff``: content words allowed to differ besides the conflicting one.
+    ``max_chars``: longer content is not one statement and is not compared (two texts only
+    conflict here when they differ in at most ``max_diff`` content words).
     """
 
     name = "contradiction"
+    most = Outcome.QUARANTINE
 
     def __init__(self, *, k: int = 5, kinds: tuple[Kind, ...] = (Kind.FACT, Kind.RULE, Kind.PREFERENCE),
-                 max_diff: int = 1) -> None:
+                 max_diff: int = 1, max_chars: int = 1000) -> None:
         if k < 1:
             raise ValueError("k must be at least 1")
         self.k = k
         self.kinds = frozenset(Kind(x) for x in kinds)
         self.max_diff = max_diff
+        self.max_chars = max_chars
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the candidate with its nearest related records."""
         if record.kind not in self.kinds or not record.subjects:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
+        if len(record.content) > self.max_chars:
+            return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="too long to compare as one statement")
+        mine = statement(record.content)
         for other in context.related(record, self.k):
             if other.id in (record.id, record.supersedes) or other.kind not in self.kinds:
                 continue
-            conflict = find_contradiction(record.content, other.content, max_diff=self.max_diff)
-            if conflict:
+            found = conflict(mine, statement(other.content), max_diff=self.max_diff)
+            if found:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
-                               reason=f"likely contradicts related record {other.id} ({conflict})")
+                               reason=f"likely contradicts related record {other.id} ({found})")
         return Verdict(validator=self.name, outcome=Outcome.ACCEPT)

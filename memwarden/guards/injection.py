@@ -41,14 +41,16 @@ import codecs
 import html
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import unquote
 
+from memwarden.guards.cues import cue_hits, prompt_shape, trie_regex
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import MemoryRecord
 
-__all__ = ["InjectionDetector", "Scan", "fold", "signature_tokens"]
+__all__ = ["InjectionDetector", "Scan", "fold", "readings", "signature_tokens"]
 
 # ---------------------------------------------------------------------------------------
 # Normalisation
@@ -74,36 +76,48 @@ _CONFUSABLES_SRC = {
     # Latin look-alikes and letter-like symbols
     "ı": "i", "ȷ": "j", "ℓ": "l", "ǀ": "l", "ꓲ": "I", "ꓳ": "O", "ꓴ": "U", "ꓮ": "A",
 }
-_CONFUSABLES = str.maketrans(_CONFUSABLES_SRC)
-_CONFUSABLE_LETTERS = frozenset(_CONFUSABLES_SRC)
+# str.translate walks every character of a long text; a regex finds the few look-alikes fast.
+_CONFUSABLES_RE = re.compile("[" + "".join(_CONFUSABLES_SRC) + "]")
 
 # Zero-width and other invisible format characters (removed from every view).
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u180e\ufeff\u00ad\u034f"
 _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _INVISIBLE_RE = re.compile(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\U000e0000-\U000e007f\ufe00-\ufe0f]")
+_BIDI_RE = re.compile(f"[{_BIDI}]")
 _COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _SPACES_RE = re.compile(r"[^\S\n]+")
 _NEWLINES_RE = re.compile(r"\s*\n\s*")
 
 
+def _fold_run(match: re.Match[str]) -> str:
+    run = _CONFUSABLES_RE.sub(lambda m: _CONFUSABLES_SRC[m.group(0)], unicodedata.normalize("NFKC", match.group(0)))
+    run = _COMBINING_RE.sub("", unicodedata.normalize("NFKD", _INVISIBLE_RE.sub("", run).casefold()))
+    return run.replace("’", "'").replace("‘", "'")
+
+
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+
+
 def fold(text: str) -> str:
     """The comparison form of ``text``: NFKC, look-alikes to ASCII, invisible characters
     removed, case-folded, accents removed, whitespace collapsed (newlines kept)."""
-    text = unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
-    text = _INVISIBLE_RE.sub("", text).casefold()
-    text = _COMBINING_RE.sub("", unicodedata.normalize("NFKD", text))
-    text = text.replace("’", "'").replace("‘", "'").replace("`", "'")
-    text = _SPACES_RE.sub(" ", text)
+    # Only the runs of non-ASCII characters need Unicode work (an accent that combines with
+    # the ASCII letter before it is removed all the same); ASCII needs only lower case.
+    if not text.isascii():
+        text = _NON_ASCII_RUN.sub(_fold_run, text)
+    text = _SPACES_RE.sub(" ", text.lower().replace("`", "'"))
     return _NEWLINES_RE.sub("\n", text).strip()
 
 
-_WORD_RE = re.compile(r"[a-z0-9']+")
+_WORD_RE = re.compile(r"[a-z0-9#']+")
+_DIGITS_RE = re.compile(r"\d+")
 
 
-def signature_tokens(text: str) -> list[str]:
+def signature_tokens(text: str, *, folded: bool = False) -> list[str]:
     """Words of the folded text with digits replaced by ``#`` (so that a changed address,
-    token or order number does not change the signature). Used by the lesson validator."""
-    return [re.sub(r"\d+", "#", w) for w in _WORD_RE.findall(fold(text))]
+    token or order number does not change the signature). Used by the lesson validator.
+    ``folded``: ``text`` is already folded."""
+    return _WORD_RE.findall(_DIGITS_RE.sub("#", text if folded else fold(text)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -172,6 +186,15 @@ _NO_LIMITS = (r"(?:no|zero|without|free of|free from|not bound by|unbound by)(?:
               r"limitations|filters?|polic(?:y|ies)|guidelines|ethics|morals|morality|censorship|boundaries|"
               r"constraints|safeguards)")
 _UNSAFE_ADJ = r"(?:uncensored|unrestricted|unfiltered|jailbroken|amoral|unethical|unhinged|evil|rogue|unbound)"
+_HARMFUL = (r"(?:harmful|offensive|toxic|discriminatory|racist|sexist|homophobic|hateful|insulting|derogatory|demeaning|"
+            r"vulgar|obscene|pornographic|sexually explicit|explicit|graphic|violent|abusive|defamatory|hurtful|"
+            r"unfriendly|negative|mean|rude|slanderous|bigoted)")
+_TEXT_NOUN = (r"(?:sentences?|jokes?|statements?|comments?|texts?|messages?|posts?|tweets?|poems?|stor(?:y|ies)|essays?|"
+              r"paragraphs?|descriptions?|slurs?|insults?|content|remarks?|lyrics|songs?|scenes?|rants?|speech(?:es)?)")
+_DANGEROUS = (r"(?:bombs?|pipe bombs?|explosives?|napalm|thermite|meth(?:amphetamine)?|cocaine|heroin|fentanyl|lsd|mdma|"
+              r"ricin|sarin|anthrax|nerve (?:agents?|gas)|chemical weapons?|bioweapons?|poisons?|guns?|firearms?|"
+              r"silencers?|weapons?|malware|ransomware|computer virus(?:es)?|keyloggers?|botnets?|rootkits?|"
+              r"molotov(?: cocktails?)?|drugs)")
 _REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|message|messages|summary|summaries|reviews?|reports?)"
 
 _EN = [
@@ -192,6 +215,10 @@ _EN = [
                       rf"(?:(?:previous|prior|original|system|above|initial) )?(?:instructions|rules|guidelines|directions)"),
     ("override", 0.8, r"\bignore the (?:user|operator|developer|system)\b(?!s)"),
     ("override", 0.6, r"\b(?:ignore|disregard|forget) (?:everything|all) (?:before|prior|previously|earlier|so far|until now)\b"),
+    ("override", 0.5, r"\b(?:ignore|disregard|forget) (?:all )?(?:the )?(?:prior|previous|preceding|earlier|above) "
+                      r"(?:inputs?|messages|context|conversation|prompts?|text|content)\b"),
+    ("system-prompt", 0.4, r"\byou are (?:a|an) (?:helpful|harmless|honest|friendly|useful)(?:,? (?:and )?(?:helpful|harmless|"
+                           r"honest|friendly))* (?:ai )?(?:assistant|chatbot|bot|ai)\b"),
     ("override", 0.5, rf"\b(?:ignore|disregard|forget|override) (?:the|these|those|earlier|previous|prior|above|any)"
                       rf"(?: (?:previous|prior|above|earlier|old|original|following|initial))? "
                       rf"(?:instructions?|directions|directives?|prompts?|system prompt)\b"),
@@ -292,8 +319,10 @@ _EN = [
     ("conditional-response", 0.5, r"\b(?:if|when|whenever) (?:questioned|asked|queried|prompted|challenged)\b"
                                   r"[^.!?\n]{0,40}? (?:report|say|respond|answer|state|claim|tell|reply)\b"),
     ("fake-role", 0.5, r"<\s*/?\s*(?:instructions?|sys(?:tem)?_?prompt|admin|override)\s*>"),
+    ("prompt-leak", 0.5, r"\b(?:display|show|print|output|reveal|dump)\b[^.!?\n]{0,40}? (?:initial|system|original|hidden) "
+                         r"(?:prompt|instructions|configuration)\b"),
     ("prompt-leak", 0.6, r"\b(?:your|the) (?:system ?prompt|initial prompt|initial instructions|starting instructions|"
-                         r"initial configuration|system configuration|system instructions|initiali[sz]ation(?: string)?|"
+                         r"initial configuration|system configuration|system instructions|initiali[sz]ation string|"
                          r"original instructions|hidden instructions)\b|\bsystem_?prompt\b"),
     ("prompt-leak", 1.0, r"\b(?:output|repeat|print|show|display|encode|translate|rot13|reveal|return|write)(?: (?:me|us))? "
                          r"(?:back )?(?:all |the |this |everything )?(?:text|words|content|conversation|everything|messages?)?"
@@ -328,8 +357,10 @@ _EN = [
     ("tool-call", 0.4, r"\b(?:call|invoke|trigger)(?: the)? '?[a-z]+_[a-z_]+'?(?:\(|\b)"),
     ("tool-call", 0.3, r"\b(?:call|invoke|use) the (?:[\w-]+ )?(?:tool|function|plugin|webhook)\b"),
     ("command", 1.0, r"\bexecute (?:it|this|that|them|the (?:following|result|decoded text)) as (?:a )?"
-                     r"(?:command|code|script|shell|program)|\b(?:execute|run) the (?:following|hidden|decoded) "
+                     r"(?:command|code|script|shell|program)|\b(?:execute|run) the (?:hidden|decoded) "
                      r"(?:command|code|script|payload)s?\b"),
+    # "Run the following command" is how every manual speaks; weak on its own.
+    ("command", 0.3, r"\b(?:execute|run) the following (?:command|code|script|payload)s?\b"),
     ("command", 1.0, r"\brm -(?:rf|fr|r) +(?:/|~|\*|--no-preserve-root|\$home|\.\./)|\bmkfs\b|\bdd if=|:\(\)\s*\{|"
                      r"\bchmod -?r? ?777 /|\bformat c:|\bdel /[fsq]|\b(?:ncat|netcat) -e\b|/dev/tcp/|"
                      r"\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:ba|z|k)?sh\b|\bpowershell(?:\.exe)? -(?:enc|e|encodedcommand)\b"),
@@ -386,6 +417,15 @@ _EN = [
                               r"(?:and|then|,)(?: then)? (?:[\w'-]+ ){0,2}?(?:do|follow|execute|run|obey|perform|carry out|"
                               r"act on|comply with|answer)(?: exactly)? (?:what it (?:says|tells you)|the (?:hidden )?"
                               r"instructions?|it|them|exactly|accordingly|the (?:decoded|resulting) (?:text|instruction))"),
+    # -- requests for harmful output (jailbreak objectives; weak: a memory is rarely a request) --
+    ("harm-request", 0.5, rf"\b(?:write|generate|create|compose|produce|make|give|tell|draft|say|list)(?: (?:me|us))?"
+                          rf"(?: (?:one|a|an|some|the|few|\d+|two|three|five|ten|more))?(?: [\w-]+){{0,2}}? {_HARMFUL}"
+                          rf"(?: [\w-]+){{0,2}}? {_TEXT_NOUN}\b"),
+    ("harm-request", 0.6, rf"\bhow (?:to|do (?:i|you|we|they)|can (?:i|you|we|one)|would (?:i|you|one)|one (?:can|could|would))"
+                          rf"(?: [\w'-]+){{0,2}}? (?:make|build|create|synthesi[sz]e|produce|cook|manufacture|assemble|brew|"
+                          rf"obtain|buy|get|write|code|deploy|plant|hide)(?: [\w'-]+){{0,3}}? {_DANGEROUS}\b"),
+    ("harm-request", 0.6, rf"\b(?:step[- ]by[- ]step|detailed|full|complete|exact) (?:instructions|guide|tutorial|recipe|"
+                          rf"directions)(?: [\w'-]+){{0,4}}? {_DANGEROUS}\b"),
 ]
 
 _DE = [
@@ -559,19 +599,38 @@ except ImportError:  # pragma: no cover - older Pythons
 _MIN_LITERAL = 3
 
 
+# Words so frequent in any text that a rule keyed on them would run almost always.
+_FREQUENT = frozenset("""
+the and you your with for all any this that how not do not don't never are is will can has have from what when who
+out now new user text more only just one use make give tell show get write say answer response reply message content
+time data list send return print output add put run call there here they them their our its was were been being
+into about over after before then than also some such each every other same first last next act like want need
+""".split()) | {"do not", "you are", "the user", "of the", "in the", "to the"}
+
+
+def _cost(literal: str) -> float:
+    """How often ``literal`` is expected to occur in ordinary text (a rough rank, not a rate)."""
+    word = literal.strip()
+    return 1.0 if word in _FREQUENT else 0.3 if len(word) <= 4 else 0.1
+
+
 def _score(lits: frozenset[str]) -> float:
-    return min(map(len, lits)) - 0.01 * len(lits)
+    # Key each rule on the literals least likely to occur: it then runs, and in long texts
+    # is searched around, as few places as possible.
+    return -sum(map(_cost, lits))
 
 
-def _required(items) -> frozenset[str] | None:
-    """A set of literals at least one of which occurs in every match of ``items``."""
-    best: frozenset[str] | None = None
+def _candidates(items) -> list[frozenset[str]]:
+    """Literal sets that every match of the sequence ``items`` needs: one literal of each set
+    occurs in any match (judged as the prefilter reads text: whitespace as single spaces,
+    phrases without edge spaces, since a phrase may end the text)."""
+    found: list[frozenset[str]] = []
     run: list[str] = []
 
-    def consider(lits: frozenset[str] | None) -> None:
-        nonlocal best
-        if lits and min(map(len, lits)) >= _MIN_LITERAL and (best is None or _score(lits) > _score(best)):
-            best = lits
+    def add(lits: frozenset[str] | None) -> None:
+        lits = frozenset(lit.strip() for lit in lits) if lits else None
+        if lits and min(map(len, lits)) >= _MIN_LITERAL:
+            found.append(lits)
 
     for op, av in items:
         if op is _sre_c.LITERAL:
@@ -579,53 +638,43 @@ def _required(items) -> frozenset[str] | None:
             continue
         if (op is _sre_c.MAX_REPEAT and av[0] >= 1 and run and len(av[2]) == 1 and av[2][0][0] is _sre_c.IN
                 and av[2][0][1] == [(_sre_c.CATEGORY, _sre_c.CATEGORY_SPACE)]):
-            run.append(" ")  # \s+ inside a phrase: the prefilter scans text with whitespace as single spaces
+            run.append(" ")  # \s+ inside a phrase
             continue
         if run:
-            consider(frozenset({"".join(run)}))
+            add(frozenset({"".join(run)}))
             run = []
         if op is _sre_c.SUBPATTERN:
-            consider(_required(av[-1]))
+            add(_required(av[-1]))
         elif op is _sre_c.BRANCH:
             subs = [_required(b) for b in av[1]]
             if all(subs):
-                consider(frozenset().union(*subs))
+                add(frozenset().union(*subs))
         elif op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and av[0] >= 1:
-            consider(_required(av[2]))
+            add(_required(av[2]))
     if run:
-        consider(frozenset({"".join(run)}))
-    return best
+        add(frozenset({"".join(run)}))
+    return found
 
 
-def _trie_regex(words: Iterable[str]) -> str:
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def emit(node: dict) -> str:
-        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
-        end = "" in node
-        if not alts:
-            return ""
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        return f"(?:{body})?" if end else body
-
-    return emit(trie)
+def _required(items) -> frozenset[str] | None:
+    """The rarest literal set that every match of ``items`` needs."""
+    return max(_candidates(items), key=_score, default=None)
 
 
-def _build_prefilter(rules: Sequence[_Rule]) -> tuple[re.Pattern[str], list[frozenset[str] | None]]:
-    needs = [_required(_sre_p.parse(r.regex.pattern, r.regex.flags)) for r in rules]
-    # Literals ending in a space ("you ") are trimmed: a phrase may end the text.
-    needs = [frozenset(lit.strip() for lit in n) if n else None for n in needs]
-    needs = [n if n and min(map(len, n)) >= _MIN_LITERAL else None for n in needs]
-    return re.compile(f"(?=({_trie_regex({lit for n in needs if n for lit in n})}))"), needs
+# A rule runs only when its rarest required literal sets all occur (up to this many sets).
+_MAX_NEEDS = 3
+
+
+def _build_prefilter(rules: Sequence[_Rule]) -> tuple[re.Pattern[str], list[tuple[frozenset[str], ...] | None]]:
+    needs = []
+    for rule in rules:
+        sets = sorted(set(_candidates(_sre_p.parse(rule.regex.pattern, rule.regex.flags))), key=_score, reverse=True)
+        needs.append(tuple(sets[:_MAX_NEEDS]) or None)
+    return re.compile(f"(?=({trie_regex({lit for n in needs if n for s in n for lit in s})}))"), needs
 
 
 _PREFILTER, _RULE_NEEDS = _build_prefilter(_RULES)
-_LITERALS = sorted({lit for n in _RULE_NEEDS if n for lit in n})
+_LITERALS = sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s})
 # At each position the trie regex reports the longest literal starting there; the literals
 # that are prefixes of it occur there too.
 _PREFIXES = {lit: frozenset(k for k in _LITERALS if lit.startswith(k)) for lit in _LITERALS}
@@ -668,6 +717,16 @@ def _windows(text: str, needs: frozenset[str], where: dict[str, list[int]]) -> l
         chunks.append(text[start:end])
     return chunks
 _STRONG = tuple(i for i, r in enumerate(_RULES) if r.weight >= 0.8)
+# Strongest rules first, so that a scan with a budget stops early.
+_BY_WEIGHT = tuple(sorted(range(len(_RULES)), key=lambda i: -_RULES[i].weight))
+_RANK = {i: rank for rank, i in enumerate(_BY_WEIGHT)}
+# The rules worth trying when a literal occurs (keyed by each literal of a rule's rarest set),
+# and the rules that need no literal: a short text then tries a handful of rules, not all.
+_BY_LITERAL: dict[str, list[int]] = {}
+for _i, _needs in enumerate(_RULE_NEEDS):
+    for _lit in (_needs[0] if _needs else ()):
+        _BY_LITERAL.setdefault(_lit, []).append(_i)
+_UNKEYED = frozenset(i for i, n in enumerate(_RULE_NEEDS) if n is None)
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
 _SEND = re.compile(_prep(
@@ -700,17 +759,61 @@ _SENSITIVE = re.compile(_prep(
     r"donnees(?: des)? clients?|les donnees|mots de passe|identifiants|liste (?:des|de) clients|"
     r"datos(?: de(?: los)?)? clientes|los datos|contrasenas|credenciales|lista de clientes|"
     r"dati(?: dei)? clienti|i dati|credenziali|elenco (?:dei )?clienti)\b"))
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n")
+_SENTENCE_SPLIT = re.compile(r"[.!?;]\s+|\n")
+
+
+def _sentences(text: str | Sequence[str], *gates: re.Pattern[str]) -> list[str]:
+    """The sentences of ``text`` (or of an already split list); with ``gates``, only those in
+    which one of them matches."""
+    parts = _SENTENCE_SPLIT.split(text) if isinstance(text, str) else text
+    return [p for p in parts if p and (not gates or any(g.search(p) for g in gates))]
+
+
+# Frequent short words of the five languages. A sentence is rot13-decoded (or reversed) only
+# when at least two of its words *become* such words when decoded: "nyy" -> "all",
+# "lbh" -> "you". Words that are frequent both ways ("be" <-> "or", "on" <-> "no") prove nothing
+# and are left out.
+_COMMON = frozenset("""
+the and you your all any are for not this that with from have has was were will what when how
+who why can must now new only just into about their them they then than there here these those
+ignore previous instructions rules system prompt tell give show send reveal forget disregard
+please never always every each other more most some such also which would should could
+der die das und ist nicht ein eine mit von fur auf den dem des sie ich du alle alles bitte
+les des une est pas pour sur avec dans que qui tout tous vous tes mes ces
+los las una con por para que del todo todas tus sus esta este como
+gli della delle sono per con non che una tutte tutto tue sue questo questa come
+""".split())
+
+
+def _undo_gate(undo: Callable[[str], str]) -> frozenset[str]:
+    return frozenset(w2 for w in _COMMON if (w2 := undo(w)) not in _COMMON and w2 != w)
+
+
+_ROT13_GATE = _undo_gate(lambda w: codecs.encode(w, "rot13"))
+_REVERSED_GATE = _undo_gate(lambda w: w[::-1])
+_GATE_WORD = re.compile(r"[a-z]{3,}")
+
+
+def _undone_words(sentence: str, gate: frozenset[str]) -> int:
+    """How many distinct words of ``sentence`` are in ``gate``."""
+    return len(set(_GATE_WORD.findall(sentence)) & gate)
 
 # URLs and Markdown images that carry data out.
-_MD_IMAGE_QUERY = re.compile(r"!\[[^\]\n]{0,200}\]\(\s*<?(?:https?:)?//[^)\s]*\?[^)\s]*=")
-_MD_IMAGE = re.compile(r"!\[[^\]\n]{0,200}\]\(\s*<?(?:https?:)?//")
-_HTML_IMG_QUERY = re.compile(r"<img\b[^>]{0,200}\bsrc\s*=\s*[\"']?(?:https?:)?//[^\"'\s>]*\?[^\"'\s>]*=")
+_MD_IMAGE_URL = re.compile(r"!\[[^\]\n]{0,200}\]\(\s*<?((?:https?:)?//[^)\s>]+)", re.IGNORECASE)
+_HTML_IMG_URL = re.compile(r"<img\b[^>]{0,200}\bsrc\s*=\s*[\"']?((?:https?:)?//[^\"'\s>]+)", re.IGNORECASE)
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>()\"']+")
 _URL_TEMPLATE = re.compile(r"\{[^}\s]{1,40}\}|\[[a-z_ ]{2,40}\]|\$\{?[a-z_]{2,40}|<[a-z_ ]{2,40}>|%s|\{\{|(?:=|/)\.\.\.")
 _DATA_PARAM = re.compile(r"[?&;](?:data|d|payload|secret|token|key|api_?key|password|passwd|pw|pwd|ssn|cc|card|creds?|"
                          r"credentials|session|cookie|conversation|chat|history|memory|prompt|exfil|leak|dump|content|"
                          r"msg|message|text|summary|info|q|query|user|email)=([^&#\s]*)", re.IGNORECASE)
+
+
+def _encoded(value: str) -> bool:
+    """A query value that looks like data rather than a setting: long, or a token mixing
+    upper and lower case and digits (base64 and the like)."""
+    return len(value) >= 40 or (len(value) >= 16 and re.fullmatch(r"[A-Za-z0-9+/_=-]+", value) is not None
+                                and re.search(r"\d", value) is not None and re.search(r"[a-z]", value) is not None
+                                and re.search(r"[A-Z]", value) is not None)
 
 # ---------------------------------------------------------------------------------------
 # Decoding obfuscations
@@ -730,6 +833,8 @@ _ENTITY_RE = re.compile(r"&#x?[0-9a-fA-F]{2,6};|&[a-z]{2,8};")
 _TAGS_RE = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS_RE = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,7}\U000e007f")
 _LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$!|]*[a-z])(?=[a-z0-9@$!|]*[0-9@$|])[a-z0-9@$!|]{3,}\b")
+_LEET_NEAR = re.compile(r"[a-z][0-9@$|]|[0-9@$|][a-z]")  # a leet word has a letter next to a digit or sign
+_LEET_ANY = re.compile(r"\b[a-z0-9@$!|]{2,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
                        "@": "a", "$": "s", "!": "i", "|": "l"})
 _SPACED_RE = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
@@ -782,7 +887,10 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
         if text and len(out) < 16:
             out.append((kind, text))
 
-    for m in _B64_TOKEN.finditer(raw):
+    # Blobs without spaces are searched for only among the text's long tokens; the spaced
+    # encodings only when the characters they are made of are frequent enough.
+    longs = "\n".join(t for t in raw.split() if len(t) >= 16)
+    for m in _B64_TOKEN.finditer(longs):
         tok = m.group(0)
         if tok.isalpha() and (tok.islower() or tok.isupper()):
             continue  # an ordinary long word
@@ -794,13 +902,13 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
                 break
             except (binascii.Error, ValueError):
                 continue
-    for m in _B32_TOKEN.finditer(raw):
+    for m in _B32_TOKEN.finditer(longs):
         core = m.group(0).rstrip("=")
         try:
             add("base32", _texty(base64.b32decode(core + "=" * (-len(core) % 8))))
         except (binascii.Error, ValueError):
             pass
-    for m in _HEX_TOKEN.finditer(raw):
+    for m in (_HEX_TOKEN.finditer(raw) if sum(map(raw.count, "0123456789")) >= 12 else ()):
         digits = re.sub(r"[ :]", "", m.group(0))
         if len(digits) % 2:
             digits = digits[:-1]
@@ -808,21 +916,21 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
             add("hex", _texty(bytes.fromhex(digits)))
         except ValueError:
             pass
-    for m in _BIN_TOKEN.finditer(raw):
+    for m in (_BIN_TOKEN.finditer(raw) if raw.count("0") + raw.count("1") >= 32 else ()):
         bits = m.group(0).replace(" ", "")
         data = bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits) - 7, 8))
         add("binary", _texty(data))
-    for m in _MORSE_TOKEN.finditer(raw):
+    for m in (_MORSE_TOKEN.finditer(raw) if raw.count(".-") + raw.count("-.") >= 3 else ()):
         words = re.split(r"\s*/\s*| {3,}", m.group(0).strip())
         decoded = " ".join("".join(_MORSE.get(sym, "") for sym in w.split()) for w in words)
         if len(decoded.replace(" ", "")) >= 6 and " " in decoded:
             add("morse", decoded)
-    for m in _A85_TOKEN.finditer(raw):
+    for m in (_A85_TOKEN.finditer(raw) if "<~" in raw else ()):
         try:
             add("ascii85", _texty(base64.a85decode(m.group(0), adobe=True)))
         except (ValueError, binascii.Error):
             pass
-    for m in _B85_TOKEN.finditer(raw):
+    for m in _B85_TOKEN.finditer(longs):
         tok = m.group(0)
         if tok.startswith("<~") or not re.search(r"[!#$%&()*+;<=>?@^_`{|}~-]", tok):
             continue
@@ -830,20 +938,89 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
             add("base85", _texty(base64.b85decode(tok)))
         except (ValueError, binascii.Error):
             pass
-    if len(_PCT_RE.findall(raw)) >= 3:
+    if "%" in raw and len(_PCT_RE.findall(raw)) >= 3:
         decoded = unquote(raw)
         if decoded != raw:
             add("percent", decoded)
-    if _UESC_RE.search(raw):
+    if "\\" in raw and _UESC_RE.search(raw):
         try:
             add("escapes", _UESC_RE.sub(lambda m: m.group(0).encode("ascii").decode("unicode_escape"), raw))
         except (UnicodeDecodeError, ValueError):
             pass
-    if _ENTITY_RE.search(raw):
+    if "&" in raw and _ENTITY_RE.search(raw):
         decoded = html.unescape(raw)
         if decoded != raw:
             add("entities", decoded)
     return out
+
+
+def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """Derived texts, cheapest first, each holding only the sentences the transform changes."""
+    # Each rewrite runs over the whole text at once; the view keeps the sentences it changed.
+    spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw) if _SPACED_RAW_RE.search(raw) else raw
+    joined = _INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""),
+                                                  fold(spaced) if spaced is not raw else base))
+    if joined != base:
+        yield "split-words", _changed(joined, parts)
+    leet_tokens = _LEET_TOKEN.findall(base) if _LEET_NEAR.search(base) else []
+    if leet_tokens:
+        # Among several leet words, digit-only ones ("70" = "to") are leet too.
+        pattern = _LEET_ANY if len(leet_tokens) >= 3 else _LEET_TOKEN
+        leet = pattern.sub(lambda m: m.group(0).translate(_LEET), base)
+        if leet != base:
+            yield "leetspeak", _changed(leet, parts)
+    # rot13 and reversal only of sentences holding words that are common words once undone.
+    everywhere = set(_GATE_WORD.findall(base))
+    if len(everywhere & _ROT13_GATE) >= 2:
+        rot = [codecs.encode(s, "rot13") for s in parts if _undone_words(s, _ROT13_GATE) >= 2]
+        if rot:
+            yield "rot13", "\n".join(rot)
+    if len(everywhere & _REVERSED_GATE) >= 2:
+        back = [s[::-1] for s in parts if _undone_words(s, _REVERSED_GATE) >= 2]
+        if back:
+            yield "reversed", "\n".join(back)
+    if not raw.isascii():
+        hidden = "".join(chr(ord(c) - 0xE0000) for c in "".join(_TAGS_RE.findall(_FLAG_TAGS_RE.sub("", raw)))
+                         if 0xE0020 <= ord(c) <= 0xE007E)
+        if hidden:
+            yield "tag-characters", fold(hidden)
+    for kind, decoded in _decodings(raw):
+        yield kind, fold(decoded)
+        # One more layer (base64 of rot13, percent-encoded base64, ...).
+        for kind2, decoded2 in _decodings(decoded):
+            yield f"{kind}+{kind2}", fold(decoded2)
+        yield f"{kind}+rot13", codecs.encode(fold(decoded), "rot13")
+
+
+def _changed(rewritten: str, parts: Sequence[str]) -> str:
+    """The sentences of ``rewritten`` that are not sentences of the original (``parts``)."""
+    before = set(parts)
+    return "\n".join(p for p in _SENTENCE_SPLIT.split(rewritten) if p and p not in before)
+
+
+# One entry each: the detector and the lesson validator judging the same write share the work
+# (and no more than the last text is kept).
+@lru_cache(maxsize=1)
+def _prepared(text: str) -> tuple[str, str, tuple[str, ...]]:
+    """``text`` NFKC-normalised, folded, and the folded text's sentences."""
+    raw = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    base = fold(raw)
+    return raw, base, tuple(_SENTENCE_SPLIT.split(base))
+
+
+@lru_cache(maxsize=1)
+def _views(text: str) -> tuple[tuple[str, str], ...]:
+    """(view name, derived text) for every view of ``text`` (see :func:`_derived`)."""
+    raw, base, parts = _prepared(text)
+    return tuple(_derived(base, raw, parts))
+
+
+def readings(text: str) -> list[str]:
+    """``text`` folded, then every text the detector derives from it: split words joined,
+    leetspeak undone, rot13 and reversal of sentences that read as words once undone, hidden
+    tag characters, decoded blobs (base64, hex, ...). Used to recognise a payload again
+    under another encoding."""
+    return [_prepared(text)[1]] + [derived for _, derived in _views(text)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -866,6 +1043,10 @@ class Scan:
     def families(self) -> list[str]:
         """Signal names, strongest first."""
         return sorted(self.signals, key=lambda k: (-self.signals[k], k))
+
+
+# Below this a prompt-shape weight is noise (two stray cues in a long text).
+_MIN_SHAPE = 0.2
 
 
 class InjectionDetector:
@@ -909,67 +1090,81 @@ class InjectionDetector:
         return Verdict(validator=self.name, outcome=outcome, reason=reason)
 
     def scan(self, text: str) -> Scan:
-        """All signals in ``text`` (raw content as written)."""
+        """The signals in ``text`` (raw content as written).
+
+        Scanning stops as soon as the signals found reach ``reject_at``: the outcome cannot
+        change any more, so a long jailbreak costs one pass, not one per view.
+        """
         signals: dict[str, float] = {}
 
         def put(name: str, weight: float) -> None:
             if weight > signals.get(name, 0.0):
                 signals[name] = weight
 
+        def decided() -> bool:
+            return sum(signals.values()) >= self.reject_at
+
         if len(text) > self.max_chars:
             put("oversized", self.quarantine_at)
             text = text[: self.max_chars]
-        raw = unicodedata.normalize("NFKC", text)
-        self._hidden_unicode(text, put)
-        base = fold(raw)
-        found = self._match_all(base, raw)
+        raw, base, parts = _prepared(text)
+        if not text.isascii():
+            self._hidden_unicode(text, put)
+        # The cue count first: it is cheap and decides most long jailbreaks on its own.
+        self._shape(base, put)
+        known: set[str] = set()
+        found = {} if decided() else self._match_all(base, raw, budget=self.reject_at - sum(signals.values()),
+                                                     literals=known)
         for fam, w in found.items():
             put(fam, w)
         # Derived views: whatever they reveal that the plain text did not is obfuscated.
-        for view, derived in self._views(base, raw):
+        for view, derived in ([] if decided() else _views(text)):
             # Whole-text transforms of ordinary text are noise: only strong rules run there.
-            extra = self._match_all(derived, None, _STRONG if view in ("rot13", "reversed") else None)
+            extra = self._match_all(derived, None, _STRONG if view in ("rot13", "reversed") else None,
+                                    known=known if view in ("split-words", "leetspeak") else None)
             revealed = {f: w for f, w in extra.items() if w > found.get(f, 0.0)}
+            if view not in ("split-words", "leetspeak"):
+                # Decoded text is scored like plain text (a base64 persona prompt is a prompt).
+                self._shape(derived, lambda f, w: revealed.__setitem__(f, max(w, revealed.get(f, 0.0))))
             if revealed:
                 for fam, w in revealed.items():
                     put(fam, w)
                 if max(revealed.values()) >= 0.4:
                     put(f"obfuscation:{view}", 0.5)
-        if _SPACED_RE.search(base) or _SPACED_RAW_RE.search(raw):
-            letters = re.sub(r"[^a-z]", "", base)
-            for rule in _NOSPACE_RULES:
-                if rule.family not in signals and rule.regex.search(letters):
-                    put(rule.family, rule.weight)
-                    put("obfuscation:split-words", 0.5)
+            if decided():
+                break
+        if not decided():
+            for sentence in _sentences(parts, _SPACED_RE):
+                letters = re.sub(r"[^a-z]", "", sentence)
+                for rule in _NOSPACE_RULES:
+                    if rule.family not in signals and rule.regex.search(letters):
+                        put(rule.family, rule.weight)
+                        put("obfuscation:split-words", 0.5)
         return Scan(signals)
 
     # -- internals ------------------------------------------------------------------------
 
-    def _views(self, base: str, raw: str) -> list[tuple[str, str]]:
-        views: list[tuple[str, str]] = []
-        spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), _INVISIBLE_RE.sub("", raw))
-        joined = _INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), fold(spaced)))
-        if joined != base:
-            views.append(("split-words", joined))
-        if _LEET_TOKEN.search(base):
-            leet = _LEET_TOKEN.sub(lambda m: m.group(0).translate(_LEET), base)
-            if leet != base:
-                views.append(("leetspeak", leet))
-        views.append(("rot13", codecs.encode(base, "rot13")))
-        views.append(("reversed", base[::-1]))
-        hidden = "".join(chr(ord(c) - 0xE0000) for c in "".join(_TAGS_RE.findall(_FLAG_TAGS_RE.sub("", raw)))
-                         if 0xE0020 <= ord(c) <= 0xE007E)
-        if hidden:
-            views.append(("tag-characters", fold(hidden)))
-        for kind, decoded in _decodings(raw):
-            views.append((kind, fold(decoded)))
-            # One more layer (base64 of rot13, percent-encoded base64, ...).
-            for kind2, decoded2 in _decodings(decoded):
-                views.append((f"{kind}+{kind2}", fold(decoded2)))
-            views.append((f"{kind}+rot13", codecs.encode(fold(decoded), "rot13")))
-        return views
+    @staticmethod
+    def _shape(folded: str, put: Callable[[str, float], None]) -> None:
+        """Prompt-shape and prompt-template signals of folded text."""
+        cues = cue_hits(folded, folded=True)
+        shape = prompt_shape(cues)
+        if shape >= _MIN_SHAPE:
+            put("prompt-shape", shape)
+        if cues.count("placeholder"):
+            # A slot for a request ("[INSERT PROMPT HERE]"): the text is a prompt template.
+            put("prompt-template", 0.4)
 
-    def _match_all(self, text: str, raw: str | None, only: Sequence[int] | None = None) -> dict[str, float]:
+    def _match_all(self, text: str, raw: str | None, only: Sequence[int] | None = None,
+                   budget: float | None = None, known: set[str] | None = None,
+                   literals: set[str] | None = None) -> dict[str, float]:
+        """Rule signals in ``text``; with ``budget``, stop once their sum reaches it.
+
+        ``known``: the literals of a text that was already judged and of which ``text`` is a
+        rewrite (split words joined, leetspeak undone); only rules that need a literal the
+        rewrite *added* run again (the others found whatever they could in the original).
+        ``literals``: filled with the literals found in ``text``.
+        """
         found: dict[str, float] = {}
 
         def put(name: str, weight: float) -> None:
@@ -979,18 +1174,29 @@ class InjectionDetector:
         long_text = len(text) > _LONG
         where: dict[str, list[int]] = {}
         present = _present(text, where if long_text else None)
-        for i in (only if only is not None else range(len(_RULES))):
+        if literals is not None:
+            literals |= present
+        fresh = present - known if known is not None else present
+        candidates = set(_UNKEYED).union(*(_BY_LITERAL.get(lit, ()) for lit in present))
+        if only is not None:
+            candidates &= set(only)
+        for i in sorted(candidates, key=_RANK.__getitem__):
             rule, needs = _RULES[i], _RULE_NEEDS[i]
-            if needs is not None and not (needs & present):
+            if needs is None:
+                if known is not None:
+                    continue
+            elif not all(n & present for n in needs) or not any(n & fresh for n in needs):
                 continue
             if rule.weight <= found.get(rule.family, 0.0):
                 continue
             if long_text and needs is not None:
-                hit = any(rule.regex.search(chunk) for chunk in _windows(text, needs, where))
+                hit = any(rule.regex.search(chunk) for chunk in _windows(text, needs[0], where))
             else:
                 hit = rule.regex.search(text) is not None
             if hit:
                 found[rule.family] = rule.weight
+                if budget is not None and sum(found.values()) >= budget:
+                    return found
         # Exfiltration: per sentence, a send verb + a destination (+ something sensitive).
         if _has_destination(text):
             for sentence in _SENTENCE_SPLIT.split(text):
@@ -1003,29 +1209,29 @@ class InjectionDetector:
     def _links(text: str, put) -> None:
         if "//" not in text and "www." not in text:
             return
-        low = text.casefold()
-        if _MD_IMAGE_QUERY.search(low) or _HTML_IMG_QUERY.search(low):
-            put("exfil-link", 1.0)
-        elif _MD_IMAGE.search(low):
-            put("exfil-link", 0.3)
-        for m in _URL.finditer(low):
-            url = m.group(0)
-            if _URL_TEMPLATE.search(url):
+        # An image loads by itself when an answer is rendered, so its URL can carry data out
+        # without a click; a link needs one.
+        images = {m.group(1) for regex in (_MD_IMAGE_URL, _HTML_IMG_URL) for m in regex.finditer(text)}
+        for url in images:
+            data = [unquote(pm.group(1)) for pm in _DATA_PARAM.finditer(url)]
+            if _URL_TEMPLATE.search(url.lower()) or any(map(_encoded, data)):
                 put("exfil-link", 1.0)
+            else:  # a parameter named for data is likely, any other a badge's "?label=" at most
+                put("exfil-link", 0.6 if data else 0.3)
+        for m in _URL.finditer(text):
+            url = m.group(0)
+            if url in images:
                 continue
-            for pm in _DATA_PARAM.finditer(url):
-                value = unquote(pm.group(1))
-                if len(value) >= 40 or (len(value) >= 16 and re.fullmatch(r"[A-Za-z0-9+/_=-]+", value)
-                                        and re.search(r"\d", value) and re.search(r"[a-z]", value)
-                                        and re.search(r"[A-Z]", pm.group(1))):
-                    put("exfil-link", 0.3)
+            if _URL_TEMPLATE.search(url.lower()):
+                put("exfil-link", 1.0)
+            elif any(_encoded(unquote(pm.group(1))) for pm in _DATA_PARAM.finditer(url)):
+                put("exfil-link", 0.3)
 
     @staticmethod
     def _hidden_unicode(text: str, put) -> None:
         if text.isascii():
             return
-        stripped_flags = _FLAG_TAGS_RE.sub("", text)
-        if _TAGS_RE.search(stripped_flags):
+        if _TAGS_RE.search(text) and _TAGS_RE.search(_FLAG_TAGS_RE.sub("", text)):
             put("hidden-unicode:tag-characters", 1.0)
         zw = 0
         for m in re.finditer(f"[{_ZERO_WIDTH}\u2060]", text):
@@ -1042,14 +1248,21 @@ class InjectionDetector:
             zw += 1
         if zw:
             put("hidden-unicode:zero-width", 0.5)
-        if any(c in _BIDI for c in text):
+        if _BIDI_RE.search(text):
             put("hidden-unicode:bidi", 0.5)
-        nfkc = unicodedata.normalize("NFKC", text)
-        for word in re.findall(r"\w{3,}", nfkc):
-            if not word.isascii() and any(c in _CONFUSABLE_LETTERS for c in word):
-                latin = sum("a" <= c.lower() <= "z" for c in word)
-                if latin >= 1 and latin < len(word):
-                    put("homoglyph", 0.5)
-                    break
-        if re.search("[\u0300-\u036f]{3,}", unicodedata.normalize("NFD", text)):
+        nfkc, end = unicodedata.normalize("NFKC", text), 0
+        for m in _CONFUSABLES_RE.finditer(nfkc):
+            if m.start() < end:
+                continue  # in the word just judged
+            start, end = m.start(), m.end()
+            while start and (nfkc[start - 1].isalnum() or nfkc[start - 1] == "_"):
+                start -= 1
+            while end < len(nfkc) and (nfkc[end].isalnum() or nfkc[end] == "_"):
+                end += 1
+            latin = sum("a" <= c.lower() <= "z" for c in nfkc[start:end])
+            if end - start >= 3 and 1 <= latin < end - start:
+                put("homoglyph", 0.5)
+                break
+        # Stacked combining marks (Zalgo); precomposed letters decompose to at most two.
+        if _COMBINING_RE.search(text) and re.search("[\u0300-\u036f]{3,}", unicodedata.normalize("NFD", text)):
             put("hidden-unicode:combining", 0.4)

@@ -39,6 +39,7 @@ class ProvenanceRule:
     """
 
     name = "provenance"
+    most = Outcome.QUARANTINE
 
     def __init__(self, *, min_trust: float = 0.5,
                  untrusted_sources: Iterable[str | Source] = (Source.TOOL, Source.EXTERNAL),

@@ -61,7 +61,11 @@ class ValidationContext:
 
 
 class WriteValidator(Protocol):
-    """A pluggable check on writes."""
+    """A pluggable check on writes.
+
+    A validator may declare ``most = Outcome.QUARANTINE`` when it never rejects: the chain
+    then skips it once the write is quarantined anyway (it could not change the outcome).
+    """
 
     name: str
 
@@ -69,8 +73,12 @@ class WriteValidator(Protocol):
         """Judge one candidate record."""
 
 
+_RANK = {Outcome.ACCEPT: 0, Outcome.QUARANTINE: 1, Outcome.REJECT: 2}
+
+
 class ValidatorChain:
-    """Runs validators in order; the strongest outcome wins, the first reject stops the chain."""
+    """Runs validators in order; the strongest outcome wins, the first reject stops the chain,
+    and a validator whose strongest outcome (``most``) is already reached is skipped."""
 
     def __init__(self, validators: Iterable[WriteValidator] = ()) -> None:
         self.validators: tuple[WriteValidator, ...] = tuple(validators)
@@ -79,6 +87,9 @@ class ValidatorChain:
         """All verdicts reached, in chain order."""
         verdicts: list[Verdict] = []
         for validator in self.validators:
+            most = getattr(validator, "most", Outcome.REJECT)
+            if verdicts and _RANK[strongest(verdicts)] >= _RANK[Outcome(most)]:
+                continue
             name = getattr(validator, "name", type(validator).__name__)
             try:
                 verdict = validator.check(record, context)

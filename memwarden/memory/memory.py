@@ -12,6 +12,7 @@ second way to reach stored records.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import datetime, timedelta
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
+from memwarden.guards.contradiction import content_words, find_contradiction
+from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator, lesson_content
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
 from memwarden.guards.visibility import is_visible, visible_filter
 from memwarden.integrations.metrics import record_operation
@@ -30,6 +33,7 @@ from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
 from memwarden.guards.forgetting import eviction_order, forget_at
 from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
+from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, ChromaBackend, StoredRow
 from memwarden.memory.coalesce import CoalescingBackend
@@ -42,7 +46,7 @@ from memwarden.memory.ops import (
     SweepOp, UpdateOp, WriteOp, op_namespace,
 )
 from memwarden.memory.records import (
-    ErasureReceipt, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
+    ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
 )
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
@@ -56,6 +60,12 @@ _LINK_CHUNK = 400
 _MAX_LESSONS = 500
 # Candidates a search with a token budget composes from (each leg fetches this many).
 _POOL = 20
+
+# The core's own principal. It writes lesson records and nothing else, and no session can
+# act as it: only this object (not another Principal with the same id) is the core.
+CORE = Principal("memwarden")
+LESSONS_NAMESPACE: Namespace = ("memwarden", "lessons")
+_log = logging.getLogger("memwarden")
 
 if TYPE_CHECKING:
     from memwarden.integrations.store import GovernedStore
@@ -85,6 +95,8 @@ class _Facts:
     search_mode: str | None = None
     candidates: dict[str, int] = field(default_factory=dict)
     note: str | None = None
+    # Operations of the core that this one causes (lessons), run once it is audited.
+    follow_ups: list[Callable[[], None]] = field(default_factory=list)
 
     def decided(self, decision: Decision) -> Decision:
         self.decision = "allow" if decision.allowed else "deny"
@@ -134,6 +146,20 @@ class _Facts:
         }
 
 
+def _not_core(principal: object) -> None:
+    if principal is CORE:
+        raise InvalidRequest("the core principal acts only inside memwarden")
+
+
+def _chain(validators: Iterable[WriteValidator] | None) -> Iterable[WriteValidator]:
+    """The validators a Memory opens with: the default chain unless the caller chose one."""
+    if validators is None:
+        from memwarden.guards.defaults import default_validators
+
+        return default_validators()
+    return validators
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Tunables of a Memory, passed as keyword arguments to ``Memory.open``.
@@ -145,17 +171,29 @@ class Settings:
     means f colluders can never release a write alone.
     ``review_timeout``: seconds a quarantined write waits for its quorum; after that it is
     rejected (fail closed).
+    ``lessons``: the core writes a lesson record (see :mod:`memwarden.guards.lessons`) when
+    validators reject a write, when reviewers reject a quarantined one, and when a record is
+    retracted as poisoned.
+    ``cache_ttl``: seconds after which the lesson and subject caches of the write path are
+    read again from the store (None: never, right for an embedded store only this process
+    writes; ``Memory.connect`` uses 30, since other processes may write to the server).
     """
 
     count_withheld: bool = False
     quorum: int = 2
     review_timeout: float = 7 * 86400.0
+    lessons: bool = True
+    cache_ttl: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.quorum, bool) or not isinstance(self.quorum, int) or self.quorum < 1:
             raise InvalidRequest(f"quorum must be a positive integer, got {self.quorum!r}")
         if not isinstance(self.review_timeout, (int, float)) or not self.review_timeout > 0:
             raise InvalidRequest(f"review_timeout must be a positive number of seconds, got {self.review_timeout!r}")
+        if self.cache_ttl is not None and (not isinstance(self.cache_ttl, (int, float)) or not self.cache_ttl > 0):
+            raise InvalidRequest(f"cache_ttl must be a positive number of seconds or None, got {self.cache_ttl!r}")
+        if not isinstance(self.lessons, bool):
+            raise InvalidRequest(f"lessons must be True or False, got {self.lessons!r}")
 
 
 class Memory:
@@ -172,6 +210,11 @@ class Memory:
         self._embedder = as_embedder(embedding)
         self._validators = ValidatorChain(validators)
         self._settings = settings
+        # Lessons are hashed with the key of the chain's lesson validator, so that it can read them.
+        self._lesson_key = next((v.key for v in self._validators.validators if isinstance(v, LessonValidator)),
+                                DEFAULT_KEY)
+        self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS, ttl=settings.cache_ttl)
+        self._subject_index = SubjectIndex(self._load_subject, ttl=settings.cache_ttl)
         # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
         self._write_lock = threading.RLock()
         self._closed = False
@@ -188,7 +231,7 @@ class Memory:
     @classmethod
     def open(cls, path: str | Path, policy: str | Path | PolicyEngine | None = None, *,
              audit: str | Path | None = None, embedding: object | None = None,
-             validators: Iterable[WriteValidator] = (), **settings: Any) -> Memory:
+             validators: Iterable[WriteValidator] | None = None, **settings: Any) -> Memory:
         """Open (or create) an embedded memory in directory ``path``.
 
         ``policy`` is a CSV policy file, the name of a bundled policy ("hospital", "office",
@@ -196,7 +239,10 @@ class Memory:
         docs/deployment.md), a ready PolicyEngine, or None (no rules: everything is denied).
         ``audit`` is None (``audit.sqlite3`` in ``path``), another SQLite file, or a
         ``postgresql://`` URL. ``embedding`` is any LangChain ``Embeddings``; None uses the
-        bundled offline MiniLM. Further keyword arguments are :class:`Settings`.
+        bundled offline MiniLM. ``validators``: the write-validator chain; None (the default)
+        is :func:`~memwarden.guards.defaults.default_validators` (injection, provenance,
+        lessons, contradiction), ``[]`` turns write validation off.
+        Further keyword arguments are :class:`Settings`.
         """
         root = Path(path)
         if root.exists() and not root.is_dir():
@@ -215,7 +261,7 @@ class Memory:
     def connect(cls, host: str, port: int, policy: str | Path | PolicyEngine | None = None, *,
                 state: str | Path = "./memwarden-state", audit: str | Path | None = None, ssl: bool = False,
                 headers: dict[str, str] | None = None, embedding: object | None = None,
-                validators: Iterable[WriteValidator] = (), **settings: Any) -> Memory:
+                validators: Iterable[WriteValidator] | None = None, **settings: Any) -> Memory:
         """The same governed memory against a Chroma server (``chroma run``).
 
         Transient server errors are retried (tenacity); ids are deterministic, so retries
@@ -230,11 +276,11 @@ class Memory:
         root = Path(state)
         root.mkdir(parents=True, exist_ok=True)
         return cls._assemble(root, lambda: RetryingChromaBackend.connect(host, port, ssl=ssl, headers=headers),
-                             policy, audit, embedding, validators, settings)
+                             policy, audit, embedding, validators, {"cache_ttl": 30.0, **settings})
 
     @classmethod
     def _assemble(cls, state: Path, backend: Callable[[], Backend], policy: str | Path | PolicyEngine | None,
-                  audit: str | Path | None, embedding: object | None, validators: Iterable[WriteValidator],
+                  audit: str | Path | None, embedding: object | None, validators: Iterable[WriteValidator] | None,
                   settings: dict[str, Any]) -> Memory:
         """Open the parts of a memory whose local state is ``state``; if one fails, the parts
         already opened are released before the error propagates."""
@@ -246,7 +292,7 @@ class Memory:
             opened.append(log.close)
             tombstones = Tombstones(state / "tombstones.sqlite3")
             opened.append(tombstones.close)
-            memory = cls(backend(), engine, log, tombstones, embedding=embedding, validators=validators,
+            memory = cls(backend(), engine, log, tombstones, embedding=embedding, validators=_chain(validators),
                          settings=options)
         except BaseException:
             for close in reversed(opened):
@@ -271,6 +317,7 @@ class Memory:
         """A session that acts as ``principal`` for every operation it makes."""
         from memwarden.memory.session import Session
 
+        _not_core(principal)
         self._subjects_for(principal)
         return Session(self, principal)
 
@@ -283,6 +330,7 @@ class Memory:
         """
         if self._closed:
             raise InvalidRequest("this Memory is closed")
+        _not_core(principal)
         ops = list(ops)
         vectors = self._prefetch_vectors(ops)
         with self._backend.holding():
@@ -328,6 +376,8 @@ class Memory:
         return vec if vec is not None else embed_one(self._embedder, text)
 
     def _subjects_for(self, principal: Principal) -> frozenset[str]:
+        if principal is CORE:
+            return frozenset({CORE.id})  # outside the policy: see _core_decision
         if not isinstance(principal, Principal):
             raise InvalidRequest(f"principal must be a memwarden Principal, got {type(principal).__name__}")
         if not self._policy.knows(principal.id, principal.roles):
@@ -339,7 +389,14 @@ class Memory:
         if action not in self._handlers:
             raise InvalidRequest(f"not a memwarden operation: {type(op).__name__}")
         facts = _Facts(action, principal if isinstance(principal, Principal) else Principal("invalid"))
-        started, result = time.perf_counter(), None
+        try:
+            return self._run_one(principal, op, facts, vectors)
+        finally:
+            for follow_up in facts.follow_ups:
+                follow_up()
+
+    def _run_one(self, principal: Principal, op: Op, facts: _Facts, vectors: dict[str, np.ndarray]) -> Any:
+        action, started, result = facts.op, time.perf_counter(), None
         with operation_span(action, op) as span:
             try:
                 facts.subjects = self._subjects_for(principal)
@@ -365,13 +422,15 @@ class Memory:
                                  time.perf_counter() - started,
                                  records=facts.returned if facts.op == "erase" else None)
 
-    def _commit(self, facts: _Facts, apply: Callable[[], None]) -> None:
+    def _commit(self, facts: _Facts, apply: Callable[[], None], changed: Sequence[MemoryRecord] = (),
+                added: Sequence[MemoryRecord] = ()) -> None:
         """Audit a mutation, then apply it; a failed apply gets a second, compensating entry.
 
         Auditing first means a crash leaves either an audited record or an audit entry for
         a record that is absent, never a record that no entry accounts for. Upserts held
         until the end of the batch (coalesce.py) get their compensating entry if storing
-        them fails then.
+        them fails then. ``changed``: the stored records the mutation removes or changes (the
+        caches drop them); ``added``: the records it stores (the caches take the active ones).
         """
         facts.outcome = "ok"
         facts.audit_seq = self._audit.append(facts.audit_entry())
@@ -388,6 +447,14 @@ class Memory:
         except Exception as exc:
             failed(exc)
             raise
+        finally:
+            # Even after a failed apply: it may have changed some of them.
+            self._subject_index.discard(changed)
+            if any(r.kind is Kind.LESSON for r in changed):
+                self._lesson_cache.clear()
+        for record in added:
+            self._subject_index.add(record)
+            self._lesson_cache.add(record)
 
     def _require(self, facts: _Facts, action: str, namespace: Namespace, attributes: RecordAttributes) -> Decision:
         """The decision for ``action`` on a record in ``namespace`` with ``attributes`` (the
@@ -458,22 +525,38 @@ class Memory:
             chain.append(from_row(newer[0]))
         return chain
 
-    def _related(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray, k: int) -> list[MemoryRecord]:
-        """Active records sharing a subject with ``record`` that the writer may read."""
-        scope = self._policy.scope(facts.subjects, "read", ())
-        if not record.subjects or scope.empty:
+    def _related(self, facts: _Facts, record: MemoryRecord, k: int) -> list[MemoryRecord]:
+        """Up to ``k`` active records sharing a subject with ``record`` that the principal of
+        ``facts`` may read, those sharing the most content words with it first (only records
+        that share words can contradict it). Served from the subject index, not the store."""
+        if not record.subjects:
             return []
-        about = any_of([{"subjects": {"$contains": s}} for s in record.subjects])
-        rows = self._backend.query(vector, k, all_of([visible_filter(utcnow()), about, scope_filter(scope)]))
-        return [r for r in (from_row(row) for row, _ in rows) if r.id != record.id and self._may_see(facts, r)]
+        mine = content_words(record.content)
+        found: list[MemoryRecord] = []
+        # Ranked first (set sizes are cheap), checked against the policy only until k are found.
+        for related in sorted(self._subject_index.about(record.subjects), key=lambda r: len(r.words & mine),
+                              reverse=True):
+            if related.record.id != record.id and self._may_see(facts, related.record):
+                found.append(related.record)
+                if len(found) == k:
+                    break
+        return found
 
-    def _lessons(self) -> list[MemoryRecord]:
-        rows = self._backend.fetch(where=all_of([visible_filter(utcnow()), {"kind": "lesson"}]), limit=_MAX_LESSONS)
-        return [from_row(r) for r in rows]
+    def _load_subject(self, subject: str, limit: int) -> list[MemoryRecord]:
+        """Up to ``limit`` visible records about ``subject`` of the kinds the index holds (in
+        storage order: the index then keeps the newest as writes come in)."""
+        where = all_of([visible_filter(utcnow()), {"subjects": {"$contains": subject}},
+                        {"kind": {"$in": sorted(k.value for k in INDEXED_KINDS)}}])
+        return [from_row(row) for row in self._backend.fetch(where=where, limit=limit)]
 
-    def _validated(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray, decision: Decision) -> MemoryRecord:
+    def _load_lessons(self, limit: int) -> list[MemoryRecord]:
+        """The newest ``limit`` active lesson records."""
+        rows = self._backend.fetch(where=all_of([visible_filter(utcnow()), {"kind": Kind.LESSON.value}]))
+        return sorted(map(from_row, rows), key=lambda r: r.created_at, reverse=True)[:limit]
+
+    def _validated(self, facts: _Facts, record: MemoryRecord, decision: Decision) -> MemoryRecord:
         context = ValidationContext(facts.principal, facts.subjects,
-                                    related=lambda r, k: self._related(facts, r, vector, k), lessons=self._lessons)
+                                    related=lambda r, k: self._related(facts, r, k), lessons=self._lesson_cache.get)
         verdicts = list(self._validators.run(record, context))
         if decision.review:
             verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,
@@ -482,6 +565,7 @@ class Memory:
         outcome = strongest(verdicts)
         if outcome is Outcome.REJECT:
             reasons = "; ".join(v.text for v in verdicts if v.outcome is Outcome.REJECT)
+            facts.follow_ups.append(lambda: self._learn(record, verdicts, stored=False))
             raise WriteRejected(f"write rejected: {reasons}", verdicts=tuple(verdicts))
         if outcome is Outcome.QUARANTINE:
             return record.model_copy(update={"status": Status.QUARANTINED})
@@ -493,11 +577,13 @@ class Memory:
     # -- handlers, one per operation kind -----------------------------------------------
 
     def _write(self, op: WriteOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
+        core = facts.principal is CORE
         # The condition of a write rule applies to the record as it will be stored.
         attributes = RecordAttributes(op.kind.value, op.source.value, frozenset(self._roles(facts)), op.labels)
-        decision = self._require(facts, "write", op.namespace, attributes)
+        decision = self._core_decision(facts, op) if core else self._require(facts, "write", op.namespace, attributes)
         for parent in op.parents:
-            if not self._may_see(facts, self._fetch_one(parent)):
+            # The core links a lesson to the rejected record, which nobody can see any more.
+            if not core and not self._may_see(facts, self._fetch_one(parent)):
                 raise InvalidRequest(f"parent {parent!r} is not a record visible to {facts.principal.id!r}")
         erased_subject = self._tombstones.hit(op.subjects, op.content)
         if erased_subject is not None:
@@ -523,7 +609,6 @@ class Memory:
                 self._require_on(facts, "update", existing)
                 self._require(facts, "update", op.namespace, attributes)
                 version = existing.version + 1
-            vector = self._vector(op.content, vectors)
             record = self._validated(facts, MemoryRecord(
                 id=rid, namespace=op.namespace, content=op.content, kind=op.kind, subjects=op.subjects,
                 writer=facts.principal.id, writer_roles=self._roles(facts), source=op.source,
@@ -531,7 +616,8 @@ class Memory:
                 expires_at=now + timedelta(seconds=ttl) if ttl else None, trust=op.trust, labels=op.labels,
                 key=op.key, version=version, half_life=lifecycle.half_life,
                 last_access=now if lifecycle.half_life else None,
-            ), vector, decision)
+            ), decision)
+            vector = self._vector(op.content, vectors)  # after validation: a rejected write costs no embedding
             evicted = self._evictions(record, lifecycle.capacity)
             facts.record_ids += [r.id for r in evicted]
 
@@ -539,8 +625,34 @@ class Memory:
                 self._backend.upsert([rid], [vector], [op.content], [to_metadata(record)])
                 self._set_status(evicted, Status.FORGOTTEN, {"forgotten": "evicted"})
 
-            self._commit(facts, apply)
+            # A keyed item's earlier version is replaced too.
+            self._commit(facts, apply, changed=evicted + ([existing] if existing is not None else []), added=[record])
         return record
+
+    def _core_decision(self, facts: _Facts, op: WriteOp) -> Decision:
+        """The core writes lessons into their reserved namespace, whatever the policy says
+        (it never reads or writes anything else); the audit entry names this rule."""
+        if op.namespace != LESSONS_NAMESPACE or op.kind is not Kind.LESSON:
+            raise AccessDenied("the core writes only lesson records")
+        facts.decision = "allow"
+        facts.rules.append(f"core: lessons in {namespace_text(LESSONS_NAMESPACE)!r}")
+        return Decision(True, "write", op.namespace, None)
+
+    def _learn(self, record: MemoryRecord, verdicts: Sequence[Verdict], *, stored: bool) -> None:
+        """Leave a lesson about ``record`` (rejected or retracted) through the governed path.
+
+        ``stored``: the record exists in the store (it becomes the lesson's provenance parent).
+        A lesson that cannot be written is logged, not raised: the rejection it follows has
+        already taken effect, and the validators' other checks still stand.
+        """
+        if not self._settings.lessons or record.kind is Kind.LESSON:
+            return
+        op = WriteOp(lesson_content(record, verdicts, key=self._lesson_key), LESSONS_NAMESPACE, kind=Kind.LESSON, parents=(record.id,) if stored else (),
+                     labels={"lesson_for": record.id})
+        try:
+            self._run(CORE, op, {})
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            _log.warning("memwarden could not write a lesson for %s: %s", record.id, type(exc).__name__)
 
     def _evictions(self, record: MemoryRecord, capacity: int | None) -> list[MemoryRecord]:
         """Active records that must go so the namespace stays within ``capacity`` (a write
@@ -600,6 +712,8 @@ class Memory:
                 facts.rechecked_out += 1
         if op.budget_tokens:
             hits = compose(hits, op.budget_tokens, kinds=op.kinds, limit=op.k)
+        if op.consensus:
+            hits = self._consensus(facts, hits)
         facts.returned = len(hits)
         facts.record_ids = [h.record.id for h in hits]
         self._touch([h.record for h in hits])
@@ -653,6 +767,26 @@ class Memory:
     def _rows(self, ids: list[str]) -> dict[str, StoredRow]:
         return {row.id: row for row in self._backend.fetch(ids=ids)} if ids else {}
 
+    def _consensus(self, facts: _Facts, hits: list[SearchHit]) -> list[SearchHit]:
+        """Read-time consensus (A-MemGuard): each hit is compared with the related memories
+        the caller may see, those about the same subject that share at least two content
+        words with it (comparable statements). It is contested when a strict majority of
+        them contradict it; only ids the caller may see are named."""
+        judged = []
+        for hit in hits:
+            record = hit.record
+            if record.kind not in INDEXED_KINDS or not record.subjects:
+                judged.append(hit)
+                continue
+            mine = content_words(record.content)
+            comparable = [r.record for r in self._subject_index.about(record.subjects)
+                          if r.record.id not in (record.id, record.supersedes) and len(r.words & mine) >= 2
+                          and self._may_see(facts, r.record)]
+            against = tuple(r.id for r in comparable if find_contradiction(record.content, r.content))
+            contested = 2 * len(against) > len(comparable)
+            judged.append(hit.model_copy(update={"contested": contested, "contradicted_by": against}))
+        return judged
+
     def _list(self, op: ListNamespacesOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[Namespace]:
         scope = self._read_scope(facts, op.prefix)
         now = utcnow()
@@ -690,7 +824,6 @@ class Memory:
             # what a condition covers by changing its kind or labels.
             before = self._require_on(facts, "update", old)
             now = utcnow()
-            vector = self._vector(op.content, vectors)
             candidate = old.model_copy(update={
                 "id": record_id(facts.principal.id, old.namespace, op.content, supersedes=old.id),
                 "content": op.content,
@@ -705,7 +838,8 @@ class Memory:
                 "last_access": now if old.half_life else None, "uses": 0,
             })
             after = self._require_on(facts, "update", candidate)
-            new = self._validated(facts, candidate, vector, after if after.review or not before.review else before)
+            new = self._validated(facts, candidate, after if after.review or not before.review else before)
+            vector = self._vector(op.content, vectors)
             facts.record_ids = [new.id, old.id]
 
             def apply() -> None:
@@ -714,7 +848,7 @@ class Memory:
                 if new.status is Status.ACTIVE:
                     self._retire(old, now)
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=[old] if new.status is Status.ACTIVE else [], added=[new])
         return new
 
     def _retire(self, old: MemoryRecord, now: datetime) -> None:
@@ -741,7 +875,7 @@ class Memory:
                 self._backend.update_metadata([r.id for r in gone], [to_metadata(r) for r in gone])
                 self._set_status(held, Status.QUARANTINED, {"derived_from_forgotten": target.id})
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=versions + held)
 
     def _descendants(self, ids: Sequence[str]) -> list[MemoryRecord]:
         """Every record derived from ``ids`` through provenance, transitively."""
@@ -794,7 +928,7 @@ class Memory:
                 # Physically: no copy of text, metadata or vector stays in Chroma's files.
                 self._backend.purge(erased)
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=list(found.values()))
         return ErasureReceipt(
             subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(facts.record_ids),
             count=len(erased), cascaded=len(erased) - direct, actor=facts.principal.id,
@@ -832,7 +966,11 @@ class Memory:
                 if older is not None and older.status is Status.ACTIVE:
                     self._retire(older, now)
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=[older] if older is not None else [], added=[decided])
+            if decided.status is Status.FORGOTTEN:
+                verdict = Verdict(validator="quorum", outcome=Outcome.REJECT,
+                                  reason=f"rejected by {len(rejections)} reviewers")
+                facts.follow_ups.append(lambda: self._learn(decided, [verdict], stored=True))
         return decided
 
     def _retract(self, op: RetractOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[str]:
@@ -851,7 +989,9 @@ class Memory:
                 self._set_status([record], Status.FORGOTTEN, {"forgotten": "retracted"})
                 self._set_status(held, Status.QUARANTINED, {"tainted_by": record.id})
 
-            self._commit(facts, apply)
+            self._commit(facts, apply, changed=[record, *held])
+            verdict = Verdict(validator="retraction", outcome=Outcome.REJECT, reason=f"retracted by {facts.principal.id}")
+            facts.follow_ups.append(lambda: self._learn(record, [verdict], stored=True))
         return [r.id for r in held]
 
     def _history(self, op: HistoryOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[MemoryRecord]:
@@ -887,5 +1027,5 @@ class Memory:
             ids = sorted(r.id for r in doomed)
             facts.record_ids = ids
             facts.returned = len(ids)
-            self._commit(facts, lambda: self._backend.purge(ids))
+            self._commit(facts, lambda: self._backend.purge(ids), changed=doomed)
         return len(ids)

@@ -166,6 +166,9 @@ class SearchOp:
     also returns earlier versions, ranked below current ones, where the caller holds the
     ``history`` permission. ``budget_tokens`` composes the results per kind within that many
     tokens (typed evidence; see :func:`memwarden.memory.retrieval.compose`).
+    ``consensus``: also compare every result with the related memories the caller may see
+    (same subject) and mark it ``contested`` when most of them contradict it (costs a
+    comparison per result; off by default).
     """
 
     action: ClassVar[str] = "search"
@@ -182,6 +185,7 @@ class SearchOp:
     created_before: datetime | None = None
     include_superseded: bool = False
     budget_tokens: int | None = None
+    consensus: bool = False
 
     def canonical(self) -> SearchOp:
         """This op with every field checked and normalised."""
@@ -209,6 +213,8 @@ class SearchOp:
         if after and before and before <= after:
             raise InvalidRequest("created_before must be after created_after")
         query = _text(self.query, "query", MAX_QUERY_CHARS) if self.query is not None else None
+        if not isinstance(self.consensus, bool):
+            raise InvalidRequest(f"consensus must be True or False, got {self.consensus!r}")
         return replace(self, query=query, namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds,
                        as_of=_when(self.as_of, "as_of"), time_range=_range(self.time_range),
                        created_after=after, created_before=before)

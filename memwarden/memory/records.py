@@ -132,6 +132,9 @@ class SearchHit(BaseModel):
     hybrid, the reciprocal-rank-fusion score normalised so that 1.0 means ranked first by
     both legs; lexical, the BM25 relevance. ``similarity`` and ``bm25`` are what each leg
     said, when that leg found the record.
+
+    With ``consensus=True`` searches, ``contested`` says that most related memories the
+    caller may see contradict the record, and ``contradicted_by`` names them.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -140,6 +143,8 @@ class SearchHit(BaseModel):
     score: float | None
     similarity: float | None = None
     bm25: float | None = None
+    contested: bool = False
+    contradicted_by: tuple[str, ...] = ()
 
 
 class ErasureReceipt(BaseModel):

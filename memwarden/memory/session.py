@@ -53,14 +53,16 @@ class Session:
                kinds: Sequence[str | Kind] | None = None, offset: int = 0, mode: str = "hybrid",
                as_of: datetime | None = None, time_range: tuple[datetime, datetime] | None = None,
                created_after: datetime | None = None, created_before: datetime | None = None,
-               include_superseded: bool = False, budget_tokens: int | None = None) -> list[SearchHit]:
+               include_superseded: bool = False, budget_tokens: int | None = None,
+               consensus: bool = False) -> list[SearchHit]:
         """Up to ``k`` most relevant memories at or below ``namespace`` that this principal may
         see (``query=None`` lists them instead). ``mode`` is "hybrid" (BM25 + vectors, the
         default), "dense" or "lexical"; the time conditions, ``include_superseded`` and
-        ``budget_tokens`` (typed evidence within a token budget) are described in docs/retrieval.md."""
+        ``budget_tokens`` (typed evidence within a token budget) are described in docs/retrieval.md.
+        ``consensus=True`` marks results that most related memories contradict (``hit.contested``)."""
         return self._one(SearchOp(query, namespace, k, kinds, offset, mode,
                                   as_of, time_range, created_after, created_before, include_superseded,
-                                  budget_tokens))
+                                  budget_tokens, consensus))
 
     def list_namespaces(self, prefix: NamespaceLike = (), *, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[Namespace]:

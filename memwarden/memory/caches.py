@@ -1,0 +1,143 @@
+"""In-process caches that keep validators off the store on the write path.
+
+Every write is checked against the lesson records and against related records about the same
+subject. Reading either from Chroma costs a query per write (several milliseconds, more on a
+busy machine); these caches hold them in the Memory instead.
+
+Both are filled through loaders that the Memory passes in (the caches never hold the
+backend, so the governed path stays the only way to the data), are bounded, and, with a
+``ttl``, are reloaded after that many seconds so that records written or removed by another
+process against the same Chroma server are seen within that time. The Memory clears them whenever an
+operation may have removed or changed a record (forget, erase, review, retract, update,
+sweep, eviction): a cache never outlives an erasure made through this Memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from memwarden.guards.contradiction import content_words
+from memwarden.memory.records import Kind, MemoryRecord, Status
+
+__all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
+
+# The kinds that state something that can be contradicted (events are about moments).
+INDEXED_KINDS = frozenset({Kind.FACT, Kind.RULE, Kind.PREFERENCE})
+
+
+def _stale(loaded_at: float, ttl: float | None) -> bool:
+    return ttl is not None and time.monotonic() - loaded_at > ttl
+
+
+class LessonCache:
+    """The active lesson records (at most ``limit``), as one tuple that stays the same object
+    until the set changes, so a validator can keep an index of it."""
+
+    def __init__(self, load: Callable[[int], list[MemoryRecord]], *, limit: int = 500, ttl: float | None = None) -> None:
+        self._load, self._limit, self._ttl = load, limit, ttl
+        self._lock = threading.Lock()
+        self._lessons: tuple[MemoryRecord, ...] | None = None
+        self._loaded_at = 0.0
+
+    def get(self) -> tuple[MemoryRecord, ...]:
+        """The lessons, loaded on first use (and when older than ``ttl`` seconds)."""
+        with self._lock:
+            if self._lessons is None or _stale(self._loaded_at, self._ttl):
+                self._lessons = tuple(self._load(self._limit))
+                self._loaded_at = time.monotonic()
+            return self._lessons
+
+    def add(self, lesson: MemoryRecord) -> None:
+        """A lesson was just stored: the next write already consults it."""
+        with self._lock:
+            if self._lessons is not None and lesson.status is Status.ACTIVE and lesson.kind is Kind.LESSON:
+                kept = tuple(r for r in self._lessons if r.id != lesson.id)
+                self._lessons = ((lesson,) + kept)[: self._limit]
+
+    def clear(self) -> None:
+        """Forget everything; the next use reloads."""
+        with self._lock:
+            self._lessons = None
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A record about a subject, with its content words (computed once)."""
+
+    record: MemoryRecord
+    words: frozenset[str]
+
+
+class SubjectIndex:
+    """The most recent active records of the kinds in :data:`INDEXED_KINDS` per subject.
+
+    ``per_subject`` records are kept per subject (the most recently written; a subject is
+    loaded from the store on first use, up to ``per_subject`` records in storage order), for
+    at most ``subjects`` subjects (least recently used go first).
+    """
+
+    def __init__(self, load: Callable[[str, int], list[MemoryRecord]], *, per_subject: int = 64,
+                 subjects: int = 4096, ttl: float | None = None) -> None:
+        self._load, self._per_subject, self._subjects, self._ttl = load, per_subject, subjects, ttl
+        self._lock = threading.Lock()
+        self._by_subject: OrderedDict[str, tuple[float, OrderedDict[str, Related]]] = OrderedDict()
+
+    def about(self, subjects: Iterable[str]) -> list[Related]:
+        """The indexed records about any of ``subjects``, each once, newest first."""
+        found: dict[str, Related] = {}
+        for subject in subjects:
+            for related in self._entries(subject):
+                found.setdefault(related.record.id, related)
+        return list(found.values())
+
+    def add(self, record: MemoryRecord) -> None:
+        """A record was just stored: index it under every subject already loaded."""
+        if record.status is not Status.ACTIVE or record.kind not in INDEXED_KINDS:
+            return
+        related = Related(record, content_words(record.content))
+        with self._lock:
+            for subject in record.subjects:
+                held = self._by_subject.get(subject)
+                if held is not None:
+                    entries = held[1]
+                    entries[record.id] = related
+                    entries.move_to_end(record.id)
+                    while len(entries) > self._per_subject:
+                        entries.popitem(last=False)
+
+    def discard(self, records: Iterable[MemoryRecord]) -> None:
+        """These records are no longer what the store holds under their ids."""
+        with self._lock:
+            for record in records:
+                for subject in record.subjects:
+                    held = self._by_subject.get(subject)
+                    if held is not None:
+                        held[1].pop(record.id, None)
+
+    def clear(self) -> None:
+        """Forget everything; subjects are reloaded on next use."""
+        with self._lock:
+            self._by_subject.clear()
+
+    def _entries(self, subject: str) -> list[Related]:
+        """A snapshot of the subject's records, newest first (loaded when missing or stale)."""
+        with self._lock:
+            held = self._by_subject.get(subject)
+            if held is not None and not _stale(held[0], self._ttl):
+                self._by_subject.move_to_end(subject)
+                return list(reversed(held[1].values()))
+        # Loaded outside the lock (a store query); an add for this subject that races with
+        # the load may be missing until the next reload.
+        records = sorted((r for r in self._load(subject, self._per_subject)
+                          if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
+        entries = OrderedDict((r.id, Related(r, content_words(r.content))) for r in records)
+        with self._lock:
+            self._by_subject[subject] = (time.monotonic(), entries)
+            self._by_subject.move_to_end(subject)
+            while len(self._by_subject) > self._subjects:
+                self._by_subject.popitem(last=False)
+            return list(reversed(entries.values()))
