@@ -8,7 +8,6 @@ independent of each other and of other test files.
 from __future__ import annotations
 
 import gzip
-import inspect
 import json
 import threading
 import zlib
@@ -29,7 +28,6 @@ from opentelemetry.trace import StatusCode
 from memwarden import AccessDenied, Memory, Principal
 from memwarden.integrations import metrics as mw_metrics
 from memwarden.integrations import otel_setup, tracing
-from memwarden.memory.memory import Memory as _Memory
 from memwarden.memory.ops import WriteOp
 
 ALICE = Principal("alice", roles=["physician"])
@@ -39,16 +37,6 @@ DPO = Principal("dpo")
 
 SECRET = "Patient 7 is allergic to latex"
 QUERY = "which allergies does patient 7 have"
-
-# The pipeline passes the operation and its result to annotate() and calls record_operation():
-# the parts of the tracing contract that need memory.py's side (see docs/observability.md).
-_RUN = inspect.getsource(_Memory._run)
-PIPELINE_PASSES_OP = "op=op" in _RUN and "result=result" in _RUN
-PIPELINE_RECORDS_METRICS = "record_operation(" in _RUN
-needs_op = pytest.mark.skipif(not PIPELINE_PASSES_OP,
-                              reason="Memory._run does not pass op/result to operation_span/annotate yet")
-needs_metrics = pytest.mark.skipif(not PIPELINE_RECORDS_METRICS,
-                                   reason="Memory._run does not call metrics.record_operation yet")
 
 
 @pytest.fixture
@@ -166,7 +154,6 @@ def test_no_content_or_query_text_on_spans_by_default(mem: Memory, spans: InMemo
     assert not any(k in dump for k in ("gen_ai.memory.query.text", "gen_ai.memory.records"))
 
 
-@needs_op
 def test_content_capture_is_opt_in(mem: Memory, spans: InMemorySpanExporter) -> None:
     tracing.capture_content(True)
     alice = mem.session(ALICE)
@@ -234,7 +221,6 @@ def test_keyed_write_is_an_upsert() -> None:
     assert set(tracing.SPAN_NAMES.values()) <= {"create_memory", "update_memory", "search_memory", "delete_memory"}
 
 
-@needs_op
 def test_store_put_spans_are_upserts(mem: Memory, spans: InMemorySpanExporter) -> None:
     from memwarden.integrations.binding import bind_principal
 
@@ -311,7 +297,6 @@ def test_metrics_cost_nothing_without_a_meter_provider() -> None:
     assert mw_metrics._cache is None  # no meter, no instrument was ever created
 
 
-@needs_metrics
 def test_pipeline_records_one_measurement_per_operation(mem: Memory, reader: InMemoryMetricReader) -> None:
     alice = mem.session(ALICE)
     alice.write(SECRET, "ward3/patients/p7", subjects=["p7"])
