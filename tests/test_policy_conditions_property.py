@@ -21,32 +21,12 @@ from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 from memwarden.policies.tools import lint
+from tests.test_policy_property import ref_match, ref_subjects  # the same namespace reference model
 
 # -- the reference model (pure Python) ----------------------------------------------------------
 
 ALL_KINDS = ("fact", "event", "rule", "preference", "lesson")
 ALL_SOURCES = ("user", "agent", "tool", "external")
-
-
-def ref_subjects(principal, given, links):
-    found = {principal, *given}
-    changed = True
-    while changed:
-        changed = False
-        for member, role in links:
-            if member in found and role not in found:
-                found.add(role)
-                changed = True
-    return found
-
-
-def ref_match(pattern, namespace):
-    parts = pattern.split("/")
-    deep = parts[-1] == "**"
-    fixed = parts[:-1] if deep else parts
-    if (len(namespace) <= len(fixed)) if deep else (len(namespace) != len(fixed)):
-        return False
-    return all(p == "*" or p == label for p, label in zip(fixed, namespace))
 
 
 def ref_term(term, record):
