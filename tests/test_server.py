@@ -14,7 +14,7 @@ import pytest
 
 from memwarden import AccessDenied, Memory, Principal
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.remote import RetryingChromaBackend, is_transient
+from memwarden.memory.remote import is_transient
 
 
 def _connect(server, policy_file: Path, state: Path, **kw) -> Memory:

@@ -2,16 +2,25 @@
 
 Nothing outside :mod:`memwarden.memory.memory` holds a backend, so there is no way to reach
 stored records except through the pipeline. A backend stores rows (id, text, flat metadata,
-embedding) and knows nothing about policy.
+embedding) and knows nothing about policy; it knows which namespace partition a row is in,
+so that the pipeline can push a read scope down as a choice of partitions plus filters.
+memwarden's backend is :class:`memwarden.memory.partitioned.PartitionedBackend`, one Chroma
+collection per partition; :class:`ChromaBackend` is one collection, the unit it is made of.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memwarden.policies.namespace import Namespace
+    from memwarden.policies.partitions import Partition, Target
 
 COLLECTION = "memwarden-records"
 
@@ -38,8 +47,9 @@ class Backend(Protocol):
         """Replace the metadata of existing rows (text and vector unchanged)."""
 
     def fetch(self, ids: Sequence[str] | None = None, where: Where | None = None,
-              limit: int | None = None, offset: int | None = None) -> list[StoredRow]:
-        """Rows by id and/or metadata filter, in storage order."""
+              limit: int | None = None, offset: int | None = None, *,
+              partitions: Sequence[Partition] | None = None) -> list[StoredRow]:
+        """Rows by id and/or metadata filter (only in ``partitions`` when given)."""
 
     def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
         """The k nearest rows that pass ``where``, with cosine distances."""
@@ -51,8 +61,26 @@ class Backend(Protocol):
         """Remove rows and every physical copy of them (log, indexes, free pages); returns a
         report of what was done (see :class:`memwarden.memory.compaction.PurgeReport`)."""
 
-    def count(self) -> int:
-        """Number of rows stored."""
+    def count(self, *, where: Where | None = None, partitions: Sequence[Partition] | None = None) -> int:
+        """Number of rows stored that pass ``where`` (only in ``partitions`` when given)."""
+
+    def partitions(self) -> list[Partition]:
+        """The namespace partitions that hold rows, in order."""
+
+    def partition_of(self, namespace: Namespace) -> Partition:
+        """The partition rows in ``namespace`` are stored in."""
+
+    def query_targets(self, embedding: np.ndarray, k: int, targets: Sequence[Target], *,
+                      accept: Callable[[dict[str, Any]], bool],
+                      fallback: Where | None) -> list[tuple[StoredRow, float]]:
+        """The k nearest rows over planned partitions whose metadata ``accept`` takes."""
+
+    def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None,
+                      offset: int = 0) -> list[StoredRow]:
+        """Rows of planned partitions that pass their filter and ``where``."""
+
+    def fetch_cached(self, key: str, value: str, max_age: float) -> list[StoredRow]:
+        """Rows whose metadata ``key`` equals ``value``, from a copy at most ``max_age`` seconds old."""
 
     def close(self) -> None:
         """Release resources."""
@@ -65,7 +93,8 @@ def _rows(ids: list[str], documents: list[str] | None, metadatas: list[dict] | N
 
 
 class ChromaBackend:
-    """A Chroma collection (embedded PersistentClient or HttpClient) with cosine distance."""
+    """One Chroma collection (embedded PersistentClient or HttpClient) with cosine distance:
+    the unit physical erasure works on (see :meth:`purge`)."""
 
     def __init__(self, client: Any, collection: str = COLLECTION) -> None:
         self._client = client

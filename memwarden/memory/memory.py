@@ -24,14 +24,14 @@ import numpy as np
 
 from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
-from memwarden.guards.visibility import is_visible, visible_filter
+from memwarden.guards.visibility import hidden_filter, is_visible, visible_filter, visible_metadata
 from memwarden.integrations.metrics import record_operation
 from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
 from memwarden.guards.forgetting import eviction_order
 from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
-from memwarden.memory.backends import Backend, ChromaBackend
+from memwarden.memory.backends import Backend
 from memwarden.memory.codec import from_row, to_metadata
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.ops import (
@@ -43,12 +43,17 @@ from memwarden.memory.records import (
 )
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
-from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
+from memwarden.memory.partitioned import PartitionedBackend
+from memwarden.policies.partitions import Coverage, Target, classify, plan
+from memwarden.policies.pushdown import all_of, any_of
 
 # Largest number of ids in one provenance look-up (Chroma's filter depth limit is 1,000).
 _LINK_CHUNK = 400
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
+# Seconds a lesson written by another process may go unseen by this one's writes (this
+# process's own writes are seen at once; see PartitionedBackend.fetch_cached).
+_LESSONS_MAX_AGE = 2.0
 
 if TYPE_CHECKING:
     from memwarden.integrations.store import GovernedStore
@@ -124,24 +129,39 @@ class _Facts:
 class Settings:
     """Tunables of a Memory, passed as keyword arguments to ``Memory.open``.
 
-    ``count_withheld``: count, for every search, the in-scope records policy hid (an extra
-    id-only query; off by default because it grows with the store).
+    ``count_withheld``: count, for every search, the records under the searched prefix that
+    policy hid (two small id-only queries per partition the caller may not read, and one per
+    partition it may read in part; off by default).
     ``quorum``: distinct approvers (never the writer) needed to release a quarantined write,
     and distinct rejections that reject it. With n = 3f + 1 voters, a quorum of 2f + 1
     means f colluders can never release a write alone.
     ``review_timeout``: seconds a quarantined write waits for its quorum; after that it is
     rejected (fail closed).
+    ``partition_depth``: how many leading namespace labels choose a record's partition (one
+    Chroma collection each) in a new store; None keeps an existing store's depth, or 2 for a
+    new one (docs/performance.md). ``repartition``: migrate an existing store to
+    ``partition_depth`` instead of refusing to open it at another depth.
+    ``search_threads``: partitions queried side by side by one search.
     """
 
     count_withheld: bool = False
     quorum: int = 2
     review_timeout: float = 7 * 86400.0
+    partition_depth: int | None = None
+    repartition: bool = False
+    search_threads: int = 4
 
     def __post_init__(self) -> None:
         if isinstance(self.quorum, bool) or not isinstance(self.quorum, int) or self.quorum < 1:
             raise InvalidRequest(f"quorum must be a positive integer, got {self.quorum!r}")
         if not isinstance(self.review_timeout, (int, float)) or not self.review_timeout > 0:
             raise InvalidRequest(f"review_timeout must be a positive number of seconds, got {self.review_timeout!r}")
+        if isinstance(self.search_threads, bool) or not isinstance(self.search_threads, int) or self.search_threads < 1:
+            raise InvalidRequest(f"search_threads must be a positive integer, got {self.search_threads!r}")
+
+    def backend_options(self) -> dict[str, Any]:
+        """The options a :class:`PartitionedBackend` takes from these settings."""
+        return {"depth": self.partition_depth, "repartition": self.repartition, "workers": self.search_threads}
 
 
 class Memory:
@@ -187,7 +207,8 @@ class Memory:
         engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         if compaction.pending(root / "chroma"):
             compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
-        return cls(ChromaBackend.embedded(str(root / "chroma")), engine, AuditLog(root / "audit.sqlite3"),
+        backend = PartitionedBackend.embedded(str(root / "chroma"), **options.backend_options())
+        return cls(backend, engine, AuditLog(root / "audit.sqlite3"),
                    Tombstones(root / "tombstones.sqlite3"), embedding=embedding, validators=validators,
                    settings=options)
 
@@ -201,13 +222,14 @@ class Memory:
         Transient server errors are retried (tenacity); ids are deterministic, so retries
         never duplicate. The audit log and tombstones live in directory ``state``.
         """
-        from memwarden.memory.remote import RetryingChromaBackend
+        from memwarden.memory.remote import RetryingPartitionedBackend
 
         root = Path(state)
         root.mkdir(parents=True, exist_ok=True)
         options = Settings(**settings)
         engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
-        return cls(RetryingChromaBackend.connect(host, port, ssl=ssl, headers=headers), engine,
+        backend = RetryingPartitionedBackend.connect(host, port, ssl=ssl, headers=headers, **options.backend_options())
+        return cls(backend, engine,
                    AuditLog(root / "audit.sqlite3"), Tombstones(root / "tombstones.sqlite3"),
                    embedding=embedding, validators=validators, settings=options)
 
@@ -351,8 +373,10 @@ class Memory:
         facts.rules.extend(f"scope: not {p.text}" for p in scope.deny)
         return scope
 
-    def _fetch_one(self, rid: str) -> MemoryRecord | None:
-        rows = self._backend.fetch(ids=[rid])
+    def _fetch_one(self, rid: str, namespace: Namespace | None = None) -> MemoryRecord | None:
+        """The record ``rid``; ``namespace``, when known, saves locating it (ids follow from it)."""
+        within = [self._backend.partition_of(namespace)] if namespace is not None else None
+        rows = self._backend.fetch(ids=[rid], partitions=within)
         return from_row(rows[0]) if rows else None
 
     def _may_see(self, facts: _Facts, record: MemoryRecord | None) -> bool:
@@ -374,25 +398,37 @@ class Memory:
 
     def _lineage(self, record: MemoryRecord) -> list[MemoryRecord]:
         """Every version of the memory ``record`` belongs to, oldest first."""
+        # Every version keeps the namespace, so all of them are in one partition.
+        within = [self._backend.partition_of(record.namespace)]
         chain = [record]
-        while chain[0].supersedes and (older := self._fetch_one(chain[0].supersedes)) is not None:
+        while chain[0].supersedes and (older := self._fetch_one(chain[0].supersedes, record.namespace)) is not None:
             chain.insert(0, older)
-        while newer := self._backend.fetch(where={"supersedes": chain[-1].id}, limit=1):
+        while newer := self._backend.fetch(where={"supersedes": chain[-1].id}, limit=1, partitions=within):
             chain.append(from_row(newer[0]))
         return chain
 
     def _related(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray, k: int) -> list[MemoryRecord]:
-        """Active records sharing a subject with ``record`` that the writer may read."""
+        """Active records in the partition of ``record`` (its namespace subtree) that share a
+        subject with it and that the writer may read; nearest first."""
         scope = self._policy.scope(facts.subjects, "read", ())
         if not record.subjects or scope.empty:
             return []
+        target = classify(scope, self._backend.partition_of(record.namespace))
+        if not target.searched:
+            return []
+        # The subject clause matches few rows, so Chroma filters it cheaply; the visibility
+        # test, which every row would match, runs on the rows that come back.
         about = any_of([{"subjects": {"$contains": s}} for s in record.subjects])
-        rows = self._backend.query(vector, k, all_of([visible_filter(utcnow()), about, scope_filter(scope)]))
-        return [r for r in (from_row(row) for row, _ in rows) if r.id != record.id and self._may_see(facts, r)]
+        narrowed = Target(target.partition, Coverage.PARTIAL, all_of([target.where or {}, about]))
+        now = utcnow().timestamp()
+        hits = self._backend.query_targets(vector, k + 1, [narrowed], accept=lambda m: visible_metadata(m, now),
+                                           fallback=None)
+        return [r for r in (from_row(row) for row, _ in hits) if r.id != record.id and self._may_see(facts, r)][:k]
 
     def _lessons(self) -> list[MemoryRecord]:
-        rows = self._backend.fetch(where=all_of([visible_filter(utcnow()), {"kind": "lesson"}]), limit=_MAX_LESSONS)
-        return [from_row(r) for r in rows]
+        now = utcnow().timestamp()
+        rows = self._backend.fetch_cached("kind", "lesson", _LESSONS_MAX_AGE)
+        return [from_row(r) for r in rows if visible_metadata(r.metadata, now)][:_MAX_LESSONS]
 
     def _validated(self, facts: _Facts, record: MemoryRecord, vector: np.ndarray, decision: Decision) -> MemoryRecord:
         context = ValidationContext(facts.principal, facts.subjects,
@@ -434,7 +470,7 @@ class Memory:
         ttl = op.ttl if op.ttl is not None else lifecycle.ttl
         version = 1
         with self._write_lock:
-            existing = self._fetch_one(rid)
+            existing = self._fetch_one(rid, op.namespace)
             if existing is not None and existing.status is not Status.FORGOTTEN:
                 if not keyed:
                     facts.replay = True
@@ -466,8 +502,10 @@ class Memory:
         never evicts itself; see :func:`eviction_order`)."""
         if capacity is None or record.status is not Status.ACTIVE:
             return []
-        where = all_of([visible_filter(utcnow()), {"ns": record.namespace_text}])
-        others = [r for r in (from_row(row) for row in self._backend.fetch(where=where)) if r.id != record.id]
+        now = utcnow().timestamp()
+        rows = self._backend.fetch(where={"ns": record.namespace_text},
+                                   partitions=[self._backend.partition_of(record.namespace)])
+        others = [from_row(row) for row in rows if row.id != record.id and visible_metadata(row.metadata, now)]
         overflow = len(others) + 1 - capacity
         return eviction_order(others)[:overflow] if overflow > 0 else []
 
@@ -491,13 +529,22 @@ class Memory:
         scope = self._read_scope(facts, op.namespace)
         now = utcnow()
         kinds = {"kind": {"$in": [k.value for k in op.kinds]}} if op.kinds else {}
-        base = [visible_filter(now), kinds]
-        where = all_of(base + [scope_filter(scope)])
+        base = all_of([visible_filter(now), kinds])
+        # The policy goes down as a choice of partitions plus residual filters (see
+        # policies/partitions.py); visibility and kinds are checked on the rows that come back.
+        targets = plan(scope, self._backend.partitions())
         if op.query is None:
-            found = [(row, None) for row in self._backend.fetch(where=where, limit=op.k, offset=op.offset)]
+            found = [(row, None) for row in self._backend.fetch_targets(targets, base, op.k, op.offset)]
         else:
             vector = embed_one(self._embedder, op.query, query=True)
-            found = self._backend.query(vector, op.offset + op.k, where)[op.offset:]
+            wanted = {k.value for k in op.kinds} if op.kinds else None
+            stamp = now.timestamp()
+
+            def accept(meta: dict[str, Any]) -> bool:
+                return visible_metadata(meta, stamp) and (wanted is None or meta.get("kind") in wanted)
+
+            found = self._backend.query_targets(vector, op.offset + op.k, targets, accept=accept,
+                                                fallback=base)[op.offset:]
         hits: list[SearchHit] = []
         for row, distance in found:
             record = from_row(row)
@@ -511,14 +558,30 @@ class Memory:
         facts.record_ids = [h.record.id for h in hits]
         self._touch([h.record for h in hits])
         if self._settings.count_withheld:
-            facts.withheld = len(self._backend.fetch(where=all_of(base + [outside_scope_filter(scope)])))
+            facts.withheld = self._withheld(targets, now, kinds)
         return hits
+
+    def _withheld(self, targets: Sequence[Target], now: datetime, kinds: dict[str, Any]) -> int:
+        """Visible records under the searched prefix that the scope excludes, counted by id
+        in the partitions the caller may not read, or may read in part: all of their rows (or
+        those the residual excludes), less the few that are hidden anyway."""
+        total = 0
+        for t in targets:
+            if t.outside is None:
+                continue
+            where, within = all_of([t.outside, kinds]), [t.partition]
+            total += (self._backend.count(where=where, partitions=within)
+                      - self._backend.count(where=all_of([where, hidden_filter(now)]), partitions=within))
+        return total
 
     def _list(self, op: ListNamespacesOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[Namespace]:
         scope = self._read_scope(facts, op.prefix)
         now = utcnow()
         seen: dict[Namespace, None] = {}
-        for row in self._backend.fetch(where=all_of([visible_filter(now), scope_filter(scope)])):
+        rows = self._backend.fetch_targets(plan(scope, self._backend.partitions()), None, None)
+        for row in rows:
+            if not visible_metadata(row.metadata, now.timestamp()):
+                continue
             record = from_row(row)
             if record.namespace[: len(op.prefix)] == op.prefix and self._may_see(facts, record):
                 seen[record.namespace[: op.max_depth] if op.max_depth else record.namespace] = None
@@ -677,7 +740,8 @@ class Memory:
             facts.rules.append(f"votes: {len(approvals)} approve, {len(rejections)} reject, quorum {self._settings.quorum}")
             decided = record.model_copy(update={"approvals": approvals, "rejections": rejections,
                                                 "status": status, "labels": labels})
-            older = self._fetch_one(record.supersedes) if record.supersedes and status is Status.ACTIVE else None
+            older = (self._fetch_one(record.supersedes, record.namespace)
+                     if record.supersedes and status is Status.ACTIVE else None)
 
             def apply() -> None:
                 self._backend.update_metadata([record.id], [to_metadata(decided)])
@@ -731,8 +795,8 @@ class Memory:
                        all_of([{"status": Status.ACTIVE.value}, {"expires_at": {"$lte": now.timestamp()}}]),
                        all_of([{"status": Status.QUARANTINED.value}, {"created_at": {"$lte": cutoff}}])])
         with self._write_lock:
-            doomed = [r for r in map(from_row, self._backend.fetch(where=all_of([gone, scope_filter(scope)])))
-                      if self._policy.decide(facts.subjects, "admin", r.namespace).allowed]
+            rows = self._backend.fetch_targets(plan(scope, self._backend.partitions()), gone, None)
+            doomed = [r for r in map(from_row, rows) if self._policy.decide(facts.subjects, "admin", r.namespace).allowed]
             ids = sorted(r.id for r in doomed)
             facts.record_ids = ids
             facts.returned = len(ids)
