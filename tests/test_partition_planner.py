@@ -67,7 +67,7 @@ def below(namespace: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
     return namespace[: len(prefix)] == prefix
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(scope=scopes, depth=st.integers(1, 3))
 def test_classification_is_exact_against_enumeration(scope: ReadScope, depth: int) -> None:
     members: dict[Partition, list[tuple[str, ...]]] = {}

@@ -36,6 +36,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 from memwarden.policies.engine import ReadScope
@@ -248,8 +249,19 @@ def classify(scope: ReadScope, partition: Partition) -> Target:
 
 
 def plan(scope: ReadScope, partitions: Iterable[Partition]) -> list[Target]:
-    """Every partition classified for ``scope``, in partition order."""
-    return [classify(scope, p) for p in sorted(set(partitions))]
+    """Every partition classified for ``scope``, in partition order (memoised: the planner is
+    a pure function of its arguments, and the same scopes meet the same partitions)."""
+    parts = tuple(sorted(set(partitions)))
+    try:
+        hash((scope, parts))
+    except TypeError:  # a scope that cannot be a cache key is planned afresh
+        return [classify(scope, p) for p in parts]
+    return list(_plan(scope, parts))
+
+
+@lru_cache(maxsize=4096)
+def _plan(scope: ReadScope, partitions: tuple[Partition, ...]) -> tuple[Target, ...]:
+    return tuple(classify(scope, p) for p in partitions)
 
 
 def searched(targets: Sequence[Target]) -> list[Target]:
