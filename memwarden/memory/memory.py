@@ -53,7 +53,7 @@ _LINK_CHUNK = 400
 _MAX_LESSONS = 500
 # Seconds a lesson written by another process may go unseen by this one's writes (this
 # process's own writes are seen at once; see PartitionedBackend.fetch_cached).
-_LESSONS_MAX_AGE = 2.0
+_LESSONS_MAX_AGE = 5.0
 
 if TYPE_CHECKING:
     from memwarden.integrations.store import GovernedStore

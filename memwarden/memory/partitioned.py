@@ -410,6 +410,8 @@ class PartitionedBackend:
                 return rows[offset or 0:][:limit] if limit is not None else rows[offset or 0:]
             self._refresh()
             parts = [p for p in sorted(self._parts) if partitions is None or p in partitions]
+            if limit is None and not offset:  # everything that matches: ask the partitions side by side
+                return [row for rows in self._map(lambda p: self._get(p, where=where or None), parts) for row in rows]
             return self._paged([(p, where) for p in parts], limit, offset or 0)
 
     def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None,
@@ -478,31 +480,69 @@ class PartitionedBackend:
                       fallback: Where | None) -> list[tuple[StoredRow, float]]:
         """The k nearest rows over the searched targets whose metadata ``accept`` takes.
 
-        Each partition is queried with its target's filter only (none when covered), asking
-        for a few more rows than needed; rows ``accept`` refuses (not visible, another kind)
-        are dropped. A partition that comes up short while it may hold more is asked again
-        wider, and at last with ``fallback`` (the same test as a filter) added. ``accept`` and
-        ``fallback`` must agree; the policy itself is in the targets, always pushed down.
-        With no ``fallback`` there is one query per partition and fewer rows may come back.
+        The policy is in the targets, always pushed down: each partition is queried with its
+        target's filter only (none when covered). ``accept`` (visibility, kinds: tests nearly
+        every row would pass, the costly case for Chroma's filter) runs on what comes back, and
+        ``fallback`` is the same test as a filter, for a partition whose nearest rows it refuses
+        too often. With no ``fallback``, one query per partition and fewer rows may come back.
+
+        Two steps, because Chroma returns ids and distances several times faster than it
+        returns metadata: first every partition's nearest ids, merged by distance; then the
+        rows of the best of them, fetched by id until k are accepted. That is exact unless a
+        partition had more refused rows among its nearest than the slack; such a partition
+        (its farthest candidate nearer than the k-th accepted row) is searched again, deeper.
         """
         with self._gate.shared():
             present = [t for t in targets if t.searched and t.partition in self._parts]
+            if fallback is None:
+                found = self._map(lambda t: [h for h in self._query(t.partition, embedding, k + _SLACK, t.where)
+                                             if accept(h[0].metadata)], present)
+                return sorted((hit for hits in found for hit in hits), key=lambda h: h[1])[:k]
+            n = k + _SLACK
+            lists = self._map(lambda t: self._nearest_ids(t, embedding, n), present)
+            candidates = sorted(((d, i, t) for t, ids in zip(present, lists) for i, d in ids), key=lambda c: c[0])
+            kept: list[tuple[StoredRow, float]] = []
+            pos = 0
+            while len(kept) < k and pos < len(candidates):
+                chunk = candidates[pos:pos + k - len(kept) + _SLACK]
+                pos += len(chunk)
+                rows = self._rows_by_id([(i, t.partition) for _, i, t in chunk])
+                kept += [(rows[i], d) for d, i, _ in chunk if i in rows and accept(rows[i].metadata)]
+            kth = kept[k - 1][1] if len(kept) >= k else float("inf")
+            deeper = [t for t, ids in zip(present, lists) if len(ids) == n and ids[-1][1] < kth]
+            if deeper:
+                again = {t.partition for t in deeper}
+                kept = [h for h in kept if self._located.get(h[0].id) not in again]
+                for hits in self._map(lambda t: self._deep(t, embedding, k, accept, fallback), deeper):
+                    kept += hits
+            return sorted(kept, key=lambda h: h[1])[:k]
 
-            def one(target: Target) -> list[tuple[StoredRow, float]]:
-                n = k + _SLACK
-                while True:
-                    hits = self._query(target.partition, embedding, n, target.where)
-                    kept = [h for h in hits if accept(h[0].metadata)]
-                    if len(kept) >= k or len(hits) < n or fallback is None:
-                        return kept[:k]
-                    if n >= _MAX_UNFILTERED:
-                        break
-                    n = min(n * _WIDEN, _MAX_UNFILTERED)
-                hits = self._query(target.partition, embedding, k, all_of([target.where or {}, fallback]))
-                return [h for h in hits if accept(h[0].metadata)]
+    def _nearest_ids(self, target: Target, embedding: np.ndarray, n: int) -> list[tuple[str, float]]:
+        col = self._handle(self._parts[target.partition])
+        got = self._call(lambda: col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)], n_results=n,
+                                           where=target.where or None, include=["distances"]))
+        return list(zip(got["ids"][0], got["distances"][0]))
 
-            found = self._map(one, present)
-            return sorted((hit for hits in found for hit in hits), key=lambda h: h[1])[:k]
+    def _rows_by_id(self, located: Sequence[tuple[str, Partition]]) -> dict[str, StoredRow]:
+        groups: dict[Partition, list[str]] = {}
+        for rid, part in located:
+            groups.setdefault(part, []).append(rid)
+        found = self._map(lambda item: self._get(item[0], ids=item[1]), list(groups.items()))
+        return {row.id: row for rows in found for row in rows}
+
+    def _deep(self, target: Target, embedding: np.ndarray, k: int, accept: Callable[[dict[str, Any]], bool],
+              fallback: Where) -> list[tuple[StoredRow, float]]:
+        """One partition's k nearest accepted rows, when its nearest ones were refused too often:
+        wider unfiltered queries, and at last the query filtered with ``fallback``."""
+        n = (k + _SLACK) * _WIDEN
+        while n <= _MAX_UNFILTERED:
+            hits = self._query(target.partition, embedding, n, target.where)
+            kept = [h for h in hits if accept(h[0].metadata)]
+            if len(kept) >= k or len(hits) < n:
+                return kept[:k]
+            n *= _WIDEN
+        hits = self._query(target.partition, embedding, k, all_of([target.where or {}, fallback]))
+        return [h for h in hits if accept(h[0].metadata)]
 
     def count(self, *, where: Where | None = None, partitions: Sequence[Partition] | None = None) -> int:
         """Rows stored that pass ``where`` (in ``partitions``, or in all); ids only."""
