@@ -269,3 +269,22 @@ def test_a_lesson_counts_for_the_very_next_write(tmp_path: Path, policy: Path) -
         assert [r.id for r in mem._lessons()] == [lesson.id]  # noqa: SLF001
         maria.forget(lesson.id)
         assert mem._lessons() == []  # noqa: SLF001
+
+
+def test_listing_pages_over_partitions_skip_hidden_rows(tmp_path: Path, policy: Path, monkeypatch) -> None:
+    from memwarden.memory import partitioned
+
+    monkeypatch.setattr(partitioned, "_PAGE", 4)  # several pages per partition
+    with _open(tmp_path / "m", policy) as mem:
+        maria = mem.session(MARIA)
+        spaces = _namespaces()
+        written = [maria.write(f"list item {i}", spaces[i % 3], kind="event" if i % 4 == 0 else "fact")
+                   for i in range(30)]
+        for rec in written[::3]:
+            maria.forget(rec.id)
+        visible = {r.id for r in written} - {r.id for r in written[::3]}
+        pages = [[h.record.id for h in maria.search(None, ("home",), k=7, offset=o)] for o in range(0, 28, 7)]
+        flat = [i for page in pages for i in page]
+        assert len(flat) == len(set(flat)) == len(visible) and set(flat) == visible
+        events = {h.record.id for h in maria.search(None, ("home",), k=50, kinds=["event"])}
+        assert events == {r.id for i, r in enumerate(written) if i % 4 == 0} & visible

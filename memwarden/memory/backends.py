@@ -75,9 +75,9 @@ class Backend(Protocol):
                       fallback: Where | None) -> list[tuple[StoredRow, float]]:
         """The k nearest rows over planned partitions whose metadata ``accept`` takes."""
 
-    def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None,
-                      offset: int = 0) -> list[StoredRow]:
-        """Rows of planned partitions that pass their filter and ``where``."""
+    def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
+                      accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:
+        """Rows of planned partitions that pass their filter and ``where`` (and ``accept``)."""
 
     def fetch_cached(self, key: str, value: str, max_age: float) -> list[StoredRow]:
         """Rows whose metadata ``key`` equals ``value``, from a copy at most ``max_age`` seconds old."""

@@ -534,7 +534,7 @@ class Memory:
         targets = plan(scope, self._backend.partitions())
         if op.query is None:
             found = [(row, None) for row in self._backend.fetch_targets(
-                targets, all_of([visible_filter(now), kinds]), op.k, op.offset)]
+                targets, None, op.k, op.offset, accept=self._shown(now, kinds))]
         else:
             vector = embed_one(self._embedder, op.query, query=True)
             found = self._nearest(targets, vector, op.offset + op.k, now, kinds)[op.offset:]
@@ -563,14 +563,15 @@ class Memory:
         down as the choice of partitions plus their residual filters; visibility and kinds,
         which nearly every row would match (the costly case for Chroma's filter), are checked
         on the rows that come back, with a filtered query only when that leaves too few."""
+        return self._backend.query_targets(vector, k, targets, accept=self._shown(now, kinds),
+                                           fallback=all_of([visible_filter(now), kinds]))
+
+    @staticmethod
+    def _shown(now: datetime, kinds: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+        """The test a search applies to stored metadata: visible at ``now``, of ``kinds``."""
         wanted = set(kinds["kind"]["$in"]) if kinds else None
         stamp = now.timestamp()
-
-        def accept(meta: dict[str, Any]) -> bool:
-            return visible_metadata(meta, stamp) and (wanted is None or meta.get("kind") in wanted)
-
-        return self._backend.query_targets(vector, k, targets, accept=accept,
-                                           fallback=all_of([visible_filter(now), kinds]))
+        return lambda meta: visible_metadata(meta, stamp) and (wanted is None or meta.get("kind") in wanted)
 
     def _withheld(self, targets: Sequence[Target], now: datetime, kinds: dict[str, Any]) -> int:
         """Visible records under the searched prefix that the scope excludes, counted by id
