@@ -33,6 +33,7 @@ from memwarden.memory.audit import AuditLog
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, StoredRow
 from memwarden.memory.codec import from_row, to_metadata
+from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.ops import (
     POLICY_ACTION, EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, Op, RetractOp, ReviewOp, SearchOp,
@@ -43,7 +44,6 @@ from memwarden.memory.records import (
 )
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
-from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.policies.partitions import Coverage, Target, classify, plan
 from memwarden.policies.pushdown import all_of, any_of
 
@@ -588,15 +588,15 @@ class Memory:
 
     def _list(self, op: ListNamespacesOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[Namespace]:
         scope = self._read_scope(facts, op.prefix)
-        now = utcnow()
+        now = utcnow().timestamp()
         seen: dict[Namespace, None] = {}
-        rows = self._backend.fetch_targets(plan(scope, self._backend.partitions()), None, None)
-        for row in rows:
-            if not visible_metadata(row.metadata, now.timestamp()):
+        for row in self._backend.fetch_targets(plan(scope, self._backend.partitions()), None, None):
+            if not visible_metadata(row.metadata, now):
                 continue
-            record = from_row(row)
-            if record.namespace[: len(op.prefix)] == op.prefix and self._may_see(facts, record):
-                seen[record.namespace[: op.max_depth] if op.max_depth else record.namespace] = None
+            namespace = tuple(row.metadata[f"ns_{i}"] for i in range(int(row.metadata["ns_depth"])))
+            # Re-checked like search hits (see _search).
+            if namespace[: len(op.prefix)] == op.prefix and scope.contains(namespace):
+                seen[namespace[: op.max_depth] if op.max_depth else namespace] = None
             else:
                 facts.rechecked_out += 1
         found = sorted(seen)[op.offset: op.offset + op.limit]
