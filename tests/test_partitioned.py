@@ -288,3 +288,25 @@ def test_listing_pages_over_partitions_skip_hidden_rows(tmp_path: Path, policy: 
         assert len(flat) == len(set(flat)) == len(visible) and set(flat) == visible
         events = {h.record.id for h in maria.search(None, ("home",), k=50, kinds=["event"])}
         assert events == {r.id for i, r in enumerate(written) if i % 4 == 0} & visible
+
+
+@pytest.mark.parametrize("rank_here", [200, 2])
+def test_related_records_are_the_nearest_sharing_a_subject(tmp_path: Path, policy: Path, monkeypatch,
+                                                           rank_here: int) -> None:
+    from memwarden.memory import partitioned
+
+    monkeypatch.setattr(partitioned, "_RANK_HERE", rank_here)  # ranked here, or queried
+    with _open(tmp_path / "m", policy) as mem:
+        maria = mem.session(MARIA)
+        ns = ("home", "shared", "health")
+        about = [maria.write(f"Tom takes {w} medicine daily", ns, subjects=["tom"]) for w in WORDS[:9]]
+        maria.write("Tom takes apple medicine daily too", ns, subjects=["lena"])  # nearer, other subject
+        maria.forget(about[0].id)
+        candidate = MemoryRecord(id="mem_candidate", namespace=ns, content="Tom takes apple medicine", writer="maria",
+                                 subjects=("tom",))
+        facts = type("F", (), {"subjects": mem.policy.subjects("maria", ())})()
+        vector = embed_one(EMBEDDING, candidate.content)
+        got = [r.id for r in mem._related(facts, candidate, vector, 4)]  # noqa: SLF001
+        visible = about[1:]
+        expected = sorted(visible, key=lambda r: -float(embed_one(EMBEDDING, r.content) @ vector))[:4]
+        assert got == [r.id for r in expected]

@@ -67,6 +67,8 @@ _INCLUDE = ["documents", "metadatas"]
 # partition that still comes up short is asked again, wider, and at last with the filter.
 _SLACK = 5
 _WIDEN = 4
+# Rows a selective filter may pass for them to be ranked here rather than queried.
+_RANK_HERE = 200
 _MAX_UNFILTERED = 200
 # Chroma keeps every write in its log until the HNSW segment persists, every sync_threshold
 # writes (default 1,000); a query and a write pay for the log rows of their collection. Most
@@ -509,7 +511,9 @@ class PartitionedBackend:
         target's filter only (none when covered). ``accept`` (visibility, kinds: tests nearly
         every row would pass, the costly case for Chroma's filter) runs on what comes back, and
         ``fallback`` is the same test as a filter, for a partition whose nearest rows it refuses
-        too often. With no ``fallback``, one query per partition and fewer rows may come back.
+        too often. With no ``fallback``, the targets' filters are selective (few rows pass
+        them): each partition's passing rows are read, up to a bound, and ranked here, which
+        costs less than a filtered query; a partition with more rows than that is queried.
 
         Two steps, because Chroma returns ids and distances several times faster than it
         returns metadata: first every partition's nearest ids, merged by distance; then the
@@ -520,7 +524,7 @@ class PartitionedBackend:
         with self._gate.shared():
             present = [t for t in targets if t.searched and t.partition in self._parts]
             if fallback is None:
-                found = self._map(lambda t: [h for h in self._query(t.partition, embedding, k + _SLACK, t.where)
+                found = self._map(lambda t: [h for h in self._ranked_here(t, embedding, k)
                                              if accept(h[0].metadata)], present)
                 return sorted((hit for hits in found for hit in hits), key=lambda h: h[1])[:k]
             n = k + _SLACK
@@ -541,6 +545,24 @@ class PartitionedBackend:
                 for hits in self._map(lambda t: self._deep(t, embedding, k, accept, fallback), deeper):
                     kept += hits
             return sorted(kept, key=lambda h: h[1])[:k]
+
+    def _ranked_here(self, target: Target, embedding: np.ndarray, k: int) -> list[tuple[StoredRow, float]]:
+        """The rows passing a selective filter, nearest first by cosine distance computed here;
+        a partition with more than :data:`_RANK_HERE` of them is queried instead (k + slack)."""
+        col = self._handle(self._parts[target.partition])
+        got = self._call(lambda: col.get(where=target.where or None, limit=_RANK_HERE + 1,
+                                         include=["documents", "metadatas", "embeddings"]))
+        if len(got["ids"]) > _RANK_HERE:
+            return self._query(target.partition, embedding, k + _SLACK, target.where)
+        rows = _rows(got["ids"], got["documents"], got["metadatas"])
+        self._remember(rows, target.partition)
+        if not rows:
+            return []
+        vectors = np.asarray(got["embeddings"], dtype=np.float32)
+        query = np.asarray(embedding, dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
+        distances = 1.0 - (vectors @ query) / np.where(norms > 0, norms, 1.0)
+        return sorted(zip(rows, distances.tolist()), key=lambda h: h[1])
 
     def _nearest_ids(self, target: Target, embedding: np.ndarray, n: int) -> list[tuple[str, float]]:
         col = self._handle(self._parts[target.partition])
