@@ -283,7 +283,8 @@ class PartitionedBackend:
                 _KEY: key, _DEPTH: self._depth}
         col = self._call(lambda: self._client.get_or_create_collection(name, embedding_function=None, metadata=meta))
         with self._lock:
-            self._parts[partition] = name
+            # Replaced, never changed in place: other threads iterate it without the lock.
+            self._parts = {**self._parts, partition: name}
             self._handles[name] = col
             self._known = -1  # the next refresh re-reads the list
         return col
