@@ -808,7 +808,8 @@ class Memory:
                        all_of([{"status": Status.QUARANTINED.value}, {"created_at": {"$lte": cutoff}}])])
         with self._write_lock:
             rows = self._backend.fetch_targets(plan(scope, self._backend.partitions()), gone, None)
-            doomed = [r for r in map(from_row, rows) if self._policy.decide(facts.subjects, "admin", r.namespace).allowed]
+            doomed = [r for r in map(from_row, rows)
+                      if self._policy.decide(facts.subjects, "admin", r.namespace).allowed]
             ids = sorted(r.id for r in doomed)
             facts.record_ids = ids
             facts.returned = len(ids)

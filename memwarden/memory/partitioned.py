@@ -30,14 +30,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -495,7 +493,8 @@ class PartitionedBackend:
             found = self._map(lambda p: self._query(p, embedding, k, where), parts)
             return sorted((hit for hits in found for hit in hits), key=lambda h: h[1])[:k]
 
-    def _query(self, part: Partition, embedding: np.ndarray, n: int, where: Where | None) -> list[tuple[StoredRow, float]]:
+    def _query(self, part: Partition, embedding: np.ndarray, n: int,
+               where: Where | None) -> list[tuple[StoredRow, float]]:
         col = self._handle(self._parts[part])
         got = self._call(lambda: col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)], n_results=n,
                                            where=where or None, include=["documents", "metadatas", "distances"]))
