@@ -311,3 +311,11 @@ def test_related_records_are_the_nearest_sharing_a_subject(tmp_path: Path, polic
         visible = about[1:]
         expected = sorted(visible, key=lambda r: -float(embed_one(EMBEDDING, r.content) @ vector))[:4]
         assert got == [r.id for r in expected]
+
+
+@pytest.mark.parametrize("settings", [{"partition_depth": 0}, {"partition_depth": 9}, {"partition_depth": "2"},
+                                      {"partition_depth": True}, {"repartition": "yes"}, {"search_threads": 0}])
+def test_bad_settings_are_refused_before_anything_is_stored(tmp_path: Path, policy: Path, settings: dict) -> None:
+    with pytest.raises(InvalidRequest):
+        _open(tmp_path / "m", policy, **settings)
+    assert not (tmp_path / "m" / "chroma").exists()

@@ -33,7 +33,7 @@ from memwarden.memory.audit import AuditLog
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, StoredRow
 from memwarden.memory.codec import from_row, to_metadata
-from memwarden.memory.partitioned import PartitionedBackend
+from memwarden.memory.partitioned import PartitionedBackend, check_depth
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.ops import (
     POLICY_ACTION, EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, Op, RetractOp, ReviewOp, SearchOp,
@@ -158,6 +158,9 @@ class Settings:
             raise InvalidRequest(f"review_timeout must be a positive number of seconds, got {self.review_timeout!r}")
         if isinstance(self.search_threads, bool) or not isinstance(self.search_threads, int) or self.search_threads < 1:
             raise InvalidRequest(f"search_threads must be a positive integer, got {self.search_threads!r}")
+        check_depth(self.partition_depth)
+        if not isinstance(self.repartition, bool):
+            raise InvalidRequest(f"repartition must be True or False, got {self.repartition!r}")
 
     def backend_options(self) -> dict[str, Any]:
         """The options a :class:`PartitionedBackend` takes from these settings."""

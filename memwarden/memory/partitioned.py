@@ -79,6 +79,12 @@ _PAGE, _MAX_PAGE = 100, 1000
 _REFRESH_EVERY = 1.0
 
 
+def check_depth(depth: object) -> None:
+    """Raise InvalidRequest unless ``depth`` is None or a partition depth memwarden supports."""
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH):
+        raise InvalidRequest(f"partition_depth must be an integer from 1 to {MAX_DEPTH}, got {depth!r}")
+
+
 def collection_name(depth: int, partition: Partition) -> str:
     """The Chroma collection that holds ``partition`` in a store of partition depth ``depth``."""
     key = json.dumps([list(partition.prefix), partition.length], ensure_ascii=False)
@@ -148,8 +154,7 @@ class PartitionedBackend:
 
     def __init__(self, client: Any, *, depth: int | None = None, repartition: bool = False,
                  workers: int = 4) -> None:
-        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH):
-            raise InvalidRequest(f"partition_depth must be an integer from 1 to {MAX_DEPTH}, got {depth!r}")
+        check_depth(depth)
         self._client = client
         self._root = compaction.persist_dir(client)
         self._gate = _Gate()
