@@ -3,25 +3,28 @@
 Everything runs in one process and one run, on the SAME stored rows and the SAME precomputed
 embeddings (seeded random unit 384-d float32 vectors), with the same k:
 
-- **governed**: a ``Memory`` (embedded Chroma, hospital-like policy over 10 wards, the default
-  validator chain when ``memwarden.guards.defaults.default_validators`` exists) used through a
-  ``Session``, exactly as an application would;
-- **raw**: the very same Chroma collection (same client, same HNSW index, same rows) called
-  directly, ``where`` filter or not.
+- **governed**: a ``Memory`` (embedded Chroma, partitioned by namespace as memwarden stores
+  it, hospital-like policy over 10 wards, the default validator chain when
+  ``memwarden.guards.defaults.default_validators`` exists) used through a ``Session``, exactly
+  as an application would;
+- **raw**: one plain Chroma collection holding the same rows (same ids, texts, metadata and
+  vectors; its own directory), called directly, ``where`` filter or not. That is the store an
+  application without memwarden would have, and what memwarden itself used before partitions.
 
 Embedding time is excluded: memwarden gets an embedder that looks the precomputed vectors up
 in a dict (``embed_documents_array`` / ``embed_query``), and raw Chroma gets the same vectors.
 The principal ("alice", physician in wards 0-2 of 10) may read about 30% of the rows, spread
-over thousands of namespaces. Rows are seeded in bulk through memwarden's backend with exactly
-the metadata memwarden writes (``codec.to_metadata``); every measured write, search and get
-goes through the public API.
+over thousands of namespaces. Rows are seeded in bulk through memwarden's backend (and into
+the raw collection) with exactly the metadata memwarden writes (``codec.to_metadata``); every
+measured write, search and get goes through the public API.
 
 Measured at each size (default 1k and 10k; ``--full`` adds 100k), interleaving the arms query
 by query and rotating their order so machine noise falls on all of them alike:
 
 - write: governed (default validators), governed (no validators), raw ``upsert``;
-- search: governed, raw WITH the filter memwarden pushes down (built with ``scope_filter`` +
-  ``visible_filter``, and checked against the filter memwarden actually sends), raw UNFILTERED;
+- search: governed, raw WITH the equivalent filter (the policy scope and visibility as one
+  ``where``: ``scope_filter`` + ``visible_filter``), raw UNFILTERED; before timing, governed and
+  raw filtered hits are compared with the exact top k (brute force over the visible rows);
 - get by id: governed, raw ``get``;
 
 plus, for reference: LangGraph's ``InMemoryStore`` with a vector index at 10k rows, RSS growth
@@ -38,6 +41,7 @@ installed, else ``resource.getrusage`` (peak RSS, so growth is an upper bound).
 
 Usage: python benchmarks/overhead.py [--sizes 1000,10000] [--full] [--queries 200] [--repeats 3]
                                      [--writes N] [--k 10] [--budget 180] [--out DIR]
+                                     [--depth D] [--threads N] [--no-raw-filter]
                                      [--data-dir DIR] [--profile] [--skip-reference]
 """
 
@@ -78,13 +82,15 @@ from chromadb.config import Settings as ChromaSettings  # noqa: E402
 from memwarden import Memory, Principal  # noqa: E402
 from memwarden.guards.visibility import visible_filter  # noqa: E402
 from memwarden.memory.audit import AuditLog  # noqa: E402
-from memwarden.memory.backends import COLLECTION, ChromaBackend  # noqa: E402
+from memwarden.memory.memory import Settings  # noqa: E402
+from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend  # noqa: E402
 from memwarden.memory.codec import to_metadata  # noqa: E402
 from memwarden.memory.records import Kind, MemoryRecord, Source, record_id, utcnow  # noqa: E402
 from memwarden.memory.tombstones import Tombstones  # noqa: E402
 from memwarden.policies.conditions import UNKNOWN, RecordAttributes, parse_condition  # noqa: E402
 from memwarden.policies.engine import EnforceRequest, PolicyEngine, new_enforcer  # noqa: E402
 from memwarden.policies.loading import PolicyData, bundled_policy_path, parse_policy_text  # noqa: E402
+from memwarden.policies.partitions import Coverage  # noqa: E402
 from memwarden.policies.pushdown import all_of, scope_filter  # noqa: E402
 
 try:
@@ -310,7 +316,8 @@ def ratio(governed: list[list[float]], raw: list[list[float]]) -> dict[str, Any]
 # -- the bench -------------------------------------------------------------------------------
 
 class Bench:
-    """One governed memory over one Chroma collection, grown size by size."""
+    """One governed memory (partitioned store) and one raw Chroma collection with the same
+    rows, grown size by size."""
 
     def __init__(self, root: Path, args: argparse.Namespace, console: Console) -> None:
         self.root = root
@@ -323,9 +330,13 @@ class Bench:
         self.engine = PolicyEngine(policy_path)
         self.client = chromadb.PersistentClient(path=str(root / "chroma"),
                                                 settings=ChromaSettings(anonymized_telemetry=False))
-        self.backend = ChromaBackend(self.client)
-        # Raw Chroma: the same collection memwarden's backend holds, reached directly.
-        self.col = self.client.get_collection(COLLECTION, embedding_function=None)
+        settings = Settings(partition_depth=args.depth, search_threads=args.threads)
+        self.backend = PartitionedBackend(self.client, **settings.backend_options())
+        # Raw Chroma: one collection with the same rows, in its own directory.
+        self.raw_client = chromadb.PersistentClient(path=str(root / "raw"),
+                                                    settings=ChromaSettings(anonymized_telemetry=False))
+        self.col = self.raw_client.get_or_create_collection("raw-records", embedding_function=None,
+                                                            metadata={"hnsw:space": "cosine"})
         audit = AuditLog(root / "audit.sqlite3")
         tombstones = Tombstones(root / "tombstones.sqlite3")
         self.validators_name = "default_validators()" if default_validators is not None else "none"
@@ -333,12 +344,16 @@ class Bench:
         self.validator_names = [getattr(v, "name", type(v).__name__) for v in chain]
         # Two Memories over one backend, policy, audit log and tombstones: identical but for
         # the write validators, so writes can be measured with and without the chain.
-        self.mem = Memory(self.backend, self.engine, audit, tombstones, embedding=self.embedder, validators=chain)
-        self.mem_noval = Memory(self.backend, self.engine, audit, tombstones, embedding=self.embedder, validators=())
+        self.mem = Memory(self.backend, self.engine, audit, tombstones, embedding=self.embedder, validators=chain,
+                          settings=settings)
+        self.mem_noval = Memory(self.backend, self.engine, audit, tombstones, embedding=self.embedder, validators=(),
+                                settings=settings)
         self.alice = self.mem.session(Principal("alice"))
         self.alice_noval = self.mem_noval.session(Principal("alice"))
         self.size = 0
         self.visible_ids: list[str] = []
+        self.visible_vecs: list[np.ndarray] = []
+        self.written: dict[str, list[tuple[str, np.ndarray]]] = {"memwarden": [], "raw": []}
         self.visible_rows = 0
         self.rss_points: list[tuple[int, int, float, float]] = []
         self.disk_points: list[tuple[int, int]] = []
@@ -356,6 +371,7 @@ class Bench:
 
     def close(self) -> None:
         self.mem.close()
+        self.raw_client.close()
 
     # -- growth
     def grow(self, size: int, progress: Progress, task: Any) -> None:
@@ -367,34 +383,47 @@ class Bench:
             ids, vecs, docs, metas, visible = self.data.rows(lo, hi)
             self.backend.upsert(ids, vecs, docs, metas)
             self.visible_ids += [i for i, v in zip(ids, visible) if v]
+            self.visible_vecs += [vec for vec, v in zip(vecs, visible) if v]
             progress.advance(task, hi - lo)
-        self.size = size
         gc.collect()
         rss1 = rss_mb()
+        # Only memwarden's seeding is between the two readings: growth is its store's.
+        for lo in range(start, size, SEED_CHUNK):
+            hi = min(lo + SEED_CHUNK, size)
+            ids, vecs, docs, metas, _ = self.data.rows(lo, hi)
+            self.col.upsert(ids=ids, embeddings=vecs, documents=docs, metadatas=metas)
+            progress.advance(task, hi - lo)
+        self.size = size
         disk = sum(f.stat().st_size for f in (self.root / "chroma").rglob("*") if f.is_file())
-        # Only the seeding itself is between the two readings: growth is the store's.
+        raw_disk = sum(f.stat().st_size for f in (self.root / "raw").rglob("*") if f.is_file())
         self.rss_points.append((start, size, rss0, rss1))
         self.disk_points.append((size, disk))
-        self.console.log(f"seeded {start:,} -> {size:,} rows; RSS {rss0:.0f} -> {rss1:.0f} MiB; "
-                         f"chroma dir {disk / 2**20:.0f} MiB")
+        self.console.log(f"seeded {start:,} -> {size:,} rows; RSS {rss0:.0f} -> {rss1:.0f} MiB; memwarden dir "
+                         f"{disk / 2**20:.0f} MiB ({len(self.backend.partitions())} partitions), raw dir "
+                         f"{raw_disk / 2**20:.0f} MiB")
 
-    # -- the filter memwarden really sends
-    def captured_filter(self) -> dict[str, Any]:
+    # -- what memwarden sends to the store
+    def captured_plan(self) -> dict[str, Any]:
+        """The partitions alice's search queries, by coverage, and the filters it sends."""
         sent: dict[str, Any] = {}
         backend = self.backend
+        real = backend.query_targets
 
-        class Spy:
-            def __getattr__(self, name: str) -> Any:
-                return getattr(backend, name)
+        def spy(embedding: Any, k: int, targets: Any, **kwargs: Any) -> Any:
+            sent["targets"] = list(targets)
+            return real(embedding, k, targets, **kwargs)
 
-            def query(self, embedding: Any, k: int, where: Any) -> Any:
-                sent["where"] = where
-                return backend.query(embedding, k, where)
-
-        spy_mem = Memory(Spy(), self.engine, AuditLog(self.root / "spy-audit.sqlite3"),
-                         Tombstones(self.root / "spy-tombstones.sqlite3"), embedding=self.embedder)
-        spy_mem.session(Principal("alice")).search(self.query_texts[0], k=self.args.k)
-        return sent["where"]
+        backend.query_targets = spy  # type: ignore[method-assign]
+        try:
+            self.alice.search(self.query_texts[0], k=self.args.k)
+        finally:
+            del backend.query_targets
+        targets = sent["targets"]
+        return {
+            "partitions": len(targets),
+            "coverage": {c.value: sum(t.coverage is c for t in targets) for c in Coverage},
+            "residual_filters": [t.where for t in targets if t.coverage is Coverage.PARTIAL],
+        }
 
     # -- arms
     def search_arms(self) -> dict[str, Callable[[int], Any]]:
@@ -445,31 +474,48 @@ class Bench:
         gv, nv, rw = pools["governed"], pools["governed_novalidators"], pools["raw"]
 
         def governed(i: int) -> Any:
-            text, ns, subject, *_ = gv[i]
+            text, ns, subject, vec, *_ = gv[i]
             record = self.alice.write(text, ns, kind="fact", subjects=[subject])
             self.write_outcomes[record.status.value] = self.write_outcomes.get(record.status.value, 0) + 1
+            if record.status.value == "active":
+                self.written["memwarden"].append((record.id, vec))
             return record
 
         def governed_noval(i: int) -> Any:
-            text, ns, subject, *_ = nv[i]
-            return self.alice_noval.write(text, ns, kind="fact", subjects=[subject])
+            text, ns, subject, vec, *_ = nv[i]
+            record = self.alice_noval.write(text, ns, kind="fact", subjects=[subject])
+            self.written["memwarden"].append((record.id, vec))
+            return record
 
         def raw(i: int) -> Any:
             text, _, _, vec, meta, rid = rw[i]
+            self.written["raw"].append((rid, vec))
             return col.upsert(ids=[rid], embeddings=vec[None, :], documents=[text], metadatas=[meta])
 
         arms = {"governed": governed, "governed_novalidators": governed_noval, "raw": raw}
         return arms
 
     def check_equivalence(self, samples: int = 20) -> dict[str, Any]:
-        """Governed hits and raw filtered hits must be the same rows (same collection, same filter)."""
-        same = 0
+        """Governed hits and raw filtered hits against the exact top k over the rows alice may
+        see in each store (brute force; the measured writes of earlier sizes went to one store
+        each): HNSW is approximate, and the two stores have different graphs."""
+        k = self.args.k
+
+        def exact_top(store: str) -> Callable[[np.ndarray], set[str]]:
+            ids = np.asarray(self.visible_ids + [i for i, _ in self.written[store]])
+            vectors = np.stack(self.visible_vecs + [v for _, v in self.written[store]])
+            return lambda q: set(ids[np.argsort(-(vectors @ q))[:k]])
+
+        exact_governed, exact_raw = exact_top("memwarden"), exact_top("raw")
+        governed_recall = raw_recall = 0
         for i in range(samples):
-            hits = [h.record.id for h in self.alice.search(self.query_texts[i], k=self.args.k)]
-            raw = self.col.query(query_embeddings=[self.query_vecs[i]], n_results=self.args.k, where=self.pushdown,
+            hits = [h.record.id for h in self.alice.search(self.query_texts[i], k=k)]
+            raw = self.col.query(query_embeddings=[self.query_vecs[i]], n_results=k, where=self.pushdown,
                                  include=[])["ids"][0]
-            same += hits == raw
-        return {"queries": samples, "identical_results": same}
+            governed_recall += len(exact_governed(self.query_vecs[i]) & set(hits))
+            raw_recall += len(exact_raw(self.query_vecs[i]) & set(raw))
+        return {"queries": samples, "governed_recall": governed_recall / (k * samples),
+                "raw_filtered_recall": raw_recall / (k * samples)}
 
 
 def inmemory_store(args: argparse.Namespace, progress: Progress, task: Any) -> dict[str, Any]:
@@ -616,15 +662,6 @@ def profile_paths(bench: Bench, out: Path, queries: int) -> dict[str, str]:
 
 def fmt(x: float, unit: str = "") -> str:
     return "-" if x != x else (f"{x:.3f}{unit}" if x < 1 else f"{x:.2f}{unit}" if x < 100 else f"{x:.0f}{unit}")
-
-
-def _without_now(where: Any) -> Any:
-    """A filter with the visibility clause's timestamp replaced, to compare two filters."""
-    if isinstance(where, dict):
-        return {k: ("<now>" if k == "$gt" and isinstance(v, float) else _without_now(v)) for k, v in where.items()}
-    if isinstance(where, list):
-        return [_without_now(v) for v in where]
-    return where
 
 
 RATIO_ROWS = (
@@ -804,6 +841,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true",
                         help="cProfile governed search and write at the smallest size (overhead_profile_*.txt)")
     parser.add_argument("--skip-reference", action="store_true", help="skip InMemoryStore and decision costs")
+    parser.add_argument("--no-raw-filter", action="store_true",
+                        help="leave out raw search with the filter (seconds per query at 100k, so it caps the "
+                             "iterations of the other search arms)")
+    parser.add_argument("--depth", type=int, default=None, help=f"partition depth (default {DEFAULT_DEPTH})")
+    parser.add_argument("--threads", type=int, default=4, help="partitions one search queries side by side")
     args = parser.parse_args(argv)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()} | ({FULL_SIZE} if args.full else set()))
     writes = args.writes or max(args.queries // 2, 20)
@@ -815,6 +857,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "overhead",
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "config": {"sizes": sizes, "queries": args.queries, "repeats": args.repeats, "writes": writes, "k": args.k,
+                   "partition_depth": args.depth or DEFAULT_DEPTH, "search_threads": args.threads,
                    "budget_s": args.budget, "dim": DIM, "seed": SEED, "wards": WARDS, "allowed_wards": list(ALLOWED_WARDS),
                    "policy": "bundled hospital.csv instantiated per ward (10 wards, 4 roles each)"},
         "environment": {"python": platform.python_version(), "platform": platform.platform(),
@@ -831,18 +874,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:
             for size in sizes:
-                seed_task = progress.add_task(f"seed {size:,} rows", total=size - bench.size)
+                seed_task = progress.add_task(f"seed {size:,} rows (memwarden, raw)", total=2 * (size - bench.size))
                 bench.grow(size, progress, seed_task)
-                if "pushdown_filter" not in result:
-                    sent = bench.captured_filter()
-                    result["pushdown_filter"] = bench.pushdown
-                    # Equal up to the "now" of the visibility clause, which differs by construction.
-                    result["pushdown_filter_matches_backend_call"] = _without_now(sent) == _without_now(bench.pushdown)
-                    console.log(f"pushdown filter matches the backend call: {result['pushdown_filter_matches_backend_call']}")
+                result["raw_filter"] = bench.pushdown
                 entry: dict[str, Any] = {"rows": size, "visible_fraction": len(bench.visible_ids) / bench.size, "ops": {}}
+                entry["plan"] = bench.captured_plan()
+                console.log(f"alice's search: {entry['plan']['coverage']} of {entry['plan']['partitions']} partitions")
                 entry["equivalence"] = bench.check_equivalence()
                 t = progress.add_task(f"search @ {size:,}", total=args.queries * args.repeats)
-                s, s_cpu = interleaved(bench.search_arms(), args.queries, args.repeats, 5, budget=args.budget,
+                search_arms = {a: f for a, f in bench.search_arms().items() if not (args.no_raw_filter and a == "raw_filtered")}
+                s, s_cpu = interleaved(search_arms, args.queries, args.repeats, 5, budget=args.budget,
                                 progress=progress, task=t)
                 entry["ops"]["search"] = {"arms": {a: summary(v, s_cpu[a]) for a, v in s.items()}, "samples_ms": _rounded(s),
                                           "cpu_samples_ms": _rounded(s_cpu)}

@@ -9,7 +9,7 @@ import pytest
 
 from memwarden import Memory, Principal, WriteOp
 from memwarden.memory.audit import AuditLog
-from memwarden.memory.backends import ChromaBackend
+from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.memory.ops import GetOp, SearchOp
 from memwarden.memory.records import record_id
@@ -20,7 +20,7 @@ from memwarden.policies.engine import PolicyEngine
 class CountingBackend:
     """A real embedded Chroma backend that counts upserts and can be told to fail them."""
 
-    def __init__(self, inner: ChromaBackend) -> None:
+    def __init__(self, inner: PartitionedBackend) -> None:
         self.inner, self.upserts, self.fail = inner, [], False
 
     def upsert(self, ids, embeddings, documents, metadatas) -> None:
@@ -35,7 +35,7 @@ class CountingBackend:
 
 @pytest.fixture
 def counted(tmp_path: Path, policy_file: Path):
-    backend = CountingBackend(ChromaBackend.embedded(str(tmp_path / "chroma")))
+    backend = CountingBackend(PartitionedBackend.embedded(str(tmp_path / "chroma")))
     mem = Memory(backend, PolicyEngine(policy_file), AuditLog(tmp_path / "audit.sqlite3"),
                  Tombstones(tmp_path / "tombstones.sqlite3"), embedding=HashingEmbedding())
     yield mem, backend

@@ -106,18 +106,23 @@ import chromadb
 from chromadb.config import Settings
 path, ids, keep = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 vectors, needle = np.array(json.loads(sys.argv[4]), dtype=np.float32), sys.argv[5]
-col = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False)).get_collection("memwarden-records")
-n = col.count()
-found = col.get(ids=ids)["ids"] + col.get(where_document={"$contains": needle})["ids"]
-near = col.query(query_embeddings=vectors, n_results=n, include=[])["ids"]
-print(json.dumps({"count": n, "found": found, "near": sorted({i for r in near for i in r} & set(ids)),
-                  "kept": len(col.get(ids=keep)["ids"])}))
+client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+count, found, near, kept = 0, [], set(), 0
+for col in client.list_collections():  # one collection, or memwarden's partitions
+    n = col.count()
+    if not n:
+        continue
+    count += n
+    found += col.get(ids=ids)["ids"] + col.get(where_document={"$contains": needle})["ids"]
+    near |= {i for r in col.query(query_embeddings=vectors, n_results=n, include=[])["ids"] for i in r}
+    kept += len(col.get(ids=keep)["ids"])
+print(json.dumps({"count": count, "found": found, "near": sorted(near & set(ids)), "kept": kept}))
 """
 
 
 def _second_process(path: Path, ids, keep, vectors: np.ndarray, needle: str) -> dict:
     """Open the directory with a fresh PersistentClient in a new process (a second client, and
-    a restart from disk) and report what it can find."""
+    a restart from disk) and report what it can find in any of its collections."""
     out = subprocess.run([sys.executable, "-c", _SECOND_CLIENT, str(path), json.dumps(list(ids)),
                           json.dumps(list(keep)), json.dumps(vectors.tolist()), needle],
                          capture_output=True, text=True, timeout=120, check=True)

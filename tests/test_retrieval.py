@@ -75,7 +75,7 @@ class Legs:
         self.lexical: list[list[str]] = []
         self.sql: list[list[str]] = []
         backend = indexed(memory)  # observing the legs is the point of the test
-        query, text_query, search = backend.query, backend.text_query, backend._index.search  # noqa: SLF001
+        query, text_query, search = backend.query_targets, backend.text_query, backend._index.search  # noqa: SLF001
 
         def spy_query(*args, **kwargs):
             got = query(*args, **kwargs)
@@ -92,7 +92,7 @@ class Legs:
             self.sql.append([i for i, _ in got])
             return got
 
-        monkeypatch.setattr(backend, "query", spy_query)
+        monkeypatch.setattr(backend, "query_targets", spy_query)
         monkeypatch.setattr(backend, "text_query", spy_text)
         monkeypatch.setattr(backend._index, "search", spy_sql)  # noqa: SLF001
 

@@ -108,3 +108,24 @@ def test_only_transient_errors_are_retried() -> None:
     assert is_transient(httpx.ConnectError("refused"))
     assert not is_transient(ValueError("Collection expecting embedding with dimension of 3, got 256"))
 
+
+
+def test_partitions_made_by_another_process_are_found(chroma_server, tmp_path: Path) -> None:
+    """Two connections stand for two processes: what one writes into a partition the other has
+    never seen is found by id at once, and by search within the documented second."""
+    import time
+
+    tag = uuid.uuid4().hex[:8]
+    policy = tmp_path / "policy.csv"
+    policy.write_text("p, staff, ward3/**, read\np, staff, ward3/**, write\np, staff, ward3/**, erase\n"
+                      "g, alice, staff\ng, dpo, staff\n", encoding="utf-8")
+    with _connect(chroma_server, policy, tmp_path / "a") as first, \
+            _connect(chroma_server, policy, tmp_path / "b") as second:
+        second.session(Principal("alice")).search("warm up", "ward3")
+        rec = first.session(Principal("alice")).write(f"Patient {tag} takes warfarin", ("ward3", tag, "p1"))
+        alice = second.session(Principal("alice"))
+        assert alice.get(rec.id) == rec
+        time.sleep(1.1)
+        assert [h.record.id for h in alice.search("warfarin", ("ward3", tag), k=3)] == [rec.id]
+        receipt = first.session(Principal("dpo")).erase(ids=[rec.id])
+        assert receipt.count == 1 and alice.get(rec.id) is None

@@ -2,16 +2,25 @@
 
 Nothing outside :mod:`memwarden.memory.memory` holds a backend, so there is no way to reach
 stored records except through the pipeline. A backend stores rows (id, text, flat metadata,
-embedding) and knows nothing about policy.
+embedding) and knows nothing about policy; it knows which namespace partition a row is in,
+so that the pipeline can push a read scope down as a choice of partitions plus filters.
+memwarden's backend is :class:`memwarden.memory.partitioned.PartitionedBackend`, one Chroma
+collection per partition; :class:`ChromaBackend` is one collection, the unit it is made of.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memwarden.policies.namespace import Namespace
+    from memwarden.policies.partitions import Partition, Target
 
 COLLECTION = "memwarden-records"
 
@@ -41,8 +50,9 @@ class Backend(Protocol):
         """Replace the metadata of existing rows (text and vector unchanged)."""
 
     def fetch(self, ids: Sequence[str] | None = None, where: Where | None = None,
-              limit: int | None = None, offset: int | None = None) -> list[StoredRow]:
-        """Rows by id and/or metadata filter, in storage order."""
+              limit: int | None = None, offset: int | None = None, *,
+              partitions: Sequence[Partition] | None = None) -> list[StoredRow]:
+        """Rows by id and/or metadata filter (only in ``partitions`` when given)."""
 
     def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
         """The k nearest rows that pass ``where``, with cosine distances."""
@@ -57,8 +67,23 @@ class Backend(Protocol):
         """Remove rows and every physical copy of them (log, indexes, free pages); returns a
         report of what was done (see :class:`memwarden.memory.compaction.PurgeReport`)."""
 
-    def count(self) -> int:
-        """Number of rows stored."""
+    def count(self, *, where: Where | None = None, partitions: Sequence[Partition] | None = None) -> int:
+        """Number of rows stored that pass ``where`` (only in ``partitions`` when given)."""
+
+    def partitions(self) -> list[Partition]:
+        """The namespace partitions that hold rows, in order."""
+
+    def partition_of(self, namespace: Namespace) -> Partition:
+        """The partition rows in ``namespace`` are stored in."""
+
+    def query_targets(self, embedding: np.ndarray, k: int, targets: Sequence[Target], *,
+                      accept: Callable[[dict[str, Any]], bool],
+                      fallback: Where) -> list[tuple[StoredRow, float]]:
+        """The k nearest rows over planned partitions whose metadata ``accept`` takes."""
+
+    def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
+                      accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:
+        """Rows of planned partitions that pass their filter and ``where`` (and ``accept``)."""
 
     def close(self) -> None:
         """Release resources."""
@@ -71,7 +96,8 @@ def _rows(ids: list[str], documents: list[str] | None, metadatas: list[dict] | N
 
 
 class ChromaBackend:
-    """A Chroma collection (embedded PersistentClient or HttpClient) with cosine distance.
+    """One Chroma collection (embedded PersistentClient or HttpClient) with cosine distance:
+    the unit physical erasure works on (see :meth:`purge`).
 
     It has no lexical index of its own (see :mod:`memwarden.memory.lexical` for why, and for
     the wrapper that adds one to an embedded store).
@@ -103,7 +129,8 @@ class ChromaBackend:
     def update_metadata(self, ids, metadatas) -> None:  # noqa: D102
         self._col.update(ids=list(ids), metadatas=list(metadatas))
 
-    def fetch(self, ids=None, where=None, limit=None, offset=None) -> list[StoredRow]:  # noqa: D102
+    def fetch(self, ids=None, where=None, limit=None, offset=None, *, partitions=None) -> list[StoredRow]:
+        """See :meth:`Backend.fetch` (one collection holds every partition)."""
         got = self._col.get(ids=list(ids) if ids is not None else None, where=where or None,
                             limit=limit, offset=offset, include=["documents", "metadatas"])
         return _rows(got["ids"], got["documents"], got["metadatas"])
@@ -143,8 +170,11 @@ class ChromaBackend:
             raise
         return report
 
-    def count(self) -> int:  # noqa: D102
-        return self._col.count()
+    def count(self, *, where=None, partitions=None) -> int:
+        """See :meth:`Backend.count` (one collection holds every partition)."""
+        if not where:
+            return self._col.count()
+        return len(self._col.get(where=where, include=[])["ids"])
 
     def close(self) -> None:  # noqa: D102
         # Closing the client releases its shared system, so a later open in the same process
@@ -152,3 +182,88 @@ class ChromaBackend:
         client, self._col, self._client = self._client, None, None
         if client is not None and hasattr(client, "close"):
             client.close()
+
+
+class DelegatingBackend:
+    """A Backend that passes every call to ``inner``; the wrappers around the store
+    (:class:`~memwarden.memory.lexical.IndexedBackend`,
+    :class:`~memwarden.memory.coalesce.CoalescingBackend`) override the calls they change.
+
+    Every read first calls :meth:`_before_read`, so a wrapper that holds writes back can
+    make them visible before anything could observe the store.
+    """
+
+    def __init__(self, inner: Backend) -> None:
+        self._inner = inner
+
+    def _before_read(self) -> None:
+        """Run before every read (nothing by default)."""
+
+    @property
+    def has_text_index(self) -> bool:
+        """Whether the store beneath keeps a lexical index (see Backend.has_text_index)."""
+        return self._inner.has_text_index
+
+    def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
+               metadatas: Sequence[dict[str, Any]]) -> None:
+        """See :meth:`Backend.upsert`."""
+        self._inner.upsert(ids, embeddings, documents, metadatas)
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """See :meth:`Backend.update_metadata`."""
+        self._inner.update_metadata(ids, metadatas)
+
+    def fetch(self, ids: Sequence[str] | None = None, where: Where | None = None, limit: int | None = None,
+              offset: int | None = None, *, partitions: Sequence[Partition] | None = None) -> list[StoredRow]:
+        """See :meth:`Backend.fetch`."""
+        self._before_read()
+        return self._inner.fetch(ids, where, limit, offset, partitions=partitions)
+
+    def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
+        """See :meth:`Backend.query`."""
+        self._before_read()
+        return self._inner.query(embedding, k, where)
+
+    def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
+        """See :meth:`Backend.text_query`."""
+        self._before_read()
+        return self._inner.text_query(text, k, where)
+
+    def query_targets(self, embedding: np.ndarray, k: int, targets: Sequence[Target], *,
+                      accept: Callable[[dict[str, Any]], bool],
+                      fallback: Where) -> list[tuple[StoredRow, float]]:
+        """See :meth:`Backend.query_targets`."""
+        self._before_read()
+        return self._inner.query_targets(embedding, k, targets, accept=accept, fallback=fallback)
+
+    def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
+                      accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:
+        """See :meth:`Backend.fetch_targets`."""
+        self._before_read()
+        return self._inner.fetch_targets(targets, where, limit, offset, accept=accept)
+
+    def count(self, *, where: Where | None = None, partitions: Sequence[Partition] | None = None) -> int:
+        """See :meth:`Backend.count`."""
+        self._before_read()
+        return self._inner.count(where=where, partitions=partitions)
+
+    def partitions(self) -> list[Partition]:
+        """See :meth:`Backend.partitions` (a held write may create a partition: a read)."""
+        self._before_read()
+        return self._inner.partitions()
+
+    def partition_of(self, namespace: Namespace) -> Partition:
+        """See :meth:`Backend.partition_of` (pure: no read)."""
+        return self._inner.partition_of(namespace)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """See :meth:`Backend.delete`."""
+        self._inner.delete(ids)
+
+    def purge(self, ids: Sequence[str], **options: Any) -> Any:
+        """See :meth:`Backend.purge`."""
+        return self._inner.purge(ids, **options)
+
+    def close(self) -> None:
+        """See :meth:`Backend.close`."""
+        self._inner.close()

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.memory.backends import Backend, StoredRow
+from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, Where
 
 # Rows per upsert when a batch is sent (well under Chroma's maximum batch size).
 _CHUNK = 500
@@ -44,11 +44,11 @@ class _Held:
     on_failure: FailureCallback | None
 
 
-class CoalescingBackend:
+class CoalescingBackend(DelegatingBackend):
     """A Backend that holds upserts while a batch runs (see the module docstring)."""
 
     def __init__(self, inner: Backend) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._lock = threading.Lock()          # guards _held and _depth (short sections only)
         self._flush_lock = threading.Lock()    # one flush at a time, so rows arrive in order
         self._held: dict[str, _Held] = {}
@@ -119,32 +119,19 @@ class CoalescingBackend:
                 return
         self._inner.upsert(ids, embeddings, documents, metadatas)
 
-    def fetch(self, ids: Sequence[str] | None = None, where: Any = None, limit: int | None = None,
-              offset: int | None = None) -> list[StoredRow]:
+    def _before_read(self) -> None:
+        self.flush()
+
+    def fetch(self, ids: Sequence[str] | None = None, where: Where | None = None, limit: int | None = None,
+              offset: int | None = None, *, partitions: Any = None) -> list[StoredRow]:
         """Rows by id (held ones answered from the hold) or by filter (after a flush)."""
         if ids is not None and where is None and limit is None and offset is None:
             with self._lock:
                 held = {rid: self._held[rid] for rid in ids if rid in self._held}
             rest = [rid for rid in ids if rid not in held]
-            rows = self._inner.fetch(ids=rest) if rest else []
+            rows = self._inner.fetch(ids=rest, partitions=partitions) if rest else []
             return rows + [StoredRow(rid, h.document, dict(h.metadata)) for rid, h in held.items()]
-        self.flush()
-        return self._inner.fetch(ids, where, limit, offset)
-
-    def query(self, embedding: np.ndarray, k: int, where: Any) -> list[tuple[StoredRow, float]]:
-        """The k nearest rows, held writes included."""
-        self.flush()
-        return self._inner.query(embedding, k, where)
-
-    @property
-    def has_text_index(self) -> bool:
-        """Whether the store beneath keeps a lexical index (see Backend.has_text_index)."""
-        return self._inner.has_text_index
-
-    def text_query(self, text: str, k: int, where: Any) -> list[tuple[str, float]]:
-        """The lexical leg of a search, held writes included."""
-        self.flush()
-        return self._inner.text_query(text, k, where)
+        return super().fetch(ids, where, limit, offset, partitions=partitions)
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         """Replace metadata, after every earlier write is stored."""
@@ -160,12 +147,3 @@ class CoalescingBackend:
         """Remove rows physically, after every earlier write is stored."""
         self.flush()
         return self._inner.purge(ids, **options)
-
-    def count(self) -> int:
-        """Rows stored, held writes included."""
-        self.flush()
-        return self._inner.count()
-
-    def close(self) -> None:
-        """Release the store (nothing is held outside a batch)."""
-        self._inner.close()

@@ -1106,32 +1106,35 @@ def _settle(root: Path) -> dict[str, Any] | None:
     return marker
 
 
-def _write_marker(root: Path | None, state: dict[str, Any]) -> None:
+def _write_marker(root: Path | None, state: dict[str, Any], name: str = MARKER) -> None:
+    """Replace the marker file ``name`` in ``root`` durably (the partitioned backend keeps its
+    own, with the same guarantees)."""
     if root is None:
         return
-    tmp = root / (MARKER + ".tmp")
+    tmp = root / (name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(state, fh)
         fh.flush()
         os.fsync(fh.fileno())
-    old = root / MARKER
+    old = root / name
     if old.exists():
         _shred(old)  # it may hold the erased ids
     os.replace(tmp, old)
     _fsync_dir(root)
 
 
-def _read_marker(root: Path) -> dict[str, Any] | None:
+def _read_marker(root: Path, name: str = MARKER) -> dict[str, Any] | None:
     try:
-        return json.loads((root / MARKER).read_text(encoding="utf-8"))
+        return json.loads((root / name).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
         return {"phase": "unknown"}
 
 
-def _clear_marker(root: Path) -> None:
-    path = root / MARKER
+def _clear_marker(root: Path, name: str = MARKER) -> None:
+    """Shred and remove the marker file ``name`` (it may hold erased ids)."""
+    path = root / name
     if path.exists():
         _shred(path)
         path.unlink()

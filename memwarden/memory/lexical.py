@@ -45,10 +45,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 import snowballstemmer
 
-from memwarden.memory.backends import Backend, StoredRow
+from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow
 from memwarden.policies.namespace import MAX_DEPTH
 from memwarden.policies.sqlfilter import compile_where, scalar_column
 
@@ -316,7 +315,7 @@ class LexicalIndex:
                 self._db = None  # type: ignore[assignment]
 
 
-class IndexedBackend:
+class IndexedBackend(DelegatingBackend):
     """A Chroma backend with a :class:`LexicalIndex` kept in step with it (see the module doc).
 
     Implements the :class:`~memwarden.memory.backends.Backend` protocol by delegation, with
@@ -326,7 +325,7 @@ class IndexedBackend:
     has_text_index = True
 
     def __init__(self, inner: Backend, index: LexicalIndex) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._index = index
 
     @classmethod
@@ -383,12 +382,6 @@ class IndexedBackend:
         self._index.update_metadata(ids, metadatas)
         self._then(ids, lambda: self._inner.update_metadata(ids, metadatas))
 
-    def fetch(self, ids=None, where=None, limit=None, offset=None) -> list[StoredRow]:  # noqa: D102
-        return self._inner.fetch(ids, where, limit, offset)
-
-    def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:  # noqa: D102
-        return self._inner.query(embedding, k, where)
-
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """The lexical leg: up to ``k`` ids that pass ``where``, best BM25 first, with their
         scores. Only ids: the caller reads the rows it keeps from Chroma (the authority) and
@@ -412,9 +405,6 @@ class IndexedBackend:
             # failed before its delete) stay indexed, and every deleted row is scrubbed.
             self._index.done(ids)
             self._reconcile(ids)
-
-    def count(self) -> int:  # noqa: D102
-        return self._inner.count()
 
     def close(self) -> None:  # noqa: D102
         try:

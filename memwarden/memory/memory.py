@@ -27,7 +27,7 @@ from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFo
 from memwarden.guards.contradiction import content_words, find_contradiction
 from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator, lesson_content
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
-from memwarden.guards.visibility import is_visible, visible_filter
+from memwarden.guards.visibility import hidden_filter, is_visible, visible_filter, visible_metadata
 from memwarden.integrations.metrics import record_operation
 from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
 from memwarden.guards.forgetting import eviction_order, forget_at
@@ -35,9 +35,10 @@ from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
-from memwarden.memory.backends import Backend, ChromaBackend, StoredRow
+from memwarden.memory.backends import Backend, StoredRow
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.codec import from_row, to_metadata
+from memwarden.memory.partitioned import PartitionedBackend, check_depth
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
@@ -52,7 +53,8 @@ from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
 from memwarden.policies.sources import open_policy
-from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
+from memwarden.policies.partitions import Coverage, Target, plan
+from memwarden.policies.pushdown import all_of, any_of, scope_filter
 
 # Largest number of ids in one provenance look-up (Chroma's filter depth limit is 1,000).
 _LINK_CHUNK = 400
@@ -164,8 +166,9 @@ def _chain(validators: Iterable[WriteValidator] | None) -> Iterable[WriteValidat
 class Settings:
     """Tunables of a Memory, passed as keyword arguments to ``Memory.open``.
 
-    ``count_withheld``: count, for every search, the in-scope records policy hid (an extra
-    id-only query; off by default because it grows with the store).
+    ``count_withheld``: count, for every search, the records under the searched prefix that
+    policy hid (two small id-only queries per partition the caller may not read, and one per
+    partition it may read in part; off by default).
     ``quorum``: distinct approvers (never the writer) needed to release a quarantined write,
     and distinct rejections that reject it. With n = 3f + 1 voters, a quorum of 2f + 1
     means f colluders can never release a write alone.
@@ -177,6 +180,11 @@ class Settings:
     ``cache_ttl``: seconds after which the lesson and subject caches of the write path are
     read again from the store (None: never, right for an embedded store only this process
     writes; ``Memory.connect`` uses 30, since other processes may write to the server).
+    ``partition_depth``: how many leading namespace labels choose a record's partition (one
+    Chroma collection each) in a new store; None keeps an existing store's depth, or 2 for a
+    new one (docs/performance.md). ``repartition``: migrate an existing store to
+    ``partition_depth`` instead of refusing to open it at another depth.
+    ``search_threads``: partitions queried side by side by one search.
     """
 
     count_withheld: bool = False
@@ -184,6 +192,9 @@ class Settings:
     review_timeout: float = 7 * 86400.0
     lessons: bool = True
     cache_ttl: float | None = None
+    partition_depth: int | None = None
+    repartition: bool = False
+    search_threads: int = 4
 
     def __post_init__(self) -> None:
         if isinstance(self.quorum, bool) or not isinstance(self.quorum, int) or self.quorum < 1:
@@ -194,6 +205,15 @@ class Settings:
             raise InvalidRequest(f"cache_ttl must be a positive number of seconds or None, got {self.cache_ttl!r}")
         if not isinstance(self.lessons, bool):
             raise InvalidRequest(f"lessons must be True or False, got {self.lessons!r}")
+        if isinstance(self.search_threads, bool) or not isinstance(self.search_threads, int) or self.search_threads < 1:
+            raise InvalidRequest(f"search_threads must be a positive integer, got {self.search_threads!r}")
+        check_depth(self.partition_depth)
+        if not isinstance(self.repartition, bool):
+            raise InvalidRequest(f"repartition must be True or False, got {self.repartition!r}")
+
+    def backend_options(self) -> dict[str, Any]:
+        """The options a :class:`PartitionedBackend` takes from these settings."""
+        return {"depth": self.partition_depth, "repartition": self.repartition, "workers": self.search_threads}
 
 
 class Memory:
@@ -249,11 +269,12 @@ class Memory:
             raise InvalidRequest(f"memory path {str(root)!r} exists and is not a directory")
         root.mkdir(parents=True, exist_ok=True)
 
-        def backend() -> Backend:
+        def backend(options: Settings) -> Backend:
             if compaction.pending(root / "chroma"):
                 compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
             # The lexical index is repaired against Chroma before first use (see memory/lexical.py).
-            return IndexedBackend.open(ChromaBackend.embedded(str(root / "chroma")), root / INDEX_FILE)
+            chroma = PartitionedBackend.embedded(str(root / "chroma"), **options.backend_options())
+            return IndexedBackend.open(chroma, root / INDEX_FILE)
 
         return cls._assemble(root, backend, policy, audit, embedding, validators, settings)
 
@@ -271,15 +292,18 @@ class Memory:
         here (a process-local one would miss other processes' writes and keep text they
         erase), so hybrid searches run the dense leg only and say so in their span.
         """
-        from memwarden.memory.remote import RetryingChromaBackend
+        from memwarden.memory.remote import RetryingPartitionedBackend
 
         root = Path(state)
         root.mkdir(parents=True, exist_ok=True)
-        return cls._assemble(root, lambda: RetryingChromaBackend.connect(host, port, ssl=ssl, headers=headers),
+        def backend(options: Settings) -> Backend:
+            return RetryingPartitionedBackend.connect(host, port, ssl=ssl, headers=headers, **options.backend_options())
+
+        return cls._assemble(root, backend,
                              policy, audit, embedding, validators, {"cache_ttl": 30.0, **settings})
 
     @classmethod
-    def _assemble(cls, state: Path, backend: Callable[[], Backend], policy: str | Path | PolicyEngine | None,
+    def _assemble(cls, state: Path, backend: Callable[[Settings], Backend], policy: str | Path | PolicyEngine | None,
                   audit: str | Path | None, embedding: object | None, validators: Iterable[WriteValidator] | None,
                   settings: dict[str, Any]) -> Memory:
         """Open the parts of a memory whose local state is ``state``; if one fails, the parts
@@ -292,8 +316,8 @@ class Memory:
             opened.append(log.close)
             tombstones = Tombstones(state / "tombstones.sqlite3")
             opened.append(tombstones.close)
-            memory = cls(backend(), engine, log, tombstones, embedding=embedding, validators=_chain(validators),
-                         settings=options)
+            memory = cls(backend(options), engine, log, tombstones, embedding=embedding,
+                         validators=_chain(validators), settings=options)
         except BaseException:
             for close in reversed(opened):
                 close()
@@ -481,8 +505,10 @@ class Memory:
         facts.rules.extend(f"scope: not {c.text}" for c in scope.deny)
         return scope
 
-    def _fetch_one(self, rid: str) -> MemoryRecord | None:
-        rows = self._backend.fetch(ids=[rid])
+    def _fetch_one(self, rid: str, namespace: Namespace | None = None) -> MemoryRecord | None:
+        """The record ``rid``; ``namespace``, when known, saves locating it (ids follow from it)."""
+        within = [self._backend.partition_of(namespace)] if namespace is not None else None
+        rows = self._backend.fetch(ids=[rid], partitions=within)
         return from_row(rows[0]) if rows else None
 
     def _allows(self, facts: _Facts, action: str, record: MemoryRecord) -> bool:
@@ -518,10 +544,12 @@ class Memory:
 
     def _lineage(self, record: MemoryRecord) -> list[MemoryRecord]:
         """Every version of the memory ``record`` belongs to, oldest first."""
+        # Every version keeps the namespace, so all of them are in one partition.
+        within = [self._backend.partition_of(record.namespace)]
         chain = [record]
-        while chain[0].supersedes and (older := self._fetch_one(chain[0].supersedes)) is not None:
+        while chain[0].supersedes and (older := self._fetch_one(chain[0].supersedes, record.namespace)) is not None:
             chain.insert(0, older)
-        while newer := self._backend.fetch(where={"supersedes": chain[-1].id}, limit=1):
+        while newer := self._backend.fetch(where={"supersedes": chain[-1].id}, limit=1, partitions=within):
             chain.append(from_row(newer[0]))
         return chain
 
@@ -545,14 +573,21 @@ class Memory:
     def _load_subject(self, subject: str, limit: int) -> list[MemoryRecord]:
         """Up to ``limit`` visible records about ``subject`` of the kinds the index holds (in
         storage order: the index then keeps the newest as writes come in)."""
-        where = all_of([visible_filter(utcnow()), {"subjects": {"$contains": subject}},
-                        {"kind": {"$in": sorted(k.value for k in INDEXED_KINDS)}}])
-        return [from_row(row) for row in self._backend.fetch(where=where, limit=limit)]
+        # Only the subject goes down as a filter: it matches few rows, and Chroma's filter costs
+        # by the rows a clause matches; visibility and kind, which most rows pass, are tested here.
+        now = utcnow().timestamp()
+        rows = self._backend.fetch(where={"subjects": {"$contains": subject}}, limit=4 * limit)
+        kinds = {k.value for k in INDEXED_KINDS}
+        return [from_row(row) for row in rows
+                if visible_metadata(row.metadata, now) and row.metadata.get("kind") in kinds][:limit]
 
     def _load_lessons(self, limit: int) -> list[MemoryRecord]:
         """The newest ``limit`` active lesson records."""
-        rows = self._backend.fetch(where=all_of([visible_filter(utcnow()), {"kind": Kind.LESSON.value}]))
-        return sorted(map(from_row, rows), key=lambda r: r.created_at, reverse=True)[:limit]
+        now = utcnow().timestamp()
+        rows = self._backend.fetch(where={"kind": Kind.LESSON.value},
+                                   partitions=[self._backend.partition_of(LESSONS_NAMESPACE)])
+        return sorted((from_row(r) for r in rows if visible_metadata(r.metadata, now)),
+                      key=lambda r: r.created_at, reverse=True)[:limit]
 
     def _validated(self, facts: _Facts, record: MemoryRecord, decision: Decision) -> MemoryRecord:
         context = ValidationContext(facts.principal, facts.subjects,
@@ -599,7 +634,7 @@ class Memory:
         ttl = op.ttl if op.ttl is not None else lifecycle.ttl
         version = 1
         with self._write_lock:
-            existing = self._fetch_one(rid)
+            existing = self._fetch_one(rid, op.namespace)
             if existing is not None and existing.status is not Status.FORGOTTEN:
                 if not keyed:
                     facts.replay = True
@@ -659,8 +694,10 @@ class Memory:
         never evicts itself; see :func:`eviction_order`)."""
         if capacity is None or record.status is not Status.ACTIVE:
             return []
-        where = all_of([visible_filter(utcnow()), {"ns": record.namespace_text}])
-        others = [r for r in (from_row(row) for row in self._backend.fetch(where=where)) if r.id != record.id]
+        now = utcnow().timestamp()
+        rows = self._backend.fetch(where={"ns": record.namespace_text},
+                                   partitions=[self._backend.partition_of(record.namespace)])
+        others = [from_row(row) for row in rows if row.id != record.id and visible_metadata(row.metadata, now)]
         overflow = len(others) + 1 - capacity
         return eviction_order(others)[:overflow] if overflow > 0 else []
 
@@ -693,14 +730,21 @@ class Memory:
         when = {"as_of": op.as_of, "time_range": op.time_range,
                 "created_after": op.created_after, "created_before": op.created_before}
         kinds = {"kind": {"$in": [k.value for k in op.kinds]}} if op.kinds else {}
-        base = [alive, kinds, time_filter(**when)]
-        # One filter, pushed down into every leg: Chroma's where, and the same compiled to SQL.
-        where = all_of(base + [scope_filter(scope)])
+        rest = all_of([alive, kinds, time_filter(**when)])
+        # The policy goes down as a choice of partitions plus their residual filters. When
+        # the rest of the filter is visibility and kinds only, which nearly every row passes
+        # (the costly case for Chroma's filter), it is tested on the rows that come back;
+        # history and time windows go down with it as a filter.
+        targets = plan(scope, self._backend.partitions())
+        simple = (history is None or history.empty) and not any(v is not None for v in when.values())
+        shown = self._shown(now, kinds) if simple else None
         wanted = max(_POOL, op.k) if op.budget_tokens else op.k
         if op.query is None:
-            ranked = [(row, None, None, None) for row in self._backend.fetch(where=where, limit=wanted, offset=op.offset)]
+            ranked = [(row, None, None, None) for row in self._backend.fetch_targets(
+                targets, None if shown else rest, wanted, op.offset, accept=shown)]
         else:
-            ranked = self._ranked(op, facts, where, op.offset + wanted)[op.offset:]
+            where = all_of([rest, scope_filter(scope)])  # the same filter, whole, for the lexical leg
+            ranked = self._ranked(op, facts, targets, where, shown, rest, op.offset + wanted)[op.offset:]
         hits: list[SearchHit] = []
         for row, score, similarity, bm25 in ranked:
             record = from_row(row)
@@ -718,14 +762,17 @@ class Memory:
         facts.record_ids = [h.record.id for h in hits]
         self._touch([h.record for h in hits])
         if self._settings.count_withheld:
-            facts.withheld = len(self._backend.fetch(where=all_of(base + [outside_scope_filter(scope)])))
+            facts.withheld = self._withheld(targets, now, kinds)
         return hits
 
-    def _ranked(self, op: SearchOp, facts: _Facts, where: dict, want: int
+    def _ranked(self, op: SearchOp, facts: _Facts, targets: Sequence[Target], where: dict,
+                shown: Callable[[dict[str, Any]], bool] | None, rest: dict, want: int
                 ) -> list[tuple[StoredRow, float, float | None, float | None]]:
-        """Rows for a query, best first, with (score, similarity, bm25): each leg fetches
-        candidates through ``where`` (nothing else can enter a candidate list), then they are
-        fused by reciprocal rank; superseded versions are down-weighted."""
+        """Rows for a query, best first, with (score, similarity, bm25), then fused by
+        reciprocal rank; superseded versions are down-weighted. Nothing outside the caller's
+        scope can enter a candidate list: the dense leg queries the planned ``targets`` (with
+        ``rest`` as a filter, or tested by ``shown`` on what comes back), the lexical leg
+        takes ``where``, the whole filter compiled to SQL."""
         mode = op.mode
         if mode != "dense" and not self._backend.has_text_index:
             if mode == "lexical":
@@ -739,7 +786,7 @@ class Memory:
         dense: list[tuple[StoredRow, float]] = []
         lexical: list[tuple[str, float]] = []
         if mode != "lexical":
-            dense = self._backend.query(embed_one(self._embedder, op.query, query=True), want, where)
+            dense = self._dense(targets, embed_one(self._embedder, op.query, query=True), want, shown, rest)
             facts.candidates["dense"] = len(dense)
         if mode != "dense":
             lexical = self._backend.text_query(op.query, want, where)
@@ -787,12 +834,46 @@ class Memory:
             judged.append(hit.model_copy(update={"contested": contested, "contradicted_by": against}))
         return judged
 
+    def _dense(self, targets: Sequence[Target], vector: np.ndarray, k: int,
+               shown: Callable[[dict[str, Any]], bool] | None, rest: dict) -> list[tuple[StoredRow, float]]:
+        """The k nearest rows in the planned partitions that pass ``rest``. With ``shown`` (the
+        same test on stored metadata) it is applied to the rows that come back, and ``rest``
+        is the filter of a partition whose nearest rows it refused too often; without, each
+        partition is queried with its residual filter and ``rest``."""
+        if shown is not None:
+            return self._backend.query_targets(vector, k, targets, accept=shown, fallback=rest)
+        narrowed = [Target(t.partition, Coverage.PARTIAL, all_of([t.where or {}, rest])) for t in targets if t.searched]
+        return self._backend.query_targets(vector, k, narrowed, accept=lambda _: True, fallback=rest)
+
+    @staticmethod
+    def _shown(now: datetime, kinds: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+        """The test a search applies to stored metadata: visible at ``now``, of ``kinds``."""
+        wanted = set(kinds["kind"]["$in"]) if kinds else None
+        stamp = now.timestamp()
+        return lambda meta: visible_metadata(meta, stamp) and (wanted is None or meta.get("kind") in wanted)
+
+    def _withheld(self, targets: Sequence[Target], now: datetime, kinds: dict[str, Any]) -> int:
+        """Visible records under the searched prefix that the scope excludes, counted by id
+        in the partitions the caller may not read, or may read in part: all of their rows (or
+        those the residual excludes), less the few that are hidden anyway."""
+        total = 0
+        for t in targets:
+            if t.outside is None:
+                continue
+            where, within = all_of([t.outside, kinds]), [t.partition]
+            total += (self._backend.count(where=where, partitions=within)
+                      - self._backend.count(where=all_of([where, hidden_filter(now)]), partitions=within))
+        return total
+
     def _list(self, op: ListNamespacesOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> list[Namespace]:
         scope = self._read_scope(facts, op.prefix)
-        now = utcnow()
+        now = utcnow().timestamp()
         seen: dict[Namespace, None] = {}
-        for row in self._backend.fetch(where=all_of([visible_filter(now), scope_filter(scope)])):
+        for row in self._backend.fetch_targets(plan(scope, self._backend.partitions()), None, None):
+            if not visible_metadata(row.metadata, now):
+                continue
             record = from_row(row)
+            # Re-checked like search hits (see _search).
             if record.namespace[: len(op.prefix)] == op.prefix and self._may_see(facts, record):
                 seen[record.namespace[: op.max_depth] if op.max_depth else record.namespace] = None
             else:
@@ -959,7 +1040,8 @@ class Memory:
             facts.rules.append(f"votes: {len(approvals)} approve, {len(rejections)} reject, quorum {self._settings.quorum}")
             decided = record.model_copy(update={"approvals": approvals, "rejections": rejections,
                                                 "status": status, "labels": labels})
-            older = self._fetch_one(record.supersedes) if record.supersedes and status is Status.ACTIVE else None
+            older = (self._fetch_one(record.supersedes, record.namespace)
+                     if record.supersedes and status is Status.ACTIVE else None)
 
             def apply() -> None:
                 self._backend.update_metadata([record.id], [to_metadata(decided)])
@@ -1022,8 +1104,8 @@ class Memory:
                        all_of([{"status": Status.ACTIVE.value}, {"expires_at": {"$lte": now.timestamp()}}]),
                        all_of([{"status": Status.QUARANTINED.value}, {"created_at": {"$lte": cutoff}}])])
         with self._write_lock:
-            doomed = [r for r in map(from_row, self._backend.fetch(where=all_of([gone, scope_filter(scope)])))
-                      if self._allows(facts, "admin", r)]
+            rows = self._backend.fetch_targets(plan(scope, self._backend.partitions()), gone, None)
+            doomed = [r for r in map(from_row, rows) if self._allows(facts, "admin", r)]
             ids = sorted(r.id for r in doomed)
             facts.record_ids = ids
             facts.returned = len(ids)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from memwarden.memory.backends import COLLECTION, ChromaBackend
+from memwarden.memory.partitioned import PartitionedBackend
 
 T = TypeVar("T")
 
@@ -27,45 +27,30 @@ def is_transient(exc: BaseException) -> bool:
     return any(code in text for code in _TRANSIENT_STATUS) and "rror" in type(exc).__name__
 
 
-class RetryingChromaBackend(ChromaBackend):
-    """ChromaBackend over ``chromadb.HttpClient``; each call is retried on transient errors."""
+def retrying(attempts: int = 5, max_wait: float = 2.0) -> Retrying:
+    """Retry transient failures with jittered exponential back-off, then re-raise."""
+    return Retrying(retry=retry_if_exception(is_transient), stop=stop_after_attempt(attempts),
+                    wait=wait_exponential_jitter(multiplier=0.05, max=max_wait), reraise=True)
 
-    def __init__(self, client: Any, collection: str = COLLECTION, *, attempts: int = 5,
-                 max_wait: float = 2.0) -> None:
-        self._retrying = Retrying(
-            retry=retry_if_exception(is_transient), stop=stop_after_attempt(attempts),
-            wait=wait_exponential_jitter(multiplier=0.05, max=max_wait), reraise=True,
-        )
-        self._call(lambda: super(RetryingChromaBackend, self).__init__(client, collection))
+
+class RetryingPartitionedBackend(PartitionedBackend):
+    """PartitionedBackend over ``chromadb.HttpClient``; each Chroma call is retried on
+    transient errors (the partitions are queried in parallel, each call retried alone)."""
+
+    def __init__(self, client: Any, *, attempts: int = 5, max_wait: float = 2.0, **options: Any) -> None:
+        self._retrying = retrying(attempts, max_wait)
+        super().__init__(client, **options)
 
     @classmethod
     def connect(cls, host: str, port: int, *, ssl: bool = False, headers: dict[str, str] | None = None,
-                collection: str = COLLECTION, attempts: int = 5) -> RetryingChromaBackend:
+                attempts: int = 5, **options: Any) -> RetryingPartitionedBackend:
         """Connect to a server started with ``chroma run``, telemetry off."""
         import chromadb
         from chromadb.config import Settings
 
-        client = chromadb.HttpClient(host=host, port=port, ssl=ssl, headers=headers or {},
-                                     settings=Settings(anonymized_telemetry=False))
-        return cls(client, collection, attempts=attempts)
+        client = retrying(attempts)(lambda: chromadb.HttpClient(
+            host=host, port=port, ssl=ssl, headers=headers or {}, settings=Settings(anonymized_telemetry=False)))
+        return cls(client, attempts=attempts, **options)
 
     def _call(self, fn: Callable[[], T]) -> T:
         return self._retrying(fn)
-
-    def upsert(self, ids, embeddings, documents, metadatas) -> None:  # noqa: D102 - see Backend
-        self._call(lambda: super(RetryingChromaBackend, self).upsert(ids, embeddings, documents, metadatas))
-
-    def update_metadata(self, ids, metadatas) -> None:  # noqa: D102
-        self._call(lambda: super(RetryingChromaBackend, self).update_metadata(ids, metadatas))
-
-    def fetch(self, ids=None, where=None, limit=None, offset=None):  # noqa: D102
-        return self._call(lambda: super(RetryingChromaBackend, self).fetch(ids, where, limit, offset))
-
-    def query(self, embedding, k, where):  # noqa: D102
-        return self._call(lambda: super(RetryingChromaBackend, self).query(embedding, k, where))
-
-    def delete(self, ids) -> None:  # noqa: D102
-        self._call(lambda: super(RetryingChromaBackend, self).delete(ids))
-
-    def count(self) -> int:  # noqa: D102
-        return self._call(lambda: super(RetryingChromaBackend, self).count())

@@ -1,0 +1,297 @@
+"""The partitioned store under the governed API, on a real embedded Chroma.
+
+Searches over several partitions return exactly what one brute-force pass over the visible,
+in-scope records returns; invisible rows nearer the query never cost results; residual
+filters work on Chroma as planned; old single-collection stores and stores at another
+partition depth are migrated (and an interrupted migration resumes); an erasure spanning
+partitions interrupted halfway is finished on the next open with no copy left anywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memwarden import InvalidRequest, Memory, Principal
+from memwarden.memory import compaction
+from memwarden.memory.backends import ChromaBackend
+from memwarden.memory.codec import to_metadata
+from memwarden.memory.compaction import find_remnants
+from memwarden.memory.embeddings import HashingEmbedding, embed_many, embed_one
+from memwarden.memory.partitioned import LAYOUT, PartitionedBackend, collection_name
+from memwarden.memory.records import MemoryRecord, Status, record_id
+from memwarden.policies.partitions import Partition
+
+POLICY = """
+p, parent, home/**, read
+p, parent, home/**, write
+p, parent, home/**, update
+p, parent, home/**, forget
+p, parent, home/**, erase
+p, kid, home/shared/**, read
+p, kid, home/kids/*/*, read
+p, kid, home/kids/*/diary, read, deny
+p, kid, home/shared/**, write
+g, maria, parent
+g, tom, kid
+"""
+
+MARIA, TOM = Principal("maria"), Principal("tom")
+EMBEDDING = HashingEmbedding()
+WORDS = "apple bread milk school homework diary football piano dentist garden rain sunday".split()
+
+
+def _open(root: Path, policy: Path, **settings) -> Memory:
+    return Memory.open(root, policy=policy, embedding=EMBEDDING, **settings)
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.csv"
+    path.write_text(POLICY, encoding="utf-8")
+    return path
+
+
+def _namespaces() -> list[tuple[str, ...]]:
+    return [("home", "shared", "shopping"), ("home", "shared", "calendar"), ("home", "kids", "tom", "diary"),
+            ("home", "kids", "tom", "school"), ("home", "kids", "lena", "school"), ("home", "finance", "bank"),
+            ("home", "shared")]
+
+
+def _texts(n: int, rng: np.random.Generator) -> list[str]:
+    return [" ".join(rng.choice(WORDS, 4)) + f" note {i}" for i in range(n)]
+
+
+def _seed(mem: Memory, rng: np.random.Generator, n: int) -> list[MemoryRecord]:
+    """n records through the public API, spread over the namespaces (and so partitions)."""
+    maria = mem.session(MARIA)
+    spaces = _namespaces()
+    return [maria.write(text, spaces[i % len(spaces)], subjects=[f"s{i % 3}"])
+            for i, text in enumerate(_texts(n, rng))]
+
+
+def _store(mem: Memory) -> PartitionedBackend:
+    """The partitioned store beneath a Memory's wrappers (coalescing, lexical index)."""
+    backend = mem._backend  # noqa: SLF001 - the tests inspect the layout
+    while not isinstance(backend, PartitionedBackend):
+        backend = backend._inner  # noqa: SLF001
+    return backend
+
+
+def _exact(mem: Memory, principal: Principal, query: str, prefix: tuple[str, ...], k: int) -> list[tuple[str, float]]:
+    """The exact top k a search must return, with scores: brute force over every stored row."""
+    engine = mem.policy
+    scope = engine.scope(engine.subjects(principal.id, principal.roles), "read", prefix)
+    rows = [r for r in mem._backend.fetch() if r.metadata["status"] == Status.ACTIVE.value]  # noqa: SLF001
+    rows = [r for r in rows if scope.contains(tuple(r.metadata[f"ns_{i}"] for i in range(r.metadata["ns_depth"])))]
+    vectors = embed_many(EMBEDDING, [r.document for r in rows])
+    q = embed_one(EMBEDDING, query, query=True)
+    scores = vectors @ q
+    return sorted(((r.id, float(x)) for r, x in zip(rows, scores)), key=lambda p: -p[1])[:k]
+
+
+def test_records_are_stored_by_partition_and_searches_merge_them_exactly(tmp_path: Path, policy: Path) -> None:
+    rng = np.random.default_rng(5)
+    with _open(tmp_path / "m", policy) as mem:
+        records = _seed(mem, rng, 42)
+        backend = _store(mem)
+        names = {c.name: c for c in backend._client.list_collections()}  # noqa: SLF001
+        for rec in records[:7]:
+            part = backend.partition_of(rec.namespace)
+            assert part == Partition(rec.namespace[:2], len(rec.namespace))
+            col = names[collection_name(2, part)]
+            assert col.get(ids=[rec.id])["ids"] == [rec.id]
+            assert sum(c.get(ids=[rec.id])["ids"] == [rec.id] for c in names.values()) == 1
+        # an update, a forget and a TTL'd record put invisible rows among the nearest ones
+        maria = mem.session(MARIA)
+        maria.update(records[0].id, records[0].content + " again")
+        maria.forget(records[1].id)
+        for query in ("apple bread note", "school homework", "diary piano", "football rain sunday"):
+            for who, prefix in ((MARIA, ()), (TOM, ()), (TOM, ("home", "kids")), (MARIA, ("home", "kids", "tom"))):
+                got = [(h.record.id, h.score) for h in mem.session(who).search(query, prefix, k=8, mode="dense")]
+                exact = _exact(mem, who, query, prefix, 8)
+                # the same scores in the same order, and the same records up to ties at the cut
+                assert [round(x, 4) for _, x in got] == [round(x, 4) for _, x in exact], (who.id, prefix, query)
+                cut = exact[-1][1] + 1e-4
+                assert {i for i, x in got if x > cut} == {i for i, x in exact if x > cut}
+        assert records[1].id not in {h.record.id for h in maria.search(records[1].content, k=50)}
+
+
+def test_tom_never_gets_a_diary_or_the_finances_and_withheld_counts_them(tmp_path: Path, policy: Path) -> None:
+    with _open(tmp_path / "m", policy, count_withheld=True) as mem:
+        maria, tom = mem.session(MARIA), mem.session(TOM)
+        diary = maria.write("Tom's diary: piano lesson went badly", ("home", "kids", "tom", "diary"))
+        school = maria.write("Tom's school: piano recital on friday", ("home", "kids", "tom", "school"))
+        bank = maria.write("Bank: piano teacher paid", ("home", "finance", "bank"))
+        gone = maria.write("Tom's diary: old piano entry", ("home", "kids", "tom", "diary"))
+        maria.forget(gone.id)
+        hits = tom.search("piano", ("home",), k=10)
+        assert [h.record.id for h in hits] == [school.id]
+        entry = list(mem.audit_log.entries())[-1]
+        # the diary (inside a partition he reads in part) and the bank note (a partition he
+        # may not read); the forgotten entry is not counted: it is not there for anyone
+        assert entry["withheld"] == 2 and diary.id not in entry["records"] and bank.id not in entry["records"]
+        assert tom.get(diary.id) is None and maria.get(diary.id) == diary
+
+
+def test_invisible_rows_nearest_to_the_query_never_cost_results(tmp_path: Path, policy: Path) -> None:
+    with _open(tmp_path / "m", policy) as mem:
+        maria = mem.session(MARIA)
+        ns = ("home", "shared", "calendar")
+        near = [maria.write(f"garden rain sunday piano {i}", ns) for i in range(12)]
+        far = [maria.write(f"school homework {i} football", ns) for i in range(6)]
+        for rec in near[:8]:
+            maria.forget(rec.id)
+        query = embed_one(EMBEDDING, "garden rain sunday piano", query=True)
+        hits = maria.search("garden rain sunday piano", ("home",), k=5, mode="dense")
+        nearest = sorted(near[8:], key=lambda r: -float(embed_one(EMBEDDING, r.content) @ query))
+        assert [h.record.id for h in hits][:4] == [r.id for r in nearest]
+        # More hidden rows near the query than any over-fetch: the filtered query decides.
+        hidden = [MemoryRecord(id=record_id("maria", ns, f"garden rain sunday piano old {i}"), namespace=ns,
+                               content=f"garden rain sunday piano old {i}", writer="maria", status=Status.FORGOTTEN)
+                  for i in range(260)]
+        backend = mem._backend  # noqa: SLF001 - bulk seeding, as the erasure tests do
+        backend.upsert([r.id for r in hidden], embed_many(EMBEDDING, [r.content for r in hidden]),
+                       [r.content for r in hidden], [to_metadata(r) for r in hidden])
+        for rec in near[8:]:
+            maria.forget(rec.id)
+        filtered = []
+        store = _store(mem)
+        real = store._query  # noqa: SLF001
+
+        def spy(part, embedding, n, where):
+            filtered.append(bool(where))
+            return real(part, embedding, n, where)
+
+        store._query = spy  # noqa: SLF001
+        hits = maria.search("garden rain sunday piano", ("home",), k=5, mode="dense")
+        assert len(hits) == 5 and {h.record.id for h in hits} <= {r.id for r in far}
+        assert filtered[-1] and not any(filtered[:-1])  # widened unfiltered, then the filter
+
+
+def test_a_store_from_before_partitions_is_migrated_on_open_and_leaves_no_copy(tmp_path: Path, policy: Path) -> None:
+    root = tmp_path / "m"
+    old = ChromaBackend.embedded(str(root / "chroma"))  # the single-collection layout
+    texts = [f"Lena's secret {i:03d} about the birthday surprise party" for i in range(30)]
+    keep = [f"Shopping list item {i:03d} oat milk and rye bread" for i in range(30)]
+    records = [MemoryRecord(id=record_id("maria", ns, t), namespace=ns, content=t, writer="maria",
+                            subjects=(subj,))
+               for t, ns, subj in [(t, ("home", "kids", "lena", "secrets"), "lena") for t in texts]
+               + [(t, ("home", "shared", "shopping"), "shop") for t in keep]]
+    old.upsert([r.id for r in records], embed_many(EMBEDDING, [r.content for r in records]),
+               [r.content for r in records], [to_metadata(r) for r in records])
+    old.close()
+    with _open(root, policy) as mem:
+        names = {c.name for c in _store(mem)._client.list_collections()}  # noqa: SLF001
+        assert "memwarden-records" not in names and LAYOUT in names
+        maria = mem.session(MARIA)
+        assert maria.get(records[0].id) == records[0]
+        assert len(maria.search(None, ("home", "kids"), k=100)) == 30
+        assert maria.erase(subject="lena").count == 30
+    vectors = embed_many(EMBEDDING, texts)
+    assert find_remnants(root / "chroma", texts, vectors, exclude=keep).clean
+    with _open(root, policy) as mem:
+        assert len(mem.session(MARIA).search(None, ("home",), k=100)) == 30
+
+
+def test_another_depth_is_refused_unless_repartitioned_and_an_interrupted_migration_resumes(
+        tmp_path: Path, policy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "m"
+    with _open(root, policy) as mem:
+        records = _seed(mem, np.random.default_rng(9), 21)
+    with pytest.raises(InvalidRequest, match="partitioned at depth 2.*repartition=True"):
+        _open(root, policy, partition_depth=3)
+
+    import chromadb.api.client as client_module
+
+    real = client_module.Client.delete_collection
+    calls = []
+
+    def power_cut(self, name):  # the copy is done, the first source is being dropped
+        calls.append(name)
+        raise KeyboardInterrupt("power cut")
+
+    monkeypatch.setattr(client_module.Client, "delete_collection", power_cut)
+    with pytest.raises(KeyboardInterrupt):
+        _open(root, policy, partition_depth=3, repartition=True)
+    monkeypatch.setattr(client_module.Client, "delete_collection", real)
+    assert calls
+    with _open(root, policy) as mem:  # resumes the migration to depth 3, whatever is asked now
+        assert _store(mem).depth == 3  # noqa: SLF001
+        maria = mem.session(MARIA)
+        listed = [h.record for h in maria.search(None, ("home",), k=100)]
+        assert sorted(r.id for r in listed) == sorted(r.id for r in records)  # none lost, none twice
+        assert all(maria.get(r.id) == r for r in records)
+        names = [c.name for c in _store(mem)._client.list_collections()]  # noqa: SLF001
+        assert not [n for n in names if n.startswith("mw2-")]
+
+
+def test_an_erasure_across_partitions_cut_short_is_finished_on_the_next_open(
+        tmp_path: Path, policy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "m"
+    texts = {ns: [f"Tom secret {ns[-1]} number {i:03d} about the broken window" for i in range(8)]
+             for ns in (("home", "kids", "tom", "diary"), ("home", "shared", "notes"), ("home", "finance", "bank"))}
+    keep = [f"Unrelated family note {i:03d} on the weekly chores rota" for i in range(12)]
+    with _open(root, policy) as mem:
+        maria = mem.session(MARIA)
+        for ns, group in texts.items():
+            for t in group:
+                maria.write(t, ns, subjects=["tom"])
+        for t in keep:
+            maria.write(t, ("home", "shared", "notes"), subjects=["rota"])
+        real = compaction.purge_collection
+        done = []
+
+        def cut(*args, **kwargs):
+            if done:
+                raise KeyboardInterrupt("power cut after the first partition")
+            done.append(1)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(compaction, "purge_collection", cut)
+        with pytest.raises(KeyboardInterrupt):
+            maria.erase(subject="tom")
+        monkeypatch.setattr(compaction, "purge_collection", real)
+        # Every erased row was deleted before any file work began: none is readable now.
+        assert maria.search(None, ("home",), k=100) and not [
+            h for h in maria.search(None, ("home",), k=100) if "Tom secret" in h.record.content]
+    erased = [t for group in texts.values() for t in group]
+    with _open(root, policy) as mem:  # finishes the physical part in the other partitions
+        assert len(mem.session(MARIA).search(None, ("home",), k=100)) == len(keep)
+    assert find_remnants(root / "chroma", erased, embed_many(EMBEDDING, erased), exclude=keep).clean
+
+
+def test_ids_written_through_another_memory_on_the_store_are_found(tmp_path: Path, policy: Path) -> None:
+    with _open(tmp_path / "m", policy) as first, _open(tmp_path / "m", policy) as second:
+        rec = first.session(MARIA).write("Dentist on tuesday at nine", ("home", "shared", "calendar"))
+        assert second.session(MARIA).get(rec.id) == rec  # a partition new to `second`
+        assert second.session(MARIA).get("mem_" + "0" * 32) is None
+
+
+def test_listing_pages_over_partitions_skip_hidden_rows(tmp_path: Path, policy: Path, monkeypatch) -> None:
+    from memwarden.memory import partitioned
+
+    monkeypatch.setattr(partitioned, "_PAGE", 4)  # several pages per partition
+    with _open(tmp_path / "m", policy) as mem:
+        maria = mem.session(MARIA)
+        spaces = _namespaces()
+        written = [maria.write(f"list item {i}", spaces[i % 3], kind="event" if i % 4 == 0 else "fact")
+                   for i in range(30)]
+        for rec in written[::3]:
+            maria.forget(rec.id)
+        visible = {r.id for r in written} - {r.id for r in written[::3]}
+        pages = [[h.record.id for h in maria.search(None, ("home",), k=7, offset=o)] for o in range(0, 28, 7)]
+        flat = [i for page in pages for i in page]
+        assert len(flat) == len(set(flat)) == len(visible) and set(flat) == visible
+        events = {h.record.id for h in maria.search(None, ("home",), k=50, kinds=["event"])}
+        assert events == {r.id for i, r in enumerate(written) if i % 4 == 0} & visible
+
+
+@pytest.mark.parametrize("settings", [{"partition_depth": 0}, {"partition_depth": 9}, {"partition_depth": "2"},
+                                      {"partition_depth": True}, {"repartition": "yes"}, {"search_threads": 0}])
+def test_bad_settings_are_refused_before_anything_is_stored(tmp_path: Path, policy: Path, settings: dict) -> None:
+    with pytest.raises(InvalidRequest):
+        _open(tmp_path / "m", policy, **settings)
+    assert not (tmp_path / "m" / "chroma").exists()
