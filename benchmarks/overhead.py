@@ -4,9 +4,11 @@ Everything runs in one process and one run, on the SAME stored rows and the SAME
 embeddings (seeded random unit 384-d float32 vectors), with the same k:
 
 - **governed**: a ``Memory`` (embedded Chroma, partitioned by namespace as memwarden stores
-  it, hospital-like policy over 10 wards, the default validator chain when
+  it, with the lexical index of hybrid search beside it as ``Memory.open`` assembles it,
+  hospital-like policy over 10 wards, the default validator chain when
   ``memwarden.guards.defaults.default_validators`` exists) used through a ``Session``, exactly
-  as an application would;
+  as an application would; its searches are dense (``mode="dense"``), the leg raw Chroma
+  compares with;
 - **raw**: one plain Chroma collection holding the same rows (same ids, texts, metadata and
   vectors; its own directory), called directly, ``where`` filter or not. That is the store an
   application without memwarden would have, and what memwarden itself used before partitions.
@@ -85,6 +87,7 @@ from memwarden.memory.audit import AuditLog  # noqa: E402
 from memwarden.memory.memory import Settings  # noqa: E402
 from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend  # noqa: E402
 from memwarden.memory.codec import to_metadata  # noqa: E402
+from memwarden.memory.lexical import INDEX_FILE, IndexedBackend  # noqa: E402
 from memwarden.memory.records import Kind, MemoryRecord, Source, record_id, utcnow  # noqa: E402
 from memwarden.memory.tombstones import Tombstones  # noqa: E402
 from memwarden.policies.conditions import UNKNOWN, RecordAttributes, parse_condition  # noqa: E402
@@ -332,6 +335,10 @@ class Bench:
                                                 settings=ChromaSettings(anonymized_telemetry=False))
         settings = Settings(partition_depth=args.depth, search_threads=args.threads)
         self.backend = PartitionedBackend(self.client, **settings.backend_options())
+        # As Memory.open assembles it: the lexical index of hybrid search is kept beside the
+        # partitions, so every write (seeded or measured) pays for it; searches are dense
+        # (mode="dense"), the leg raw Chroma can be compared with.
+        self.store = IndexedBackend.open(self.backend, root / INDEX_FILE)
         # Raw Chroma: one collection with the same rows, in its own directory.
         self.raw_client = chromadb.PersistentClient(path=str(root / "raw"),
                                                     settings=ChromaSettings(anonymized_telemetry=False))
@@ -344,9 +351,9 @@ class Bench:
         self.validator_names = [getattr(v, "name", type(v).__name__) for v in chain]
         # Two Memories over one backend, policy, audit log and tombstones: identical but for
         # the write validators, so writes can be measured with and without the chain.
-        self.mem = Memory(self.backend, self.engine, audit, tombstones, embedding=self.embedder, validators=chain,
+        self.mem = Memory(self.store, self.engine, audit, tombstones, embedding=self.embedder, validators=chain,
                           settings=settings)
-        self.mem_noval = Memory(self.backend, self.engine, audit, tombstones, embedding=self.embedder, validators=(),
+        self.mem_noval = Memory(self.store, self.engine, audit, tombstones, embedding=self.embedder, validators=(),
                                 settings=settings)
         self.alice = self.mem.session(Principal("alice"))
         self.alice_noval = self.mem_noval.session(Principal("alice"))
@@ -381,7 +388,7 @@ class Bench:
         for lo in range(start, size, SEED_CHUNK):
             hi = min(lo + SEED_CHUNK, size)
             ids, vecs, docs, metas, visible = self.data.rows(lo, hi)
-            self.backend.upsert(ids, vecs, docs, metas)
+            self.store.upsert(ids, vecs, docs, metas)
             self.visible_ids += [i for i, v in zip(ids, visible) if v]
             self.visible_vecs += [vec for vec, v in zip(vecs, visible) if v]
             progress.advance(task, hi - lo)
@@ -415,7 +422,7 @@ class Bench:
 
         backend.query_targets = spy  # type: ignore[method-assign]
         try:
-            self.alice.search(self.query_texts[0], k=self.args.k)
+            self.alice.search(self.query_texts[0], k=self.args.k, mode="dense")
         finally:
             del backend.query_targets
         targets = sent["targets"]
@@ -432,7 +439,7 @@ class Bench:
         include = ["documents", "metadatas", "distances"]
         n = self.n_query_vectors
         return {
-            "governed": lambda i: alice.search(texts[i % n], k=k),
+            "governed": lambda i: alice.search(texts[i % n], k=k, mode="dense"),
             "raw_filtered": lambda i: col.query(query_embeddings=[vecs[i % n]], n_results=k, where=where,
                                                 include=include),
             "raw_unfiltered": lambda i: col.query(query_embeddings=[vecs[i % n]], n_results=k, include=include),
@@ -509,7 +516,7 @@ class Bench:
         exact_governed, exact_raw = exact_top("memwarden"), exact_top("raw")
         governed_recall = raw_recall = 0
         for i in range(samples):
-            hits = [h.record.id for h in self.alice.search(self.query_texts[i], k=k)]
+            hits = [h.record.id for h in self.alice.search(self.query_texts[i], k=k, mode="dense")]
             raw = self.col.query(query_embeddings=[self.query_vecs[i]], n_results=k, where=self.pushdown,
                                  include=[])["ids"][0]
             governed_recall += len(exact_governed(self.query_vecs[i]) & set(hits))

@@ -104,7 +104,7 @@ class VerifyReport:
 
 
 class _SQLiteStore:
-    """The log in a SQLite file (WAL, every commit flushed)."""
+    """The log in a SQLite file (WAL; a flushed commit is synced to disk before it returns)."""
 
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
@@ -113,6 +113,7 @@ class _SQLiteStore:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        self._flushing = True
         for statement in _SCHEMA:
             self._db.execute(self._sql(statement).replace("{seq}", "INTEGER"))
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(audit)")}
@@ -146,9 +147,13 @@ class _SQLiteStore:
                 self._db.execute("ROLLBACK")
             raise
 
-    def appending(self) -> Any:
+    def appending(self, flush: bool = True) -> Any:
         """A transaction no other appender can run beside: IMMEDIATE takes the write lock
-        before the head is read."""
+        before the head is read. Unflushed, its commit is in the WAL (safe from a killed
+        process) and reaches the disk with the next flushed commit or checkpoint."""
+        if flush != self._flushing:
+            self._db.execute(f"PRAGMA synchronous={'FULL' if flush else 'NORMAL'}")
+            self._flushing = flush
         return self._transaction("BEGIN IMMEDIATE")
 
     def snapshot(self) -> Any:
@@ -200,10 +205,14 @@ class _PostgresStore:
         self._connection().cursor().executemany(self._sql(query), rows)
 
     @contextmanager
-    def appending(self) -> Iterator[None]:
-        """A transaction holding the log's advisory lock until it commits or rolls back."""
+    def appending(self, flush: bool = True) -> Iterator[None]:
+        """A transaction holding the log's advisory lock until it commits or rolls back.
+        Unflushed, its commit does not wait for the server's WAL flush (which follows within
+        ``wal_writer_delay``; a server crash before that loses it, never the chain)."""
         db = self._connection()
         with db.transaction():
+            if not flush:
+                db.execute("SET LOCAL synchronous_commit TO OFF")
             db.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_APPEND_LOCK,))
             yield
 
@@ -330,14 +339,19 @@ class AuditLog:
 
     # -- writing and reading ------------------------------------------------------------------
 
-    def append(self, fields: dict[str, Any]) -> int:
-        """Append one entry and return its sequence number; raise AuditError if it cannot."""
+    def append(self, fields: dict[str, Any], *, flush: bool = True) -> int:
+        """Append one entry and return its sequence number; raise AuditError if it cannot.
+
+        ``flush=False`` (memwarden's reads) commits without waiting for the disk: the entry
+        survives a killed process at once, and a power cut or OS crash only until the next
+        flushed entry, which syncs every entry before it (the log is one sequential WAL).
+        The chain stays whole either way."""
         fields = {"ts": datetime.now(timezone.utc).isoformat(), **fields}
         with self._lock:
             try:
                 # Reading the head inside the appending transaction means two writers can never
                 # chain onto the same previous entry (see the module docstring).
-                with self._store.appending():
+                with self._store.appending(flush):
                     key = self._ensure_key()
                     row = self._store.rows("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")
                     seq, prev = (row[0][0] + 1, row[0][1]) if row else (1, GENESIS)

@@ -60,6 +60,9 @@ from memwarden.policies.pushdown import all_of, any_of, scope_filter
 _LINK_CHUNK = 400
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
+# Operations that change nothing: their audit entries are committed without waiting for the
+# disk (see AuditLog.append); every other entry is flushed before the operation goes on.
+_READS = frozenset({"search", "get", "list", "history"})
 # Candidates a search with a token budget composes from (each leg fetches this many).
 _POOL = 20
 
@@ -440,7 +443,7 @@ class Memory:
                 if not facts.audited:
                     # Raising here replaces the result: an operation that cannot be audited
                     # does not return its data (fail closed).
-                    facts.audit_seq = self._audit.append(facts.audit_entry())
+                    facts.audit_seq = self._audit.append(facts.audit_entry(), flush=action not in _READS)
                 annotate(span, facts.span_attributes, error=facts.outcome != "ok", op=op, result=result)
                 record_operation(facts.op, facts.outcome, facts.decision, facts.verdicts,
                                  time.perf_counter() - started,

@@ -508,7 +508,7 @@ class PartitionedBackend:
             kept: list[tuple[StoredRow, float]] = []
             pos = 0
             while len(kept) < k and pos < len(candidates):
-                chunk = candidates[pos:pos + k - len(kept) + _SLACK]
+                chunk = candidates[pos:pos + k - len(kept)]
                 pos += len(chunk)
                 rows = self._rows_by_id([(i, t.partition) for _, i, t in chunk])
                 kept += [(rows[i], d) for d, i, _ in chunk if i in rows and accept(rows[i].metadata)]
