@@ -295,3 +295,34 @@ def test_bad_settings_are_refused_before_anything_is_stored(tmp_path: Path, poli
     with pytest.raises(InvalidRequest):
         _open(tmp_path / "m", policy, **settings)
     assert not (tmp_path / "m" / "chroma").exists()
+
+
+def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_path: Path, policy: Path) -> None:
+    """The write path's subject index loads a subject through the lexical index: one Chroma
+    read per partition that holds it, the same rows as a filtered read of every partition,
+    and nothing erased."""
+    with _open(tmp_path / "m", policy) as mem:
+        maria = mem.session(MARIA)
+        _seed(mem, np.random.default_rng(3), 30)
+        health, school = ("home", "shared", "health"), ("home", "kids", "lena", "school")
+        lena = [maria.write(f"Lena likes {w}", health, subjects=["lena"]) for w in WORDS[:3]]
+        lena.append(maria.write("Lena has a piano lesson", school, subjects=["lena", "piano"]))
+        maria.write("Tom likes rain", health, subjects=["tom"])
+        maria.forget(lena[0].id)  # forgotten rows are returned: visibility is the caller's test
+        store = _store(mem)
+        read: list[Partition] = []
+        real = store._get  # noqa: SLF001
+
+        def spy(part, **kwargs):
+            read.append(part)
+            return real(part, **kwargs)
+
+        store._get = spy  # noqa: SLF001
+        got = mem._backend.about("lena", 100)  # noqa: SLF001
+        assert sorted(r.id for r in got) == sorted(r.id for r in lena)
+        assert sorted(read) == sorted({store.partition_of(health), store.partition_of(school)})
+        assert sorted(r.id for r in store.about("lena", 100)) == sorted(r.id for r in got)
+        assert len(store.partitions()) > 2  # the filtered read would have asked every one
+        maria.erase(ids=[lena[3].id])
+        assert sorted(r.id for r in mem._backend.about("lena", 100)) == sorted(r.id for r in lena[:3])  # noqa: SLF001
+        assert mem._backend.about("nobody", 100) == []  # noqa: SLF001

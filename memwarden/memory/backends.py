@@ -60,6 +60,10 @@ class Backend(Protocol):
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
+    def about(self, subject: str, limit: int) -> list[StoredRow]:
+        """Up to ``limit`` rows whose subjects include ``subject`` (for the subject index of the
+        write path: a cache, so a row another process is writing at that moment may be missing)."""
+
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows."""
 
@@ -87,6 +91,11 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release resources."""
+
+
+def subject_filter(subject: str) -> Where:
+    """The filter of the rows about ``subject``."""
+    return {"subjects": {"$contains": subject}}
 
 
 def _rows(ids: list[str], documents: list[str] | None, metadatas: list[dict] | None) -> list[StoredRow]:
@@ -143,6 +152,10 @@ class ChromaBackend:
 
     def text_query(self, text, k, where) -> list[tuple[str, float]]:  # noqa: D102
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
+
+    def about(self, subject: str, limit: int) -> list[StoredRow]:
+        """See :meth:`Backend.about`."""
+        return self.fetch(where=subject_filter(subject), limit=limit)
 
     def delete(self, ids) -> None:  # noqa: D102
         if ids:
@@ -228,6 +241,11 @@ class DelegatingBackend:
         """See :meth:`Backend.text_query`."""
         self._before_read()
         return self._inner.text_query(text, k, where)
+
+    def about(self, subject: str, limit: int) -> list[StoredRow]:
+        """See :meth:`Backend.about`."""
+        self._before_read()
+        return self._inner.about(subject, limit)
 
     def query_targets(self, embedding: np.ndarray, k: int, targets: Sequence[Target], *,
                       accept: Callable[[dict[str, Any]], bool],

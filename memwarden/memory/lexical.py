@@ -60,7 +60,7 @@ INDEX_FILE = "lexical.sqlite3"
 MAX_TERMS = 64
 #: Okapi BM25 parameters.
 K1, B = 1.2, 0.75
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
 # Keys every read filter compares (policy scope, visibility, kind, time), kept as generated
 # columns so a filter reads them without parsing the JSON (memwarden.policies.sqlfilter).
 _HOT_KEYS = ("status", "expires_at", "kind", "ns_depth", *(f"ns_{i}" for i in range(MAX_DEPTH)),
@@ -145,7 +145,8 @@ class LexicalIndex:
         # executescript runs its own transaction: the whole layout is created, or none of it.
         # A layout from another version is dropped; open() then rebuilds it from Chroma.
         self._db.executescript(("DROP TABLE IF EXISTS postings; DROP TABLE IF EXISTS docs; "
-                                "DROP TABLE IF EXISTS pending;" if stale else "") + f"""
+                                "DROP TABLE IF EXISTS pending; DROP TABLE IF EXISTS subjects;"
+                                if stale else "") + f"""
             BEGIN;
             CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
                                              meta TEXT NOT NULL, len INTEGER NOT NULL,
@@ -154,6 +155,9 @@ class LexicalIndex:
                                                  PRIMARY KEY (term, doc)) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS postings_doc ON postings(doc);
             CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY);
+            CREATE TABLE IF NOT EXISTS subjects (subject TEXT NOT NULL, doc INTEGER NOT NULL,
+                                                 PRIMARY KEY (subject, doc)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS subjects_doc ON subjects(doc);
             INSERT OR REPLACE INTO info(key, value) VALUES ('schema', '{_SCHEMA_VERSION}');
             COMMIT;
         """)
@@ -184,8 +188,11 @@ class LexicalIndex:
         ids stay pending until :meth:`done`."""
         with self._transaction() as db:
             self._settle(db)
-            db.executemany("UPDATE docs SET meta = json_patch(meta, ?) WHERE id = ?",
-                           [(json.dumps(m), i) for i, m in zip(ids, metadatas)])
+            for rid, metadata in zip(ids, metadatas):
+                row = db.execute("UPDATE docs SET meta = json_patch(meta, ?) WHERE id = ? RETURNING rowid",
+                                 (json.dumps(metadata), rid)).fetchone()
+                if row is not None and "subjects" in metadata:
+                    self._set_subjects(db, row[0], metadata["subjects"])
             self._mark(db, ids)
 
     def mark(self, ids: Sequence[str]) -> None:
@@ -227,6 +234,7 @@ class LexicalIndex:
         with self._lock:
             with self._transaction() as db:
                 db.execute("DELETE FROM postings")
+                db.execute("DELETE FROM subjects")
                 db.execute("DELETE FROM docs")
                 db.execute("DELETE FROM pending")
                 self._inflight.clear()
@@ -254,12 +262,22 @@ class LexicalIndex:
             db.execute("DELETE FROM postings WHERE doc = ?", (rowid,))
             db.executemany("INSERT INTO postings(term, doc, tf) VALUES (?, ?, ?)",
                            [(t, rowid, n) for t, n in counts.items()])
+            if not merge or "subjects" in metadata:  # a merge without the key keeps them
+                self._set_subjects(db, rowid, metadata.get("subjects"))
+
+    @staticmethod
+    def _set_subjects(db: sqlite3.Connection, rowid: int, subjects: Any) -> None:
+        db.execute("DELETE FROM subjects WHERE doc = ?", (rowid,))
+        if isinstance(subjects, list):
+            db.executemany("INSERT OR IGNORE INTO subjects(subject, doc) VALUES (?, ?)",
+                           [(s, rowid) for s in subjects if isinstance(s, str)])
 
     def _delete(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), _SQL_CHUNK):
             chunk = list(ids[start:start + _SQL_CHUNK])
             marks = ",".join("?" * len(chunk))
             db.execute(f"DELETE FROM postings WHERE doc IN (SELECT rowid FROM docs WHERE id IN ({marks}))", chunk)
+            db.execute(f"DELETE FROM subjects WHERE doc IN (SELECT rowid FROM docs WHERE id IN ({marks}))", chunk)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", chunk)
 
     def _mark(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
@@ -294,6 +312,13 @@ class LexicalIndex:
         with self._lock:
             rows = self._db.execute(sql, [*words, *params]).fetchall()
         return bm25(rows, k)
+
+    def about(self, subject: str, limit: int) -> list[tuple[str, dict[str, Any]]]:
+        """Up to ``limit`` (id, metadata) pairs of the records about ``subject``, as indexed."""
+        with self._lock:
+            rows = self._db.execute("SELECT d.id, d.meta FROM subjects AS s JOIN docs AS d ON d.rowid = s.doc "
+                                    "WHERE s.subject = ? LIMIT ?", (subject, limit)).fetchall()
+        return [(rid, json.loads(meta)) for rid, meta in rows]
 
     def pending(self) -> list[str]:
         """Ids whose last change may not have reached Chroma (or the index)."""
@@ -387,6 +412,17 @@ class IndexedBackend(DelegatingBackend):
         scores. Only ids: the caller reads the rows it keeps from Chroma (the authority) and
         re-checks them, so a stale index entry can never surface what Chroma holds otherwise."""
         return self._index.search(text, k, where)
+
+    def about(self, subject: str, limit: int) -> list[StoredRow]:
+        """Rows about ``subject``: which ones, and in which partitions, from the index (one
+        SQL query instead of a filtered read of every partition); the rows themselves from
+        Chroma, the authority, by id, checked again for the subject."""
+        groups: dict[Any, list[str]] = {}
+        for rid, meta in self._index.about(subject, limit):
+            namespace = tuple(meta.get(f"ns_{i}") for i in range(int(meta.get("ns_depth", 0))))
+            groups.setdefault(self._inner.partition_of(namespace), []).append(rid)
+        rows = [row for part, ids in groups.items() for row in self._inner.fetch(ids=ids, partitions=[part])]
+        return [row for row in rows if subject in (row.metadata.get("subjects") or ())]
 
     def delete(self, ids) -> None:  # noqa: D102
         self._index.mark(ids)

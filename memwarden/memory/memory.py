@@ -576,10 +576,11 @@ class Memory:
     def _load_subject(self, subject: str, limit: int) -> list[MemoryRecord]:
         """Up to ``limit`` visible records about ``subject`` of the kinds the index holds (in
         storage order: the index then keeps the newest as writes come in)."""
-        # Only the subject goes down as a filter: it matches few rows, and Chroma's filter costs
-        # by the rows a clause matches; visibility and kind, which most rows pass, are tested here.
+        # Only the subject is looked up in the store: it matches few rows, and Chroma's filter
+        # costs by the rows a clause matches; visibility and kind, which most rows pass, are
+        # tested here.
         now = utcnow().timestamp()
-        rows = self._backend.fetch(where={"subjects": {"$contains": subject}}, limit=4 * limit)
+        rows = self._backend.about(subject, 4 * limit)
         kinds = {k.value for k in INDEXED_KINDS}
         return [from_row(row) for row in rows
                 if visible_metadata(row.metadata, now) and row.metadata.get("kind") in kinds][:limit]

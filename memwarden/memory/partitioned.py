@@ -42,7 +42,7 @@ import numpy as np
 
 from memwarden.errors import InvalidRequest
 from memwarden.memory import compaction
-from memwarden.memory.backends import COLLECTION, StoredRow, Where, _rows
+from memwarden.memory.backends import COLLECTION, StoredRow, Where, _rows, subject_filter
 from memwarden.policies.namespace import MAX_DEPTH, Namespace
 from memwarden.policies.partitions import Partition, Target, partition_of
 from memwarden.policies.pushdown import all_of
@@ -559,6 +559,10 @@ class PartitionedBackend:
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """Not available: see :attr:`has_text_index`."""
         raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
+
+    def about(self, subject: str, limit: int) -> list[StoredRow]:
+        """Rows about ``subject``: a filtered read of every partition (side by side)."""
+        return self.fetch(where=subject_filter(subject), limit=limit)
 
     def count(self, *, where: Where | None = None, partitions: Sequence[Partition] | None = None) -> int:
         """Rows stored that pass ``where`` (in ``partitions``, or in all); ids only."""
