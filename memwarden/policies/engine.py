@@ -30,6 +30,8 @@ Subjects = frozenset[str]
 
 # Bounded so that a caller cycling through namespaces cannot grow memory without limit.
 _CACHE_LIMIT = 65_536
+# Enforcers narrowed to one set of subjects and one action (see PolicyEngine._narrow).
+_NARROWED_LIMIT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +198,7 @@ class PolicyEngine:
             self._cache = (Projection(conditions), self._decisions)
             self._subjects: dict[tuple, Subjects] = {}
             self._scopes: dict[tuple, ReadScope] = {}
+            self._narrowed: dict[tuple[Subjects, str], casbin.Enforcer] = {}
             self.version += 1
 
     def reload(self, data: PolicyData | None = None) -> None:
@@ -250,9 +253,26 @@ class PolicyEngine:
             decisions[key] = decision
             return decision
 
+    def _narrow(self, subjects: Subjects, action: str) -> casbin.Enforcer:
+        """An enforcer over only the rules of ``subjects`` for ``action`` (called with the lock
+        held). The matcher rejects every other rule before anything else (``subjectIn`` and
+        ``r.act == p.act``), so it decides exactly as the full enforcer does, without
+        evaluating the matcher once per rule of the whole policy (milliseconds per uncached
+        decision with a few hundred rules)."""
+        key = (subjects, action)
+        enforcer = self._narrowed.get(key)
+        if enforcer is None:
+            rules = tuple(r for r in self._data.rules if r.subject in subjects and r.action == action)
+            enforcer = new_enforcer(PolicyData(rules, ()))
+            if len(self._narrowed) >= _NARROWED_LIMIT:
+                self._narrowed.clear()
+            self._narrowed[key] = enforcer
+        return enforcer
+
     def _enforce(self, subjects: Subjects, action: str, namespace: Namespace, attrs: RecordAttributes, *,
                  optimistic: bool) -> tuple[bool, Rule | None, bool]:
-        allowed, explain = self._enforcer.enforce_ex(subjects, namespace, action, EnforceRequest(attrs, optimistic))
+        allowed, explain = self._narrow(subjects, action).enforce_ex(subjects, namespace, action,
+                                                                    EnforceRequest(attrs, optimistic))
         rule = self._by_fields.get(tuple(explain)) if explain else None
         review = next((r for r in self._data.rules if r.effect == "review" and r.action == action
                        and r.subject in subjects and r.pattern.matches(namespace)
