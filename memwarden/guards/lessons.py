@@ -6,7 +6,7 @@ in the reserved namespace ``memwarden/lessons``) when validators reject a write,
 reviewers reject a quarantined write, or when a record is retracted as poisoned. Its content
 is produced by :func:`lesson_content` and holds no readable text of the rejected write, only:
 
-    memwarden-lesson/1
+    memwarden-lesson/2
     validators: injection:reject
     signals: override, exfiltration
     shingles: 0f3a9c... 7d21e0... (up to 64 keyed 64-bit hashes)
@@ -19,10 +19,15 @@ hex, rot13, leetspeak, split words, hidden tag characters; see
 another encoding. Digits are replaced by ``#``, so a changed e-mail address, token or order
 number does not matter.
 
-* ``shingles`` are keyed hashes (BLAKE2b) of overlapping word triples: the same payload with
-  a different wrapper.
-* ``words`` are keyed hashes of its content words (stop words removed): the same payload
-  reworded, reordered or cut up.
+* ``words`` are keyed hashes (BLAKE2b) of its content words (stop words removed): the same
+  payload reworded, reordered or cut up.
+* ``shingles`` are hashes of overlapping word triples: the same payload with a different
+  wrapper. A triple's hash chains the keyed hashes of its three words through a non-linear
+  64-bit mixer (splitmix64), so each word is hashed once, not once per triple it is in, and
+  the hashes stay unguessable without the key.
+
+Format 1 lessons (``memwarden-lesson/1``, which hashed each triple as a string) are still
+read; only their word sketch is compared.
 
 Only the ``sketch_size`` smallest hashes of each are kept (a bottom-k sketch, a uniform
 sample). :class:`LessonValidator` hashes a candidate the same way and measures which
@@ -41,12 +46,16 @@ rewritten with other words is not matched.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+import numpy as np
 
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.injection import readings, signature_tokens
@@ -56,7 +65,9 @@ from memwarden.memory.records import Kind, MemoryRecord
 __all__ = ["LessonValidator", "Lesson", "lesson_content", "parse_lesson", "shingle_hashes", "word_hashes",
            "LESSON_HEADER"]
 
-LESSON_HEADER = "memwarden-lesson/1"
+LESSON_HEADER = "memwarden-lesson/2"
+# Lessons of format 1 hashed each word triple as a string; their word hashes are the same.
+_V1_HEADER = "memwarden-lesson/1"
 DEFAULT_KEY = b"memwarden-lessons-v1"
 SKETCH_SIZE = 64
 SHINGLE_WORDS = 3
@@ -69,30 +80,72 @@ def _keyed(key: bytes) -> Any:
     return hashlib.blake2b(digest_size=8, key=key)
 
 
+@lru_cache(maxsize=16)
+def _table(key: bytes) -> dict[str, int]:
+    return {}
+
+
 def _hash(item: str, key: bytes) -> int:
-    # Copying a keyed hasher is cheaper than keying a new one for every shingle.
+    # Copying a keyed hasher is cheaper than keying a new one for every item.
     hasher = _keyed(key).copy()
     hasher.update(item.encode("utf-8"))
     return int.from_bytes(hasher.digest(), "big")
 
 
+# Words recur from one write to the next: their keyed hashes are kept (per key, up to this
+# many words, then the table starts again), so a write hashes only the words new to it.
+_TABLE_LIMIT = 1 << 16
+
+
+def _word_hashes(words: Iterable[str], key: bytes) -> dict[str, int]:
+    """word -> keyed 64-bit BLAKE2b hash, for each distinct word."""
+    table = _table(key)
+    found: dict[str, int] = {}
+    for word in set(words):
+        h = table.get(word)
+        if h is None:
+            h = table[word] = _hash(word, key)
+        found[word] = h
+    if len(table) > _TABLE_LIMIT:
+        table.clear()  # a lookup racing with this recomputes its hash; it is never wrong
+    return found
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, element-wise (uint64 arithmetic wraps, as intended)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _shingles(tokens: Sequence[str], hashes: dict[str, int], words: int) -> set[int]:
+    """Hashes of every run of ``words`` consecutive tokens, chained from the tokens' keyed
+    hashes with a non-linear mixer: each token is hashed once, each run costs a few
+    vector operations instead of a hash of its own."""
+    if not tokens:
+        return set()
+    width = min(words, len(tokens))
+    per_token = np.fromiter((hashes[t] for t in tokens), dtype=np.uint64, count=len(tokens))
+    runs = len(tokens) - width + 1
+    x = _mix(per_token[:runs])
+    for j in range(1, width):
+        x = _mix(x ^ per_token[j:j + runs])
+    return set(x.tolist())
+
+
 def shingle_hashes(text: str, *, key: bytes = DEFAULT_KEY, words: int = SHINGLE_WORDS,
                    folded: bool = False) -> frozenset[int]:
-    """Keyed 64-bit hashes of every run of ``words`` consecutive normalised words
-    (``folded``: ``text`` is already folded)."""
+    """Keyed 64-bit hashes of every run of ``words`` consecutive normalised words (one run
+    of all of them when there are fewer; ``folded``: ``text`` is already folded)."""
     tokens = signature_tokens(text, folded=folded)
-    if not tokens:
-        return frozenset()
-    if len(tokens) < words:
-        grams = {" ".join(tokens)}
-    else:
-        grams = {" ".join(tokens[i:i + words]) for i in range(len(tokens) - words + 1)}
-    return frozenset(_hash(g, key) for g in grams)
+    return frozenset(_shingles(tokens, _word_hashes(tokens, key), words))
 
 
 def word_hashes(text: str, *, key: bytes = DEFAULT_KEY, folded: bool = False) -> frozenset[int]:
     """Keyed 64-bit hashes of the content words of ``text`` (``folded``: already folded)."""
-    return frozenset(_hash(w, key) for w in content_words(text, folded=folded))
+    return frozenset(_word_hashes(content_words(text, folded=folded), key).values())
 
 
 def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
@@ -100,8 +153,11 @@ def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
     shingles: set[int] = set()
     words: set[int] = set()
     for reading in readings(text):
-        shingles |= shingle_hashes(reading, key=key, folded=True)
-        words |= word_hashes(reading, key=key, folded=True)
+        tokens = signature_tokens(reading, folded=True)
+        content = content_words(reading, folded=True)
+        hashes = _word_hashes(itertools.chain(tokens, content), key)
+        shingles |= _shingles(tokens, hashes, SHINGLE_WORDS)
+        words.update(hashes[w] for w in content)
     return frozenset(shingles), frozenset(words)
 
 
@@ -145,11 +201,20 @@ class Lesson:
     words: frozenset[int] = frozenset()
 
 
+def _hex_hashes(value: str) -> frozenset[int]:
+    """Space-separated hex hashes -> ints (raises ValueError on anything else)."""
+    tokens = value.split()
+    if all(len(t) == 16 for t in tokens):  # as lesson_content writes them: decoded in one go
+        return frozenset(np.frombuffer(bytes.fromhex(value), dtype=">u8").tolist())
+    return frozenset(int(h, 16) for h in tokens)
+
+
 @lru_cache(maxsize=2048)
 def parse_lesson(content: str) -> Lesson | None:
     """Parse lesson content; None when it is not in the lesson format."""
     lines = content.splitlines()
-    if not lines or lines[0].strip() != LESSON_HEADER:
+    header = lines[0].strip() if lines else ""
+    if header not in (LESSON_HEADER, _V1_HEADER):
         return None
     signals: tuple[str, ...] = ()
     sketches: dict[str, frozenset[int]] = {}
@@ -159,38 +224,100 @@ def parse_lesson(content: str) -> Lesson | None:
             signals = tuple(s.strip() for s in value.split(",") if s.strip() and s.strip() != "none")
         elif field in ("shingles", "words"):
             try:
-                sketches[field] = frozenset(int(h, 16) for h in value.split())
+                sketches[field] = _hex_hashes(value)
             except ValueError:
                 return None
-    return Lesson(signals, sketches.get("shingles", frozenset()), sketches.get("words", frozenset()))
+    # A format-1 shingle sketch cannot be compared with today's; its word sketch still can.
+    shingles = sketches.get("shingles", frozenset()) if header == LESSON_HEADER else frozenset()
+    return Lesson(signals, shingles, sketches.get("words", frozenset()))
 
 
 class _Index:
-    """Which lessons hold each hash; kept up to date lesson by lesson as the set changes."""
+    """Which lessons hold each hash, kept up to date lesson by lesson as the set changes.
+
+    Indexing or unindexing a lesson costs about a hundred dictionary updates. After a run of
+    rejected writes, many lessons arrive (and, past the cache's limit, as many old ones go)
+    at once; rather than doing all that work in the next check, new lessons wait in
+    ``pending`` and removed ones in ``dead``, and each check settles at most a few of each.
+    A pending lesson is compared on its own (cheaply: only when the candidate shares a hash
+    with some pending lesson); hits of a dead one are ignored. So every check sees exactly
+    the current lessons, and none pays for a burst.
+    """
 
     def __init__(self) -> None:
-        self.lessons: dict[str, Lesson] = {}
-        self.shingles: dict[int, set[str]] = {}
-        self.words: dict[int, set[str]] = {}
+        self.lessons: dict[str, Lesson] = {}  # indexed and current
+        self.pending: dict[str, Lesson] = {}  # current, not indexed yet
+        self.dead: dict[str, Lesson] = {}  # no longer current, still in the tables
+        self.tables: dict[str, dict[int, set[str]]] = {"shingles": {}, "words": {}}
+        # A superset of the hashes of the pending lessons (emptied when none is pending).
+        self.pending_hashes: dict[str, set[int]] = {"shingles": set(), "words": set()}
         self.source: Sequence[MemoryRecord] | None = None
 
-    def add(self, rid: str, lesson: Lesson, min_shingles: int, min_words: int) -> None:
-        self.lessons[rid] = lesson
-        for sketch, table, least in ((lesson.shingles, self.shingles, min_shingles),
-                                     (lesson.words, self.words, min_words)):
-            if len(sketch) >= least:
-                for h in sketch:
-                    table.setdefault(h, set()).add(rid)
+    def current(self, rid: str) -> bool:
+        return rid in self.lessons or rid in self.pending
 
-    def remove(self, rid: str) -> None:
-        lesson = self.lessons.pop(rid)
-        for sketch, table in ((lesson.shingles, self.shingles), (lesson.words, self.words)):
-            for h in sketch:
+    def put(self, rid: str, lesson: Lesson) -> None:
+        """``rid`` is current again or for the first time."""
+        gone = self.dead.pop(rid, None)
+        if gone == lesson:  # its hashes are still in the tables
+            self.lessons[rid] = lesson
+            return
+        if gone is not None:
+            self._unindex(rid, gone)
+        self.pending[rid] = lesson
+        for what, hashes in self.pending_hashes.items():
+            hashes |= getattr(lesson, what)
+
+    def drop(self, rid: str) -> None:
+        """``rid`` is no longer current."""
+        if self.pending.pop(rid, None) is None:
+            self.dead[rid] = self.lessons.pop(rid)
+
+    def settle(self, most: int, least: dict[str, int]) -> None:
+        """Unindex up to ``most`` dead lessons and index up to ``most`` pending ones."""
+        for rid in list(self.dead)[:most]:
+            self._unindex(rid, self.dead.pop(rid))
+        for rid in list(self.pending)[:most]:
+            lesson = self.lessons[rid] = self.pending.pop(rid)
+            for what, table in self.tables.items():
+                sketch = getattr(lesson, what)
+                if len(sketch) >= least[what]:
+                    for h in sketch:
+                        table.setdefault(h, set()).add(rid)
+        if not self.pending:
+            for hashes in self.pending_hashes.values():
+                hashes.clear()
+
+    def _unindex(self, rid: str, lesson: Lesson) -> None:
+        for what, table in self.tables.items():
+            for h in getattr(lesson, what):
                 held = table.get(h)
                 if held is not None:
                     held.discard(rid)
                     if not held:
                         del table[h]
+
+    def best(self, sketch: frozenset[int], what: str, least: int) -> tuple[str, float] | None:
+        """The current lesson with the largest fraction of its ``what`` sample in ``sketch``."""
+        hits: Counter[str] = Counter()
+        table = self.tables[what]
+        for h in sketch:
+            held = table.get(h)
+            if held:
+                hits.update(held)  # counted in C: boilerplate hashes are held by many lessons
+        for rid in self.dead.keys() & hits.keys():
+            del hits[rid]
+        shared = sketch & self.pending_hashes[what]
+        if shared:
+            for rid, lesson in self.pending.items():
+                sample = getattr(lesson, what)
+                if len(sample) >= least and (n := len(sample & shared)):
+                    hits[rid] = n
+        if not hits:
+            return None
+        lessons, pending = self.lessons, self.pending
+        rid = max(hits, key=lambda r: hits[r] / len(getattr(lessons.get(r) or pending[r], what)))
+        return rid, hits[rid] / len(getattr(lessons.get(rid) or pending[rid], what))
 
 
 class LessonValidator:
@@ -205,6 +332,8 @@ class LessonValidator:
 
     name = "lessons"
     most = Outcome.QUARANTINE
+    # Lessons indexed, and dead ones unindexed, per check (see _Index).
+    settle = 8
 
     def __init__(self, *, threshold: float = 0.6, word_threshold: float = 0.8, min_shingles: int = 3,
                  min_words: int = 6, key: bytes = DEFAULT_KEY, trusted_writers: Iterable[str] | None = None) -> None:
@@ -226,23 +355,23 @@ class LessonValidator:
     def _update(self, records: Sequence[MemoryRecord]) -> None:
         """Bring the index in line with ``records`` (called under the lock). The core hands
         out the same tuple until the lessons change, and then a tuple that differs by a lesson
-        or two: only those are indexed or dropped (a list might be changed in place, so it is
+        or two: only those are added or dropped (a list might be changed in place, so it is
         always compared)."""
         index = self._index
-        if index.source is records and isinstance(records, tuple):
-            return
-        wanted = {}
-        for record in records:
-            if self.trusted_writers is None or record.writer in self.trusted_writers:
-                wanted[record.id] = record
-        for rid in [rid for rid in index.lessons if rid not in wanted]:
-            index.remove(rid)
-        for rid, record in wanted.items():
-            if rid not in index.lessons:
-                lesson = parse_lesson(record.content)
-                if lesson is not None:
-                    index.add(rid, lesson, self.min_shingles, self.min_words)
-        index.source = records
+        if not (index.source is records and isinstance(records, tuple)):
+            wanted = {}
+            for record in records:
+                if self.trusted_writers is None or record.writer in self.trusted_writers:
+                    wanted[record.id] = record
+            for rid in [rid for rid in itertools.chain(index.lessons, index.pending) if rid not in wanted]:
+                index.drop(rid)
+            for rid, record in wanted.items():
+                if not index.current(rid):
+                    lesson = parse_lesson(record.content)
+                    if lesson is not None:
+                        index.put(rid, lesson)
+            index.source = records
+        index.settle(self.settle, {"shingles": self.min_shingles, "words": self.min_words})
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the candidate with every active lesson."""
@@ -254,20 +383,11 @@ class LessonValidator:
         shingles, words = _sketches(record.content, self.key)  # outside the lock: the costly part
         with self._lock:
             self._update(records)
-            index = self._index
-            for sketch, table, threshold, what in ((shingles, index.shingles, self.threshold, "shingles"),
-                                                   (words, index.words, self.word_threshold, "words")):
-                hits: dict[str, int] = {}
-                for h in sketch:
-                    for rid in table.get(h, ()):
-                        hits[rid] = hits.get(rid, 0) + 1
-                if not hits:
-                    continue
-                size = (lambda rid: len(index.lessons[rid].shingles)) if what == "shingles" else \
-                    (lambda rid: len(index.lessons[rid].words))
-                rid, score = max(((rid, n / size(rid)) for rid, n in hits.items()), key=lambda x: x[1])
-                if score >= threshold:
+            for sketch, threshold, least, what in ((shingles, self.threshold, self.min_shingles, "shingles"),
+                                                   (words, self.word_threshold, self.min_words, "words")):
+                found = self._index.best(sketch, what, least)
+                if found is not None and found[1] >= threshold:
                     return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
-                                   reason=f"resembles content rejected before (lesson {rid}, {what} containment "
-                                          f"{score:.2f})")
+                                   reason=f"resembles content rejected before (lesson {found[0]}, {what} "
+                                          f"containment {found[1]:.2f})")
         return Verdict(validator=self.name, outcome=Outcome.ACCEPT)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from memwarden.guards.contradiction import content_words
+from memwarden.guards.lessons import parse_lesson
 from memwarden.memory.records import Kind, MemoryRecord, Status
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
@@ -52,7 +53,10 @@ class LessonCache:
             return self._lessons
 
     def add(self, lesson: MemoryRecord) -> None:
-        """A lesson was just stored: the next write already consults it."""
+        """A lesson was just stored: the next write already consults it (its content is
+        parsed now, off the path of the writes that will be checked against it)."""
+        if lesson.status is Status.ACTIVE and lesson.kind is Kind.LESSON:
+            parse_lesson(lesson.content)
         with self._lock:
             if self._lessons is not None and lesson.status is Status.ACTIVE and lesson.kind is Kind.LESSON:
                 kept = tuple(r for r in self._lessons if r.id != lesson.id)
