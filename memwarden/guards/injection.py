@@ -985,11 +985,27 @@ def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, s
         if hidden:
             yield "tag-characters", fold(hidden)
     for kind, decoded in _decodings(raw):
+        if kind in _WHOLE_TEXT:
+            decoded = _new_sentences(decoded, raw)
         yield kind, fold(decoded)
         # One more layer (base64 of rot13, percent-encoded base64, ...).
         for kind2, decoded2 in _decodings(decoded):
             yield f"{kind}+{kind2}", fold(decoded2)
         yield f"{kind}+rot13", codecs.encode(fold(decoded), "rot13")
+
+
+# Decoders that rewrite the whole text (a few escapes in a long text change a few sentences).
+_WHOLE_TEXT = frozenset({"percent", "escapes", "entities"})
+
+
+def _new_sentences(decoded: str, raw: str) -> str:
+    """The sentences of ``decoded`` that are not sentences of ``raw``, each with the sentence
+    before and after it (a phrase may run across a sentence break): the rest of the text
+    reads as it did and was scanned already."""
+    before = set(_SENTENCE_SPLIT.split(raw))
+    parts = _SENTENCE_SPLIT.split(decoded)
+    keep = sorted({j for i, p in enumerate(parts) if p and p not in before for j in (i - 1, i, i + 1)})
+    return "\n".join(parts[j] for j in keep if 0 <= j < len(parts) and parts[j])
 
 
 def _changed(rewritten: str, parts: Sequence[str]) -> str:

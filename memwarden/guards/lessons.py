@@ -46,7 +46,6 @@ rewritten with other words is not matched.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
 import threading
 from collections import Counter
@@ -62,7 +61,7 @@ from memwarden.guards.injection import readings, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import Kind, MemoryRecord
 
-__all__ = ["LessonValidator", "Lesson", "lesson_content", "parse_lesson", "shingle_hashes", "word_hashes",
+__all__ = ["LessonValidator", "Lesson", "LessonIndex", "Lessons", "lesson_content", "parse_lesson", "shingle_hashes", "word_hashes",
            "LESSON_HEADER"]
 
 LESSON_HEADER = "memwarden-lesson/2"
@@ -155,7 +154,7 @@ def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
     for reading in readings(text):
         tokens = signature_tokens(reading, folded=True)
         content = content_words(reading, folded=True)
-        hashes = _word_hashes(itertools.chain(tokens, content), key)
+        hashes = _word_hashes([*tokens, *content], key)
         shingles |= _shingles(tokens, hashes, SHINGLE_WORDS)
         words.update(hashes[w] for w in content)
     return frozenset(shingles), frozenset(words)
@@ -232,92 +231,72 @@ def parse_lesson(content: str) -> Lesson | None:
     return Lesson(signals, shingles, sketches.get("words", frozenset()))
 
 
-class _Index:
-    """Which lessons hold each hash, kept up to date lesson by lesson as the set changes.
+class LessonIndex:
+    """The current lessons and, for each hash, the lessons whose samples hold it.
 
-    Indexing or unindexing a lesson costs about a hundred dictionary updates. After a run of
-    rejected writes, many lessons arrive (and, past the cache's limit, as many old ones go)
-    at once; rather than doing all that work in the next check, new lessons wait in
-    ``pending`` and removed ones in ``dead``, and each check settles at most a few of each.
-    A pending lesson is compared on its own (cheaply: only when the candidate shares a hash
-    with some pending lesson); hits of a dead one are ignored. So every check sees exactly
-    the current lessons, and none pays for a burst.
+    Kept up to date lesson by lesson (a lesson costs about a hundred dictionary updates) by
+    whoever holds the set of lessons: :class:`~memwarden.memory.caches.LessonCache` does it
+    as the core stores each lesson, off the path of the writes checked against them; a
+    :class:`LessonValidator` handed plain records keeps its own. Thread-safe.
     """
 
     def __init__(self) -> None:
-        self.lessons: dict[str, Lesson] = {}  # indexed and current
-        self.pending: dict[str, Lesson] = {}  # current, not indexed yet
-        self.dead: dict[str, Lesson] = {}  # no longer current, still in the tables
-        self.tables: dict[str, dict[int, set[str]]] = {"shingles": {}, "words": {}}
-        # A superset of the hashes of the pending lessons (emptied when none is pending).
-        self.pending_hashes: dict[str, set[int]] = {"shingles": set(), "words": set()}
-        self.source: Sequence[MemoryRecord] | None = None
+        self._lock = threading.Lock()
+        self._lessons: dict[str, tuple[Lesson, str]] = {}  # id -> (lesson, writer)
+        self._tables: dict[str, dict[int, set[str]]] = {"shingles": {}, "words": {}}
 
-    def current(self, rid: str) -> bool:
-        return rid in self.lessons or rid in self.pending
-
-    def put(self, rid: str, lesson: Lesson) -> None:
-        """``rid`` is current again or for the first time."""
-        gone = self.dead.pop(rid, None)
-        if gone == lesson:  # its hashes are still in the tables
-            self.lessons[rid] = lesson
-            return
-        if gone is not None:
-            self._unindex(rid, gone)
-        self.pending[rid] = lesson
-        for what, hashes in self.pending_hashes.items():
-            hashes |= getattr(lesson, what)
+    def put(self, rid: str, lesson: Lesson, writer: str) -> None:
+        """Hold lesson ``rid`` (replacing what was held under that id)."""
+        with self._lock:
+            self._drop(rid)
+            self._lessons[rid] = (lesson, writer)
+            for what, table in self._tables.items():
+                for h in getattr(lesson, what):
+                    table.setdefault(h, set()).add(rid)
 
     def drop(self, rid: str) -> None:
-        """``rid`` is no longer current."""
-        if self.pending.pop(rid, None) is None:
-            self.dead[rid] = self.lessons.pop(rid)
+        """No longer hold lesson ``rid``."""
+        with self._lock:
+            self._drop(rid)
 
-    def settle(self, most: int, least: dict[str, int]) -> None:
-        """Unindex up to ``most`` dead lessons and index up to ``most`` pending ones."""
-        for rid in list(self.dead)[:most]:
-            self._unindex(rid, self.dead.pop(rid))
-        for rid in list(self.pending)[:most]:
-            lesson = self.lessons[rid] = self.pending.pop(rid)
-            for what, table in self.tables.items():
-                sketch = getattr(lesson, what)
-                if len(sketch) >= least[what]:
-                    for h in sketch:
-                        table.setdefault(h, set()).add(rid)
-        if not self.pending:
-            for hashes in self.pending_hashes.values():
-                hashes.clear()
-
-    def _unindex(self, rid: str, lesson: Lesson) -> None:
-        for what, table in self.tables.items():
-            for h in getattr(lesson, what):
-                held = table.get(h)
-                if held is not None:
-                    held.discard(rid)
-                    if not held:
+    def _drop(self, rid: str) -> None:
+        held = self._lessons.pop(rid, None)
+        if held is None:
+            return
+        for what, table in self._tables.items():
+            for h in getattr(held[0], what):
+                holders = table.get(h)
+                if holders is not None:
+                    holders.discard(rid)
+                    if not holders:
                         del table[h]
 
-    def best(self, sketch: frozenset[int], what: str, least: int) -> tuple[str, float] | None:
-        """The current lesson with the largest fraction of its ``what`` sample in ``sketch``."""
+    def best(self, sketch: frozenset[int], what: str, least: int,
+             writers: frozenset[str] | None = None) -> tuple[str, float] | None:
+        """Among lessons with at least ``least`` sampled hashes of kind ``what`` (written by
+        one of ``writers``, when given), the one with the largest fraction of its sample in
+        ``sketch``, and that fraction."""
         hits: Counter[str] = Counter()
-        table = self.tables[what]
-        for h in sketch:
-            held = table.get(h)
-            if held:
-                hits.update(held)  # counted in C: boilerplate hashes are held by many lessons
-        for rid in self.dead.keys() & hits.keys():
-            del hits[rid]
-        shared = sketch & self.pending_hashes[what]
-        if shared:
-            for rid, lesson in self.pending.items():
-                sample = getattr(lesson, what)
-                if len(sample) >= least and (n := len(sample & shared)):
-                    hits[rid] = n
-        if not hits:
-            return None
-        lessons, pending = self.lessons, self.pending
-        rid = max(hits, key=lambda r: hits[r] / len(getattr(lessons.get(r) or pending[r], what)))
-        return rid, hits[rid] / len(getattr(lessons.get(rid) or pending[rid], what))
+        with self._lock:
+            table = self._tables[what]
+            for h in sketch:
+                holders = table.get(h)
+                if holders:
+                    hits.update(holders)  # counted in C: boilerplate is held by many lessons
+            best: tuple[str, float] | None = None
+            for rid, n in hits.items():
+                lesson, writer = self._lessons[rid]
+                size = len(getattr(lesson, what))
+                if size >= least and (writers is None or writer in writers) and (best is None or n / size > best[1]):
+                    best = (rid, n / size)
+            return best
+
+
+class Lessons(tuple):  # type: ignore[type-arg]
+    """Lesson records together with a :class:`LessonIndex` of them (what
+    :class:`~memwarden.memory.caches.LessonCache` hands out)."""
+
+    index: LessonIndex
 
 
 class LessonValidator:
@@ -332,8 +311,6 @@ class LessonValidator:
 
     name = "lessons"
     most = Outcome.QUARANTINE
-    # Lessons indexed, and dead ones unindexed, per check (see _Index).
-    settle = 8
 
     def __init__(self, *, threshold: float = 0.6, word_threshold: float = 0.8, min_shingles: int = 3,
                  min_words: int = 6, key: bytes = DEFAULT_KEY, trusted_writers: Iterable[str] | None = None) -> None:
@@ -345,33 +322,36 @@ class LessonValidator:
         self.min_words = min_words
         self.key = key
         self.trusted_writers = frozenset(trusted_writers) if trusted_writers is not None else None
-        self._index = _Index()
+        self._index = LessonIndex()
+        self._source: Sequence[MemoryRecord] | None = None
+        self._held: dict[str, tuple[str, str]] = {}  # id -> (content, writer) of what _index holds
         self._lock = threading.Lock()
 
     def lesson_content(self, record: MemoryRecord | str, verdicts: Sequence[object] = ()) -> str:
         """:func:`lesson_content` with this validator's key."""
         return lesson_content(record, verdicts, key=self.key)
 
-    def _update(self, records: Sequence[MemoryRecord]) -> None:
-        """Bring the index in line with ``records`` (called under the lock). The core hands
-        out the same tuple until the lessons change, and then a tuple that differs by a lesson
-        or two: only those are added or dropped (a list might be changed in place, so it is
-        always compared)."""
-        index = self._index
-        if not (index.source is records and isinstance(records, tuple)):
-            wanted = {}
-            for record in records:
-                if self.trusted_writers is None or record.writer in self.trusted_writers:
-                    wanted[record.id] = record
-            for rid in [rid for rid in itertools.chain(index.lessons, index.pending) if rid not in wanted]:
-                index.drop(rid)
-            for rid, record in wanted.items():
-                if not index.current(rid):
-                    lesson = parse_lesson(record.content)
-                    if lesson is not None:
-                        index.put(rid, lesson)
-            index.source = records
-        index.settle(self.settle, {"shingles": self.min_shingles, "words": self.min_words})
+    def _own_index(self, records: Sequence[MemoryRecord]) -> LessonIndex:
+        """An index of ``records`` kept by this validator. Callers hand out the same tuple
+        until the lessons change, and then one that differs by a lesson or two: only those
+        are indexed or dropped (a list might be changed in place, so it is always compared)."""
+        with self._lock:
+            if self._source is records and isinstance(records, tuple):
+                return self._index
+            wanted = {r.id: (r.content, r.writer) for r in records}
+            for rid in self._held.keys() - wanted.keys():
+                self._index.drop(rid)
+                del self._held[rid]
+            for rid, (content, writer) in wanted.items():
+                if self._held.get(rid) != (content, writer):
+                    self._held[rid] = (content, writer)
+                    lesson = parse_lesson(content)
+                    if lesson is None:
+                        self._index.drop(rid)
+                    else:
+                        self._index.put(rid, lesson, writer)
+            self._source = records
+            return self._index
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the candidate with every active lesson."""
@@ -380,14 +360,13 @@ class LessonValidator:
         records = context.lessons()
         if not records:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
-        shingles, words = _sketches(record.content, self.key)  # outside the lock: the costly part
-        with self._lock:
-            self._update(records)
-            for sketch, threshold, least, what in ((shingles, self.threshold, self.min_shingles, "shingles"),
-                                                   (words, self.word_threshold, self.min_words, "words")):
-                found = self._index.best(sketch, what, least)
-                if found is not None and found[1] >= threshold:
-                    return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
-                                   reason=f"resembles content rejected before (lesson {found[0]}, {what} "
-                                          f"containment {found[1]:.2f})")
+        index = records.index if isinstance(records, Lessons) else self._own_index(records)
+        shingles, words = _sketches(record.content, self.key)
+        for sketch, threshold, least, what in ((shingles, self.threshold, self.min_shingles, "shingles"),
+                                               (words, self.word_threshold, self.min_words, "words")):
+            found = index.best(sketch, what, least, self.trusted_writers)
+            if found is not None and found[1] >= threshold:
+                return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                               reason=f"resembles content rejected before (lesson {found[0]}, {what} "
+                                      f"containment {found[1]:.2f})")
         return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
