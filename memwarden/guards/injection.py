@@ -85,8 +85,11 @@ _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _INVISIBLE_RE = re.compile(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\U000e0000-\U000e007f\ufe00-\ufe0f]")
 _BIDI_RE = re.compile(f"[{_BIDI}]")
 _COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
-_SPACES_RE = re.compile(r"[^\S\n]+")
-_NEWLINES_RE = re.compile(r"\s*\n\s*")
+# Only whitespace that changes is matched: a single space, or a bare line break, is left as it
+# is without a replacement per word. (_NEWLINES_RE runs after _SPACES_RE: the whitespace left
+# is spaces and line breaks.)
+_SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S \n]")
+_NEWLINES_RE = re.compile(r"(?: \n|\n[ \n])[ \n]*")
 
 
 def _fold_run(match: re.Match[str]) -> str:
@@ -838,6 +841,9 @@ _LEET_ANY = re.compile(r"\b[a-z0-9@$!|]{2,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
                        "@": "a", "$": "s", "!": "i", "|": "l"})
 _SPACED_RE = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
+# Cheap tests that a text may hold such runs: each run of 4 (3) spaced letters holds one.
+_SPACED_GATE = re.compile(r" [a-z] [a-z] ")
+_SPACED_RAW_GATE = re.compile(r" \w \w")
 # Letters spaced out one by one, with wider gaps between words ("i g n o r e   a l l").
 _SPACED_RAW_RE = re.compile(r"(?<!\S)(?:\w ){2,}\w(?!\S)")
 # Phrase patterns for text whose word breaks are lost ("ignoreallpreviousinstructions").
@@ -853,7 +859,9 @@ _NOSPACE_RULES = tuple(_Rule(f, 1.0, re.compile(src)) for f, src in (
     ("persona", r"(?:youarenow|pretendyouare|actas)(?:an?)?(?:dan|unrestricted|uncensored|jailbroken|evil|unfiltered)"),
     ("no-restrictions", r"(?:you|i)(?:now)?(?:have|has)no(?:rules|restrictions|limits|filters|guidelines)"),
 ))
-_INTRA_SEP_RE = re.compile(r"(?<=[a-z])[-._*·|~+](?=[a-z])")
+# The separator first: the regex engine then skips ahead to separators instead of trying a
+# look-behind at every character.
+_INTRA_SEP_RE = re.compile(r"[-._*·|~+](?<=[a-z][-._*·|~+])(?=[a-z])")
 _MORSE = {
     ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h", "..": "i",
     ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n", "---": "o", ".--.": "p", "--.-": "q", ".-.": "r",
@@ -957,9 +965,13 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
 def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, str]]:
     """Derived texts, cheapest first, each holding only the sentences the transform changes."""
     # Each rewrite runs over the whole text at once; the view keeps the sentences it changed.
-    spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw) if _SPACED_RAW_RE.search(raw) else raw
-    joined = _INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""),
-                                                  fold(spaced) if spaced is not raw else base))
+    spaced = raw
+    if _SPACED_RAW_GATE.search(raw) and _SPACED_RAW_RE.search(raw):
+        spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw)
+    joined = fold(spaced) if spaced is not raw else base
+    if _SPACED_GATE.search(joined):
+        joined = _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), joined)
+    joined = _INTRA_SEP_RE.sub("", joined)
     if joined != base:
         yield "split-words", _changed(joined, parts)
     leet_tokens = _LEET_TOKEN.findall(base) if _LEET_NEAR.search(base) else []
@@ -1150,7 +1162,7 @@ class InjectionDetector:
             if decided():
                 break
         if not decided():
-            for sentence in _sentences(parts, _SPACED_RE):
+            for sentence in (_sentences(parts, _SPACED_RE) if _SPACED_GATE.search(base) else ()):
                 letters = re.sub(r"[^a-z]", "", sentence)
                 for rule in _NOSPACE_RULES:
                     if rule.family not in signals and rule.regex.search(letters):

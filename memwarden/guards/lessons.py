@@ -283,13 +283,14 @@ class LessonIndex:
                 holders = table.get(h)
                 if holders:
                     hits.update(holders)  # counted in C: boilerplate is held by many lessons
-            best: tuple[str, float] | None = None
-            for rid, n in hits.items():
-                lesson, writer = self._lessons[rid]
-                size = len(getattr(lesson, what))
-                if size >= least and (writers is None or writer in writers) and (best is None or n / size > best[1]):
-                    best = (rid, n / size)
-            return best
+            lessons = self._lessons
+            scored = [(n / size, rid) for rid, n in hits.items()
+                      if (size := len(getattr(lessons[rid][0], what))) >= least
+                      and (writers is None or lessons[rid][1] in writers)]
+        if not scored:
+            return None
+        score, rid = max(scored)
+        return rid, score
 
 
 class Lessons(tuple):  # type: ignore[type-arg]
