@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memwarden.guards.injection import fold
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
@@ -152,6 +153,8 @@ class Statement:
     negated: bool
 
 
+# Related records come back write after write (the same subject's records): each is prepared once.
+@lru_cache(maxsize=1024)
 def statement(text: str) -> Statement:
     """``text`` prepared for :func:`conflict`."""
     folded = fold(text)

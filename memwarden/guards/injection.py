@@ -101,6 +101,9 @@ def _fold_run(match: re.Match[str]) -> str:
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 
 
+# The validators of one write fold the same content in turn (detector, lessons, the core's
+# choice of related records, contradiction): the last few results are kept.
+@lru_cache(maxsize=64)
 def fold(text: str) -> str:
     """The comparison form of ``text``: NFKC, look-alikes to ASCII, invisible characters
     removed, case-folded, accents removed, whitespace collapsed (newlines kept)."""
@@ -697,28 +700,38 @@ def _present(text: str, where: dict[str, list[int]] | None = None) -> set[str]:
             where.setdefault(lit, []).append(m.start())
     return set(where)
 
-# Long texts are searched only in windows around the occurrences of a rule's literals (every
-# rule's matches are sentence-sized); windows start at a line break or a space, never inside
-# a word.
+# Long texts are searched only around the occurrences of a rule's rarest literals: as far on
+# each side as the rule's longest match reaches in folded text (where a run of whitespace is
+# one character; a margin covers the few two-character runs of derived texts), and never
+# farther than _WINDOW. A span is searched in place (``search(text, start, end)``), so anchors
+# and look-behinds see the text around it, and it ends at the end of a word.
 _LONG = 2000
 _WINDOW = 400
+_MARGIN = 24
+_WORD_END = re.compile(r"\W")
 
 
-def _windows(text: str, needs: frozenset[str], where: dict[str, list[int]]) -> list[str]:
+def _reach(rule: _Rule) -> int:
+    """How many characters a match of ``rule`` can span, at most _WINDOW."""
+    source = rule.regex.pattern.replace(r"\s+", " ").replace(r"\s*", " ?")
+    return min(_WINDOW, _sre_p.parse(source, rule.regex.flags).getwidth()[1] + _MARGIN)
+
+
+def _spans(text: str, needs: frozenset[str], where: dict[str, list[int]], reach: int) -> list[tuple[int, int]]:
     spans: list[list[int]] = []
     for pos in sorted(p for lit in needs for p in where.get(lit, ())):
-        start, end = max(0, pos - _WINDOW), min(len(text), pos + _WINDOW)
+        start, end = max(0, pos - reach), pos + reach
         if spans and start <= spans[-1][1]:
             spans[-1][1] = end
         else:
             spans.append([start, end])
-    chunks = []
+    out = []
     for start, end in spans:
-        if start:
-            cut = text.rfind("\n", 0, start + 1)
-            start = cut + 1 if cut >= 0 and start - cut < _WINDOW else text.rfind(" ", 0, start + 1) + 1
-        chunks.append(text[start:end])
-    return chunks
+        stop = _WORD_END.search(text, min(end, len(text)))
+        out.append((start, stop.start() if stop else len(text)))
+    return out
+
+
 _STRONG = tuple(i for i, r in enumerate(_RULES) if r.weight >= 0.8)
 # Strongest rules first, so that a scan with a budget stops early.
 _BY_WEIGHT = tuple(sorted(range(len(_RULES)), key=lambda i: -_RULES[i].weight))
@@ -730,6 +743,7 @@ for _i, _needs in enumerate(_RULE_NEEDS):
     for _lit in (_needs[0] if _needs else ()):
         _BY_LITERAL.setdefault(_lit, []).append(_i)
 _UNKEYED = frozenset(i for i, n in enumerate(_RULE_NEEDS) if n is None)
+_REACH = tuple(_reach(rule) for rule in _RULES)
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
 _SEND = re.compile(_prep(
@@ -837,7 +851,8 @@ _TAGS_RE = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS_RE = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,7}\U000e007f")
 _LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$!|]*[a-z])(?=[a-z0-9@$!|]*[0-9@$|])[a-z0-9@$!|]{3,}\b")
 _LEET_NEAR = re.compile(r"[a-z][0-9@$|]|[0-9@$|][a-z]")  # a leet word has a letter next to a digit or sign
-_LEET_ANY = re.compile(r"\b[a-z0-9@$!|]{2,}\b")
+# Any word holding a digit or sign (a word without one reads the same undone).
+_LEET_ANY = re.compile(r"\b(?=[a-z0-9@$!|]*[0-9@$!|])[a-z0-9@$!|]{2,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
                        "@": "a", "$": "s", "!": "i", "|": "l"})
 _SPACED_RE = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
@@ -1218,7 +1233,7 @@ class InjectionDetector:
             if rule.weight <= found.get(rule.family, 0.0):
                 continue
             if long_text and needs is not None:
-                hit = any(rule.regex.search(chunk) for chunk in _windows(text, needs[0], where))
+                hit = any(rule.regex.search(text, start, end) for start, end in _spans(text, needs[0], where, _REACH[i]))
             else:
                 hit = rule.regex.search(text) is not None
             if hit:
