@@ -268,7 +268,10 @@ class _Index:
                         table.setdefault(spelling, set()).add(category)
         self.hits = {key: tuple((p, c) for p in table if key == p or key.startswith(p + " ") for c in sorted(table[p]))
                      for key in table}
-        self.regex = re.compile(rf"\b(?=({trie_regex(table)})\b)")
+        # Matched on " " + the words joined by single spaces: every phrase starts after a
+        # space, and a pattern that starts with a literal space lets the regex engine skip
+        # from space to space instead of trying the trie at every character.
+        self.regex = re.compile(rf" (?=({trie_regex(table)})\b)")
 
 
 _INDEX: _Index | None = None
@@ -288,7 +291,7 @@ def cue_hits(text: str, *, folded: bool = False) -> Cues:
     # Matching runs over the words joined by single spaces, so punctuation and line breaks
     # between the words of a phrase do not hide it.
     joined = words(flat)
-    found = [(m.start(), category, phrase) for m in index.regex.finditer(joined)
+    found = [(m.start(), category, phrase) for m in index.regex.finditer(" " + joined)
              for phrase, category in index.hits[m.group(1)]]
     for needed, regex in _PLACEHOLDERS:
         if needed in flat:

@@ -686,19 +686,29 @@ _LITERALS = sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s})
 _PREFIXES = {lit: frozenset(k for k in _LITERALS if lit.startswith(k)) for lit in _LITERALS}
 
 
-def _present(text: str, where: dict[str, list[int]] | None = None) -> set[str]:
-    """Literals occurring in ``text`` (whitespace read as single spaces); with ``where``,
-    also record their positions."""
-    flat = text.replace("\n", " ")
+def _present(flat: str) -> set[str]:
+    """Literals occurring in ``flat`` (text with line breaks read as spaces)."""
     found: set[str] = set()
-    if where is None:
-        for lit in set(_PREFILTER.findall(flat)):
-            found |= _PREFIXES[lit]
+    for lit in set(_PREFILTER.findall(flat)):
+        found |= _PREFIXES[lit]
+    return found
+
+
+class _Occurrences(dict):  # type: ignore[type-arg]
+    """literal -> its positions in ``flat``, found when first asked for (only the literals a
+    long text's candidate rules are keyed on are ever looked up)."""
+
+    def __init__(self, flat: str) -> None:
+        super().__init__()
+        self.flat = flat
+
+    def __missing__(self, lit: str) -> list[int]:
+        found, at, flat = [], self.flat.find(lit), self.flat
+        while at >= 0:
+            found.append(at)
+            at = flat.find(lit, at + 1)
+        self[lit] = found
         return found
-    for m in _PREFILTER.finditer(flat):
-        for lit in _PREFIXES[m.group(1)]:
-            where.setdefault(lit, []).append(m.start())
-    return set(where)
 
 # Long texts are searched only around the occurrences of a rule's rarest literals: as far on
 # each side as the rule's longest match reaches in folded text (where a run of whitespace is
@@ -717,9 +727,9 @@ def _reach(rule: _Rule) -> int:
     return min(_WINDOW, _sre_p.parse(source, rule.regex.flags).getwidth()[1] + _MARGIN)
 
 
-def _spans(text: str, needs: frozenset[str], where: dict[str, list[int]], reach: int) -> list[tuple[int, int]]:
+def _spans(text: str, needs: frozenset[str], where: _Occurrences, reach: int) -> list[tuple[int, int]]:
     spans: list[list[int]] = []
-    for pos in sorted(p for lit in needs for p in where.get(lit, ())):
+    for pos in sorted(p for lit in needs for p in where[lit]):
         start, end = max(0, pos - reach), pos + reach
         if spans and start <= spans[-1][1]:
             spans[-1][1] = end
@@ -1215,8 +1225,9 @@ class InjectionDetector:
                 found[name] = weight
 
         long_text = len(text) > _LONG
-        where: dict[str, list[int]] = {}
-        present = _present(text, where if long_text else None)
+        flat = text.replace("\n", " ")
+        present = _present(flat)
+        where = _Occurrences(flat)
         if literals is not None:
             literals |= present
         fresh = present - known if known is not None else present
