@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+import random
 import urllib.parse
 
 import pytest
@@ -20,7 +21,8 @@ from memwarden.guards import injection as inj
 from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.injection import InjectionDetector, fold
 from memwarden.guards.judge import JudgeVerdict, LLMJudge
-from memwarden.guards.lessons import LESSON_HEADER, Lessons, LessonValidator, lesson_content, parse_lesson, shingle_hashes
+from memwarden.guards.lessons import (DEFAULT_KEY, LESSON_HEADER, LessonIndex, Lessons, LessonValidator, _sketches,
+                                      lesson_content, parse_lesson, shingle_hashes)
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict
 from memwarden.memory.caches import LessonCache
 from memwarden.memory.records import Kind, MemoryRecord, Principal
@@ -393,6 +395,39 @@ def test_the_lesson_cache_keeps_the_index_as_lessons_come_and_go() -> None:
     assert validator.check(record(payloads[2]), ctx).outcome is Outcome.QUARANTINE
     assert validator.check(record(payloads[1]), ctx).outcome is Outcome.QUARANTINE
     assert validator.check(record(payloads[0]), ctx).outcome is Outcome.ACCEPT  # evicted past the limit
+
+
+def test_lesson_index_finds_what_comparing_with_every_lesson_finds() -> None:
+    # Lessons are keyed on their rarest hashes only; a heading every lesson shares must not
+    # hide one, whatever the threshold, as lessons come and go.
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(300)]
+    heading = "ward handover notes for the night shift "
+
+    def text() -> str:
+        return heading + " ".join(rng.choice(vocab) for _ in range(rng.randint(3, 40)))
+
+    index, held = LessonIndex(), {}
+    for n in range(150):
+        lesson = parse_lesson(lesson_content(text()))
+        index.put(f"l{n}", lesson, "memwarden")
+        held[f"l{n}"] = lesson
+        if n % 3 == 0:
+            gone = rng.choice(sorted(held))
+            index.drop(gone)
+            del held[gone]
+    candidates = [text() for _ in range(40)] + [heading] + [lesson_content(text()) for _ in range(3)]
+    candidates += [" ".join(rng.sample(vocab, 60)) for _ in range(10)]
+    for candidate in candidates:
+        shingles, words = _sketches(candidate, DEFAULT_KEY)
+        for sketch, what in ((shingles, "shingles"), (words, "words")):
+            for threshold in (0.3, 0.6, 0.8, 1.0):
+                scores = {rid: len(getattr(l, what) & sketch) / len(getattr(l, what))
+                          for rid, l in held.items() if getattr(l, what)}
+                best = max(scores.values(), default=0.0)
+                found = index.best(sketch, what, threshold)
+                assert (found is None) == (best < threshold)
+                assert found is None or found[1] == best
 
 
 def test_lesson_key_must_match() -> None:

@@ -69,6 +69,8 @@ LESSON_HEADER = "memwarden-lesson/2"
 _V1_HEADER = "memwarden-lesson/1"
 DEFAULT_KEY = b"memwarden-lessons-v1"
 SKETCH_SIZE = 64
+DEFAULT_THRESHOLD = 0.6
+DEFAULT_WORD_THRESHOLD = 0.8
 SHINGLE_WORDS = 3
 
 _SIGNALS_RE = re.compile(r"signals: ([a-z0-9:+_\-, ]+)")
@@ -231,28 +233,59 @@ def parse_lesson(content: str) -> Lesson | None:
     return Lesson(signals, shingles, sketches.get("words", frozenset()))
 
 
-class LessonIndex:
-    """The current lessons and, for each hash, the lessons whose samples hold it.
+@lru_cache(maxsize=1024)
+def _keys_needed(size: int, threshold: float) -> int:
+    """How many of a sample of ``size`` hashes to key a lesson on so that a candidate holding
+    ``threshold`` of the sample holds at least one of them (all but the ones it may miss)."""
+    need = next(n for n in range(1, size + 1) if n / size >= threshold)
+    return size - need + 1
 
-    Kept up to date lesson by lesson (a lesson costs about a hundred dictionary updates) by
-    whoever holds the set of lessons: :class:`~memwarden.memory.caches.LessonCache` does it
-    as the core stores each lesson, off the path of the writes checked against them; a
-    :class:`LessonValidator` handed plain records keeps its own. Thread-safe.
+
+class LessonIndex:
+    """The current lessons, and which of them each hash may lead to.
+
+    A candidate can reach a lesson's threshold only if it holds one of any ``size - need + 1``
+    of the lesson's sampled hashes (``need``: the hashes the threshold asks for). So each
+    lesson is keyed, per threshold asked about, on that many of its hashes, the ones fewest
+    other lessons hold: hashes of boilerplate that every lesson shares (a heading, common
+    words) then lead to no lesson, and a check compares the candidate only with the few
+    lessons it shares rare hashes with (a set intersection each).
+
+    Kept up to date lesson by lesson by whoever holds the set of lessons:
+    :class:`~memwarden.memory.caches.LessonCache` does it as the core stores each lesson, off
+    the path of the writes checked against them; a :class:`LessonValidator` handed plain
+    records keeps its own. Thread-safe.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lessons: dict[str, tuple[Lesson, str]] = {}  # id -> (lesson, writer)
-        self._tables: dict[str, dict[int, set[str]]] = {"shingles": {}, "words": {}}
+        # Per kind: hash -> how many lessons hold it (how common it is).
+        self._counts: dict[str, Counter[int]] = {"shingles": Counter(), "words": Counter()}
+        # Per (kind, threshold): hash -> the lessons keyed on it, and lesson -> its keys.
+        # (The default thresholds are keyed from the start; others from their first use.)
+        self._keys: dict[tuple[str, float], dict[int, set[str]]] = {
+            ("shingles", DEFAULT_THRESHOLD): {}, ("words", DEFAULT_WORD_THRESHOLD): {}}
+        self._keyed: dict[tuple[str, float], dict[str, list[int]]] = {key: {} for key in self._keys}
+        self._puts = 0  # lessons put since the keys were last chosen afresh
 
     def put(self, rid: str, lesson: Lesson, writer: str) -> None:
         """Hold lesson ``rid`` (replacing what was held under that id)."""
         with self._lock:
             self._drop(rid)
             self._lessons[rid] = (lesson, writer)
-            for what, table in self._tables.items():
-                for h in getattr(lesson, what):
-                    table.setdefault(h, set()).add(rid)
+            for what, counts in self._counts.items():
+                counts.update(getattr(lesson, what))
+            self._puts += 1
+            if self._puts > max(64, len(self._lessons)):
+                # Keys were chosen by how common hashes were then; as lessons accumulate,
+                # choose again (amortised: one rebuild per as many new lessons as are held).
+                self._puts = 0
+                for key in self._keys:
+                    self._rebuild(*key)
+            else:
+                for what, threshold in self._keys:
+                    self._key(rid, lesson, what, threshold)
 
     def drop(self, rid: str) -> None:
         """No longer hold lesson ``rid``."""
@@ -263,34 +296,60 @@ class LessonIndex:
         held = self._lessons.pop(rid, None)
         if held is None:
             return
-        for what, table in self._tables.items():
+        for what, counts in self._counts.items():
             for h in getattr(held[0], what):
-                holders = table.get(h)
-                if holders is not None:
-                    holders.discard(rid)
-                    if not holders:
-                        del table[h]
+                if counts[h] > 1:
+                    counts[h] -= 1
+                else:
+                    del counts[h]
+        for key, table in self._keys.items():
+            for h in self._keyed[key].pop(rid, ()):
+                holders = table[h]
+                holders.discard(rid)
+                if not holders:
+                    del table[h]
 
-    def best(self, sketch: frozenset[int], what: str, least: int,
+    def _rebuild(self, what: str, threshold: float) -> None:
+        self._keys[(what, threshold)], self._keyed[(what, threshold)] = {}, {}
+        for rid, (lesson, _) in self._lessons.items():
+            self._key(rid, lesson, what, threshold)
+
+    def _key(self, rid: str, lesson: Lesson, what: str, threshold: float) -> None:
+        sample = getattr(lesson, what)
+        if not sample:
+            return
+        counts = self._counts[what]
+        keys = sorted(sample, key=lambda h: (counts[h], h))[:_keys_needed(len(sample), threshold)]
+        table = self._keys[(what, threshold)]
+        for h in keys:
+            table.setdefault(h, set()).add(rid)
+        self._keyed[(what, threshold)][rid] = keys
+
+    def best(self, sketch: frozenset[int], what: str, threshold: float, least: int = 1,
              writers: frozenset[str] | None = None) -> tuple[str, float] | None:
         """Among lessons with at least ``least`` sampled hashes of kind ``what`` (written by
-        one of ``writers``, when given), the one with the largest fraction of its sample in
-        ``sketch``, and that fraction."""
-        hits: Counter[str] = Counter()
+        one of ``writers``, when given) of which ``sketch`` holds at least ``threshold``,
+        the one of which it holds the largest fraction, and that fraction."""
         with self._lock:
-            table = self._tables[what]
+            key = (what, threshold)
+            if key not in self._keys:
+                self._rebuild(what, threshold)
+            table = self._keys[key]
+            leads: set[str] = set()
             for h in sketch:
                 holders = table.get(h)
                 if holders:
-                    hits.update(holders)  # counted in C: boilerplate is held by many lessons
-            lessons = self._lessons
-            scored = [(n / size, rid) for rid, n in hits.items()
-                      if (size := len(getattr(lessons[rid][0], what))) >= least
-                      and (writers is None or lessons[rid][1] in writers)]
-        if not scored:
-            return None
-        score, rid = max(scored)
-        return rid, score
+                    leads |= holders
+            found: tuple[str, float] | None = None
+            for rid in leads:
+                lesson, writer = self._lessons[rid]
+                sample = getattr(lesson, what)
+                if len(sample) < least or (writers is not None and writer not in writers):
+                    continue
+                score = len(sample & sketch) / len(sample)
+                if score >= threshold and (found is None or (score, rid) > (found[1], found[0])):
+                    found = (rid, score)
+            return found
 
 
 class Lessons(tuple):  # type: ignore[type-arg]
@@ -313,8 +372,9 @@ class LessonValidator:
     name = "lessons"
     most = Outcome.QUARANTINE
 
-    def __init__(self, *, threshold: float = 0.6, word_threshold: float = 0.8, min_shingles: int = 3,
-                 min_words: int = 6, key: bytes = DEFAULT_KEY, trusted_writers: Iterable[str] | None = None) -> None:
+    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, word_threshold: float = DEFAULT_WORD_THRESHOLD,
+                 min_shingles: int = 3, min_words: int = 6, key: bytes = DEFAULT_KEY,
+                 trusted_writers: Iterable[str] | None = None) -> None:
         if not 0 < threshold <= 1 or not 0 < word_threshold <= 1:
             raise ValueError("thresholds must be in (0, 1]")
         self.threshold = threshold
@@ -365,8 +425,8 @@ class LessonValidator:
         shingles, words = _sketches(record.content, self.key)
         for sketch, threshold, least, what in ((shingles, self.threshold, self.min_shingles, "shingles"),
                                                (words, self.word_threshold, self.min_words, "words")):
-            found = index.best(sketch, what, least, self.trusted_writers)
-            if found is not None and found[1] >= threshold:
+            found = index.best(sketch, what, threshold, least, self.trusted_writers)
+            if found is not None:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                                reason=f"resembles content rejected before (lesson {found[0]}, {what} "
                                       f"containment {found[1]:.2f})")
