@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = ["CATEGORIES", "Cues", "cue_hits", "prompt_shape", "trie_regex", "words"]
@@ -284,6 +284,30 @@ def _index() -> _Index:
     return _INDEX
 
 
+# Every "... here" placeholder ends in "here" and is at most about 40 characters long.
+_HERE_REACH = 64
+
+
+def _placeholders(flat: str) -> Iterator[re.Match[str]]:
+    """The placeholder matches in folded text."""
+    for needed, regex in _PLACEHOLDERS:
+        if needed not in flat:
+            continue
+        if needed != "here":
+            yield from regex.finditer(flat)
+            continue
+        # "here" is a common word and the regex has no literal to start from: it is searched
+        # only just before each "here" (in place, so that word boundaries read the text).
+        seen: set[int] = set()
+        at = flat.find("here")
+        while at >= 0:
+            for m in regex.finditer(flat, max(0, at - _HERE_REACH), min(len(flat), at + 5)):
+                if m.start() not in seen:
+                    seen.add(m.start())
+                    yield m
+            at = flat.find("here", at + 4)
+
+
 def cue_hits(text: str, *, folded: bool = False) -> Cues:
     """The cues of ``text`` (raw, or already folded when ``folded``)."""
     index = _index()
@@ -293,11 +317,9 @@ def cue_hits(text: str, *, folded: bool = False) -> Cues:
     joined = words(flat)
     found = [(m.start(), category, phrase) for m in index.regex.finditer(" " + joined)
              for phrase, category in index.hits[m.group(1)]]
-    for needed, regex in _PLACEHOLDERS:
-        if needed in flat:
-            # Placeholders are rare: their position is estimated from the folded text's.
-            found.extend((int(m.start() * len(joined) / max(1, len(flat))), "placeholder", m.group(0))
-                         for m in regex.finditer(flat) if not _indexing(flat, m.start()))
+    # Placeholders are rare: their position is estimated from the folded text's.
+    found.extend((int(m.start() * len(joined) / max(1, len(flat))), "placeholder", m.group(0))
+                 for m in _placeholders(flat) if not _indexing(flat, m.start()))
     found.sort()
     return Cues(tuple(found), joined.count(" ") + 1 if joined else 0, len(joined))
 
