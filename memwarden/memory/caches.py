@@ -67,9 +67,9 @@ class LessonCache:
                 index = self._lessons.index
                 kept = [r for r in self._lessons if r.id != lesson.id]
                 _index_one(index, lesson)
-                for gone in kept[self._limit - 1:]:
+                for gone in kept[max(0, self._limit - 1):]:
                     index.drop(gone.id)
-                self._lessons = _lessons([lesson, *kept[: self._limit - 1]], index)
+                self._lessons = _lessons([lesson, *kept[: max(0, self._limit - 1)]], index)
 
     def clear(self) -> None:
         """Forget everything; the next use reloads."""
