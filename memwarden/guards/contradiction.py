@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memwarden.guards.injection import fold
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
@@ -61,6 +62,7 @@ todavia tambien que
 il lo gli i una uno e o ma di da del della dei degli delle al allo alla in con per su tra fra sono era stato
 sua suo suoi sue si mi ci piu ancora anche gia che
 """.split())
+_NOT_CONTENT = _STOP | _NEGATIONS
 
 _ANTONYMS = [
     ("allowed", "forbidden"), ("allowed", "prohibited"), ("allowed", "banned"), ("permitted", "forbidden"),
@@ -104,17 +106,23 @@ _CONTRACTED = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)?")
 
 
+def _spelt_out(tok: str) -> list[str]:
+    if tok.endswith("n't"):
+        stem = _CONTRACTED.get(tok, tok[:-3])
+        return ["not", stem] if stem else ["not"]
+    return [tok.replace("'", "")]
+
+
 def _words(folded: str) -> list[str]:
+    tokens = _TOKEN.findall(folded)
     if "'" not in folded:  # nothing to spell out
-        return _TOKEN.findall(folded)
-    out = []
-    for tok in _TOKEN.findall(folded):
-        if tok.endswith("n't"):
-            out.append("not")
-            tok = _CONTRACTED.get(tok, tok[:-3])
-            if not tok:
-                continue
-        out.append(tok.replace("'", ""))
+        return tokens
+    out: list[str] = []
+    for tok in tokens:
+        if "'" in tok:
+            out.extend(_spelt_out(tok))
+        else:
+            out.append(tok)
     return out
 
 
@@ -131,7 +139,8 @@ def _quantities(folded: str) -> dict[str, set[str]]:
 
 
 def _content(words: list[str]) -> set[str]:
-    return {w for w in words if w not in _STOP and w not in _NEGATIONS and not w[0].isdigit()}
+    kept = set(words) - _NOT_CONTENT
+    return {w for w in kept if not w[0].isdigit()}
 
 
 @dataclass(frozen=True)
@@ -144,6 +153,8 @@ class Statement:
     negated: bool
 
 
+# Related records come back write after write (the same subject's records): each is prepared once.
+@lru_cache(maxsize=1024)
 def statement(text: str) -> Statement:
     """``text`` prepared for :func:`conflict`."""
     folded = fold(text)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = ["CATEGORIES", "Cues", "cue_hits", "prompt_shape", "trie_regex", "words"]
@@ -268,7 +268,10 @@ class _Index:
                         table.setdefault(spelling, set()).add(category)
         self.hits = {key: tuple((p, c) for p in table if key == p or key.startswith(p + " ") for c in sorted(table[p]))
                      for key in table}
-        self.regex = re.compile(rf"\b(?=({trie_regex(table)})\b)")
+        # Matched on " " + the words joined by single spaces: every phrase starts after a
+        # space, and a pattern that starts with a literal space lets the regex engine skip
+        # from space to space instead of trying the trie at every character.
+        self.regex = re.compile(rf" (?=({trie_regex(table)})\b)")
 
 
 _INDEX: _Index | None = None
@@ -281,6 +284,30 @@ def _index() -> _Index:
     return _INDEX
 
 
+# Every "... here" placeholder ends in "here" and is at most about 40 characters long.
+_HERE_REACH = 64
+
+
+def _placeholders(flat: str) -> Iterator[re.Match[str]]:
+    """The placeholder matches in folded text."""
+    for needed, regex in _PLACEHOLDERS:
+        if needed not in flat:
+            continue
+        if needed != "here":
+            yield from regex.finditer(flat)
+            continue
+        # "here" is a common word and the regex has no literal to start from: it is searched
+        # only just before each "here" (in place, so that word boundaries read the text).
+        seen: set[int] = set()
+        at = flat.find("here")
+        while at >= 0:
+            for m in regex.finditer(flat, max(0, at - _HERE_REACH), min(len(flat), at + 5)):
+                if m.start() not in seen:
+                    seen.add(m.start())
+                    yield m
+            at = flat.find("here", at + 4)
+
+
 def cue_hits(text: str, *, folded: bool = False) -> Cues:
     """The cues of ``text`` (raw, or already folded when ``folded``)."""
     index = _index()
@@ -288,13 +315,11 @@ def cue_hits(text: str, *, folded: bool = False) -> Cues:
     # Matching runs over the words joined by single spaces, so punctuation and line breaks
     # between the words of a phrase do not hide it.
     joined = words(flat)
-    found = [(m.start(), category, phrase) for m in index.regex.finditer(joined)
+    found = [(m.start(), category, phrase) for m in index.regex.finditer(" " + joined)
              for phrase, category in index.hits[m.group(1)]]
-    for needed, regex in _PLACEHOLDERS:
-        if needed in flat:
-            # Placeholders are rare: their position is estimated from the folded text's.
-            found.extend((int(m.start() * len(joined) / max(1, len(flat))), "placeholder", m.group(0))
-                         for m in regex.finditer(flat) if not _indexing(flat, m.start()))
+    # Placeholders are rare: their position is estimated from the folded text's.
+    found.extend((int(m.start() * len(joined) / max(1, len(flat))), "placeholder", m.group(0))
+                 for m in _placeholders(flat) if not _indexing(flat, m.start()))
     found.sort()
     return Cues(tuple(found), joined.count(" ") + 1 if joined else 0, len(joined))
 

@@ -85,8 +85,11 @@ _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _INVISIBLE_RE = re.compile(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\U000e0000-\U000e007f\ufe00-\ufe0f]")
 _BIDI_RE = re.compile(f"[{_BIDI}]")
 _COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
-_SPACES_RE = re.compile(r"[^\S\n]+")
-_NEWLINES_RE = re.compile(r"\s*\n\s*")
+# Only whitespace that changes is matched: a single space, or a bare line break, is left as it
+# is without a replacement per word. (_NEWLINES_RE runs after _SPACES_RE: the whitespace left
+# is spaces and line breaks.)
+_SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S \n]")
+_NEWLINES_RE = re.compile(r"(?: \n|\n[ \n])[ \n]*")
 
 
 def _fold_run(match: re.Match[str]) -> str:
@@ -98,6 +101,9 @@ def _fold_run(match: re.Match[str]) -> str:
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 
 
+# The validators of one write fold the same content in turn (detector, lessons, the core's
+# choice of related records, contradiction): the last few results are kept.
+@lru_cache(maxsize=64)
 def fold(text: str) -> str:
     """The comparison form of ``text``: NFKC, look-alikes to ASCII, invisible characters
     removed, case-folded, accents removed, whitespace collapsed (newlines kept)."""
@@ -680,42 +686,62 @@ _LITERALS = sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s})
 _PREFIXES = {lit: frozenset(k for k in _LITERALS if lit.startswith(k)) for lit in _LITERALS}
 
 
-def _present(text: str, where: dict[str, list[int]] | None = None) -> set[str]:
-    """Literals occurring in ``text`` (whitespace read as single spaces); with ``where``,
-    also record their positions."""
-    flat = text.replace("\n", " ")
+def _present(flat: str) -> set[str]:
+    """Literals occurring in ``flat`` (text with line breaks read as spaces)."""
     found: set[str] = set()
-    if where is None:
-        for lit in set(_PREFILTER.findall(flat)):
-            found |= _PREFIXES[lit]
-        return found
-    for m in _PREFILTER.finditer(flat):
-        for lit in _PREFIXES[m.group(1)]:
-            where.setdefault(lit, []).append(m.start())
-    return set(where)
+    for lit in set(_PREFILTER.findall(flat)):
+        found |= _PREFIXES[lit]
+    return found
 
-# Long texts are searched only in windows around the occurrences of a rule's literals (every
-# rule's matches are sentence-sized); windows start at a line break or a space, never inside
-# a word.
+
+class _Occurrences(dict):  # type: ignore[type-arg]
+    """literal -> its positions in ``flat``, found when first asked for (only the literals a
+    long text's candidate rules are keyed on are ever looked up)."""
+
+    def __init__(self, flat: str) -> None:
+        super().__init__()
+        self.flat = flat
+
+    def __missing__(self, lit: str) -> list[int]:
+        found, at, flat = [], self.flat.find(lit), self.flat
+        while at >= 0:
+            found.append(at)
+            at = flat.find(lit, at + 1)
+        self[lit] = found
+        return found
+
+# Long texts are searched only around the occurrences of a rule's rarest literals: as far on
+# each side as the rule's longest match reaches in folded text (where a run of whitespace is
+# one character; a margin covers the few two-character runs of derived texts), and never
+# farther than _WINDOW. A span is searched in place (``search(text, start, end)``), so anchors
+# and look-behinds see the text around it, and it ends at the end of a word.
 _LONG = 2000
 _WINDOW = 400
+_MARGIN = 24
+_WORD_END = re.compile(r"\W")
 
 
-def _windows(text: str, needs: frozenset[str], where: dict[str, list[int]]) -> list[str]:
+def _reach(rule: _Rule) -> int:
+    """How many characters a match of ``rule`` can span, at most _WINDOW."""
+    source = rule.regex.pattern.replace(r"\s+", " ").replace(r"\s*", " ?")
+    return min(_WINDOW, _sre_p.parse(source, rule.regex.flags).getwidth()[1] + _MARGIN)
+
+
+def _spans(text: str, needs: frozenset[str], where: _Occurrences, reach: int) -> list[tuple[int, int]]:
     spans: list[list[int]] = []
-    for pos in sorted(p for lit in needs for p in where.get(lit, ())):
-        start, end = max(0, pos - _WINDOW), min(len(text), pos + _WINDOW)
+    for pos in sorted(p for lit in needs for p in where[lit]):
+        start, end = max(0, pos - reach), pos + reach
         if spans and start <= spans[-1][1]:
             spans[-1][1] = end
         else:
             spans.append([start, end])
-    chunks = []
+    out = []
     for start, end in spans:
-        if start:
-            cut = text.rfind("\n", 0, start + 1)
-            start = cut + 1 if cut >= 0 and start - cut < _WINDOW else text.rfind(" ", 0, start + 1) + 1
-        chunks.append(text[start:end])
-    return chunks
+        stop = _WORD_END.search(text, min(end, len(text)))
+        out.append((start, stop.start() if stop else len(text)))
+    return out
+
+
 _STRONG = tuple(i for i, r in enumerate(_RULES) if r.weight >= 0.8)
 # Strongest rules first, so that a scan with a budget stops early.
 _BY_WEIGHT = tuple(sorted(range(len(_RULES)), key=lambda i: -_RULES[i].weight))
@@ -727,6 +753,7 @@ for _i, _needs in enumerate(_RULE_NEEDS):
     for _lit in (_needs[0] if _needs else ()):
         _BY_LITERAL.setdefault(_lit, []).append(_i)
 _UNKEYED = frozenset(i for i, n in enumerate(_RULE_NEEDS) if n is None)
+_REACH = tuple(_reach(rule) for rule in _RULES)
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
 _SEND = re.compile(_prep(
@@ -834,10 +861,14 @@ _TAGS_RE = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS_RE = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,7}\U000e007f")
 _LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$!|]*[a-z])(?=[a-z0-9@$!|]*[0-9@$|])[a-z0-9@$!|]{3,}\b")
 _LEET_NEAR = re.compile(r"[a-z][0-9@$|]|[0-9@$|][a-z]")  # a leet word has a letter next to a digit or sign
-_LEET_ANY = re.compile(r"\b[a-z0-9@$!|]{2,}\b")
+# Any word holding a digit or sign (a word without one reads the same undone).
+_LEET_ANY = re.compile(r"\b(?=[a-z0-9@$!|]*[0-9@$!|])[a-z0-9@$!|]{2,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
                        "@": "a", "$": "s", "!": "i", "|": "l"})
 _SPACED_RE = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
+# Cheap tests that a text may hold such runs: each run of 4 (3) spaced letters holds one.
+_SPACED_GATE = re.compile(r" [a-z] [a-z] ")
+_SPACED_RAW_GATE = re.compile(r" \w \w")
 # Letters spaced out one by one, with wider gaps between words ("i g n o r e   a l l").
 _SPACED_RAW_RE = re.compile(r"(?<!\S)(?:\w ){2,}\w(?!\S)")
 # Phrase patterns for text whose word breaks are lost ("ignoreallpreviousinstructions").
@@ -853,7 +884,9 @@ _NOSPACE_RULES = tuple(_Rule(f, 1.0, re.compile(src)) for f, src in (
     ("persona", r"(?:youarenow|pretendyouare|actas)(?:an?)?(?:dan|unrestricted|uncensored|jailbroken|evil|unfiltered)"),
     ("no-restrictions", r"(?:you|i)(?:now)?(?:have|has)no(?:rules|restrictions|limits|filters|guidelines)"),
 ))
-_INTRA_SEP_RE = re.compile(r"(?<=[a-z])[-._*·|~+](?=[a-z])")
+# The separator first: the regex engine then skips ahead to separators instead of trying a
+# look-behind at every character.
+_INTRA_SEP_RE = re.compile(r"[-._*·|~+](?<=[a-z][-._*·|~+])(?=[a-z])")
 _MORSE = {
     ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h", "..": "i",
     ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n", "---": "o", ".--.": "p", "--.-": "q", ".-.": "r",
@@ -957,9 +990,13 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
 def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, str]]:
     """Derived texts, cheapest first, each holding only the sentences the transform changes."""
     # Each rewrite runs over the whole text at once; the view keeps the sentences it changed.
-    spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw) if _SPACED_RAW_RE.search(raw) else raw
-    joined = _INTRA_SEP_RE.sub("", _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""),
-                                                  fold(spaced) if spaced is not raw else base))
+    spaced = raw
+    if _SPACED_RAW_GATE.search(raw) and _SPACED_RAW_RE.search(raw):
+        spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw)
+    joined = fold(spaced) if spaced is not raw else base
+    if _SPACED_GATE.search(joined):
+        joined = _SPACED_RE.sub(lambda m: m.group(0).replace(" ", ""), joined)
+    joined = _INTRA_SEP_RE.sub("", joined)
     if joined != base:
         yield "split-words", _changed(joined, parts)
     leet_tokens = _LEET_TOKEN.findall(base) if _LEET_NEAR.search(base) else []
@@ -985,11 +1022,27 @@ def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, s
         if hidden:
             yield "tag-characters", fold(hidden)
     for kind, decoded in _decodings(raw):
+        if kind in _WHOLE_TEXT:
+            decoded = _new_sentences(decoded, raw)
         yield kind, fold(decoded)
         # One more layer (base64 of rot13, percent-encoded base64, ...).
         for kind2, decoded2 in _decodings(decoded):
             yield f"{kind}+{kind2}", fold(decoded2)
         yield f"{kind}+rot13", codecs.encode(fold(decoded), "rot13")
+
+
+# Decoders that rewrite the whole text (a few escapes in a long text change a few sentences).
+_WHOLE_TEXT = frozenset({"percent", "escapes", "entities"})
+
+
+def _new_sentences(decoded: str, raw: str) -> str:
+    """The sentences of ``decoded`` that are not sentences of ``raw``, each with the sentence
+    before and after it (a phrase may run across a sentence break): the rest of the text
+    reads as it did and was scanned already."""
+    before = set(_SENTENCE_SPLIT.split(raw))
+    parts = _SENTENCE_SPLIT.split(decoded)
+    keep = sorted({j for i, p in enumerate(parts) if p and p not in before for j in (i - 1, i, i + 1)})
+    return "\n".join(parts[j] for j in keep if 0 <= j < len(parts) and parts[j])
 
 
 def _changed(rewritten: str, parts: Sequence[str]) -> str:
@@ -1134,7 +1187,7 @@ class InjectionDetector:
             if decided():
                 break
         if not decided():
-            for sentence in _sentences(parts, _SPACED_RE):
+            for sentence in (_sentences(parts, _SPACED_RE) if _SPACED_GATE.search(base) else ()):
                 letters = re.sub(r"[^a-z]", "", sentence)
                 for rule in _NOSPACE_RULES:
                     if rule.family not in signals and rule.regex.search(letters):
@@ -1172,8 +1225,9 @@ class InjectionDetector:
                 found[name] = weight
 
         long_text = len(text) > _LONG
-        where: dict[str, list[int]] = {}
-        present = _present(text, where if long_text else None)
+        flat = text.replace("\n", " ")
+        present = _present(flat)
+        where = _Occurrences(flat)
         if literals is not None:
             literals |= present
         fresh = present - known if known is not None else present
@@ -1190,7 +1244,7 @@ class InjectionDetector:
             if rule.weight <= found.get(rule.family, 0.0):
                 continue
             if long_text and needs is not None:
-                hit = any(rule.regex.search(chunk) for chunk in _windows(text, needs[0], where))
+                hit = any(rule.regex.search(text, start, end) for start, end in _spans(text, needs[0], where, _REACH[i]))
             else:
                 hit = rule.regex.search(text) is not None
             if hit:

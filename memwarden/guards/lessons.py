@@ -6,7 +6,7 @@ in the reserved namespace ``memwarden/lessons``) when validators reject a write,
 reviewers reject a quarantined write, or when a record is retracted as poisoned. Its content
 is produced by :func:`lesson_content` and holds no readable text of the rejected write, only:
 
-    memwarden-lesson/1
+    memwarden-lesson/2
     validators: injection:reject
     signals: override, exfiltration
     shingles: 0f3a9c... 7d21e0... (up to 64 keyed 64-bit hashes)
@@ -19,10 +19,15 @@ hex, rot13, leetspeak, split words, hidden tag characters; see
 another encoding. Digits are replaced by ``#``, so a changed e-mail address, token or order
 number does not matter.
 
-* ``shingles`` are keyed hashes (BLAKE2b) of overlapping word triples: the same payload with
-  a different wrapper.
-* ``words`` are keyed hashes of its content words (stop words removed): the same payload
-  reworded, reordered or cut up.
+* ``words`` are keyed hashes (BLAKE2b) of its content words (stop words removed): the same
+  payload reworded, reordered or cut up.
+* ``shingles`` are hashes of overlapping word triples: the same payload with a different
+  wrapper. A triple's hash chains the keyed hashes of its three words through a non-linear
+  64-bit mixer (splitmix64), so each word is hashed once, not once per triple it is in, and
+  the hashes stay unguessable without the key.
+
+Format 1 lessons (``memwarden-lesson/1``, which hashed each triple as a string) are still
+read; only their word sketch is compared.
 
 Only the ``sketch_size`` smallest hashes of each are kept (a bottom-k sketch, a uniform
 sample). :class:`LessonValidator` hashes a candidate the same way and measures which
@@ -43,22 +48,29 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+import numpy as np
 
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.injection import readings, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import Kind, MemoryRecord
 
-__all__ = ["LessonValidator", "Lesson", "lesson_content", "parse_lesson", "shingle_hashes", "word_hashes",
+__all__ = ["LessonValidator", "Lesson", "LessonIndex", "Lessons", "lesson_content", "parse_lesson", "shingle_hashes", "word_hashes",
            "LESSON_HEADER"]
 
-LESSON_HEADER = "memwarden-lesson/1"
+LESSON_HEADER = "memwarden-lesson/2"
+# Lessons of format 1 hashed each word triple as a string; their word hashes are the same.
+_V1_HEADER = "memwarden-lesson/1"
 DEFAULT_KEY = b"memwarden-lessons-v1"
 SKETCH_SIZE = 64
+DEFAULT_THRESHOLD = 0.6
+DEFAULT_WORD_THRESHOLD = 0.8
 SHINGLE_WORDS = 3
 
 _SIGNALS_RE = re.compile(r"signals: ([a-z0-9:+_\-, ]+)")
@@ -69,30 +81,72 @@ def _keyed(key: bytes) -> Any:
     return hashlib.blake2b(digest_size=8, key=key)
 
 
+@lru_cache(maxsize=16)
+def _table(key: bytes) -> dict[str, int]:
+    return {}
+
+
 def _hash(item: str, key: bytes) -> int:
-    # Copying a keyed hasher is cheaper than keying a new one for every shingle.
+    # Copying a keyed hasher is cheaper than keying a new one for every item.
     hasher = _keyed(key).copy()
     hasher.update(item.encode("utf-8"))
     return int.from_bytes(hasher.digest(), "big")
 
 
+# Words recur from one write to the next: their keyed hashes are kept (per key, up to this
+# many words, then the table starts again), so a write hashes only the words new to it.
+_TABLE_LIMIT = 1 << 16
+
+
+def _word_hashes(words: Iterable[str], key: bytes) -> dict[str, int]:
+    """word -> keyed 64-bit BLAKE2b hash, for each distinct word."""
+    table = _table(key)
+    found: dict[str, int] = {}
+    for word in set(words):
+        h = table.get(word)
+        if h is None:
+            h = table[word] = _hash(word, key)
+        found[word] = h
+    if len(table) > _TABLE_LIMIT:
+        table.clear()  # a lookup racing with this recomputes its hash; it is never wrong
+    return found
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, element-wise (uint64 arithmetic wraps, as intended)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _shingles(tokens: Sequence[str], hashes: dict[str, int], words: int) -> set[int]:
+    """Hashes of every run of ``words`` consecutive tokens, chained from the tokens' keyed
+    hashes with a non-linear mixer: each token is hashed once, each run costs a few
+    vector operations instead of a hash of its own."""
+    if not tokens:
+        return set()
+    width = min(words, len(tokens))
+    per_token = np.fromiter((hashes[t] for t in tokens), dtype=np.uint64, count=len(tokens))
+    runs = len(tokens) - width + 1
+    x = _mix(per_token[:runs])
+    for j in range(1, width):
+        x = _mix(x ^ per_token[j:j + runs])
+    return set(x.tolist())
+
+
 def shingle_hashes(text: str, *, key: bytes = DEFAULT_KEY, words: int = SHINGLE_WORDS,
                    folded: bool = False) -> frozenset[int]:
-    """Keyed 64-bit hashes of every run of ``words`` consecutive normalised words
-    (``folded``: ``text`` is already folded)."""
+    """Keyed 64-bit hashes of every run of ``words`` consecutive normalised words (one run
+    of all of them when there are fewer; ``folded``: ``text`` is already folded)."""
     tokens = signature_tokens(text, folded=folded)
-    if not tokens:
-        return frozenset()
-    if len(tokens) < words:
-        grams = {" ".join(tokens)}
-    else:
-        grams = {" ".join(tokens[i:i + words]) for i in range(len(tokens) - words + 1)}
-    return frozenset(_hash(g, key) for g in grams)
+    return frozenset(_shingles(tokens, _word_hashes(tokens, key), words))
 
 
 def word_hashes(text: str, *, key: bytes = DEFAULT_KEY, folded: bool = False) -> frozenset[int]:
     """Keyed 64-bit hashes of the content words of ``text`` (``folded``: already folded)."""
-    return frozenset(_hash(w, key) for w in content_words(text, folded=folded))
+    return frozenset(_word_hashes(content_words(text, folded=folded), key).values())
 
 
 def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
@@ -100,8 +154,11 @@ def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
     shingles: set[int] = set()
     words: set[int] = set()
     for reading in readings(text):
-        shingles |= shingle_hashes(reading, key=key, folded=True)
-        words |= word_hashes(reading, key=key, folded=True)
+        tokens = signature_tokens(reading, folded=True)
+        content = content_words(reading, folded=True)
+        hashes = _word_hashes([*tokens, *content], key)
+        shingles |= _shingles(tokens, hashes, SHINGLE_WORDS)
+        words.update(hashes[w] for w in content)
     return frozenset(shingles), frozenset(words)
 
 
@@ -145,11 +202,20 @@ class Lesson:
     words: frozenset[int] = frozenset()
 
 
+def _hex_hashes(value: str) -> frozenset[int]:
+    """Space-separated hex hashes -> ints (raises ValueError on anything else)."""
+    tokens = value.split()
+    if all(len(t) == 16 for t in tokens):  # as lesson_content writes them: decoded in one go
+        return frozenset(np.frombuffer(bytes.fromhex(value), dtype=">u8").tolist())
+    return frozenset(int(h, 16) for h in tokens)
+
+
 @lru_cache(maxsize=2048)
 def parse_lesson(content: str) -> Lesson | None:
     """Parse lesson content; None when it is not in the lesson format."""
     lines = content.splitlines()
-    if not lines or lines[0].strip() != LESSON_HEADER:
+    header = lines[0].strip() if lines else ""
+    if header not in (LESSON_HEADER, _V1_HEADER):
         return None
     signals: tuple[str, ...] = ()
     sketches: dict[str, frozenset[int]] = {}
@@ -159,38 +225,138 @@ def parse_lesson(content: str) -> Lesson | None:
             signals = tuple(s.strip() for s in value.split(",") if s.strip() and s.strip() != "none")
         elif field in ("shingles", "words"):
             try:
-                sketches[field] = frozenset(int(h, 16) for h in value.split())
+                sketches[field] = _hex_hashes(value)
             except ValueError:
                 return None
-    return Lesson(signals, sketches.get("shingles", frozenset()), sketches.get("words", frozenset()))
+    # A format-1 shingle sketch cannot be compared with today's; its word sketch still can.
+    shingles = sketches.get("shingles", frozenset()) if header == LESSON_HEADER else frozenset()
+    return Lesson(signals, shingles, sketches.get("words", frozenset()))
 
 
-class _Index:
-    """Which lessons hold each hash; kept up to date lesson by lesson as the set changes."""
+@lru_cache(maxsize=1024)
+def _keys_needed(size: int, threshold: float) -> int:
+    """How many of a sample of ``size`` hashes to key a lesson on so that a candidate holding
+    ``threshold`` of the sample holds at least one of them (all but the ones it may miss)."""
+    need = next(n for n in range(1, size + 1) if n / size >= threshold)
+    return size - need + 1
+
+
+class LessonIndex:
+    """The current lessons, and which of them each hash may lead to.
+
+    A candidate can reach a lesson's threshold only if it holds one of any ``size - need + 1``
+    of the lesson's sampled hashes (``need``: the hashes the threshold asks for). So each
+    lesson is keyed, per threshold asked about, on that many of its hashes, the ones fewest
+    other lessons hold: hashes of boilerplate that every lesson shares (a heading, common
+    words) then lead to no lesson, and a check compares the candidate only with the few
+    lessons it shares rare hashes with (a set intersection each).
+
+    Kept up to date lesson by lesson by whoever holds the set of lessons:
+    :class:`~memwarden.memory.caches.LessonCache` does it as the core stores each lesson, off
+    the path of the writes checked against them; a :class:`LessonValidator` handed plain
+    records keeps its own. Thread-safe.
+    """
 
     def __init__(self) -> None:
-        self.lessons: dict[str, Lesson] = {}
-        self.shingles: dict[int, set[str]] = {}
-        self.words: dict[int, set[str]] = {}
-        self.source: Sequence[MemoryRecord] | None = None
+        self._lock = threading.Lock()
+        self._lessons: dict[str, tuple[Lesson, str]] = {}  # id -> (lesson, writer)
+        # Per kind: hash -> how many lessons hold it (how common it is).
+        self._counts: dict[str, Counter[int]] = {"shingles": Counter(), "words": Counter()}
+        # Per (kind, threshold): hash -> the lessons keyed on it, and lesson -> its keys.
+        # (The default thresholds are keyed from the start; others from their first use.)
+        self._keys: dict[tuple[str, float], dict[int, set[str]]] = {
+            ("shingles", DEFAULT_THRESHOLD): {}, ("words", DEFAULT_WORD_THRESHOLD): {}}
+        self._keyed: dict[tuple[str, float], dict[str, list[int]]] = {key: {} for key in self._keys}
+        self._puts = 0  # lessons put since the keys were last chosen afresh
 
-    def add(self, rid: str, lesson: Lesson, min_shingles: int, min_words: int) -> None:
-        self.lessons[rid] = lesson
-        for sketch, table, least in ((lesson.shingles, self.shingles, min_shingles),
-                                     (lesson.words, self.words, min_words)):
-            if len(sketch) >= least:
-                for h in sketch:
-                    table.setdefault(h, set()).add(rid)
+    def put(self, rid: str, lesson: Lesson, writer: str) -> None:
+        """Hold lesson ``rid`` (replacing what was held under that id)."""
+        with self._lock:
+            self._drop(rid)
+            self._lessons[rid] = (lesson, writer)
+            for what, counts in self._counts.items():
+                counts.update(getattr(lesson, what))
+            self._puts += 1
+            if self._puts > max(64, len(self._lessons)):
+                # Keys were chosen by how common hashes were then; as lessons accumulate,
+                # choose again (amortised: one rebuild per as many new lessons as are held).
+                self._puts = 0
+                for key in self._keys:
+                    self._rebuild(*key)
+            else:
+                for what, threshold in self._keys:
+                    self._key(rid, lesson, what, threshold)
 
-    def remove(self, rid: str) -> None:
-        lesson = self.lessons.pop(rid)
-        for sketch, table in ((lesson.shingles, self.shingles), (lesson.words, self.words)):
+    def drop(self, rid: str) -> None:
+        """No longer hold lesson ``rid``."""
+        with self._lock:
+            self._drop(rid)
+
+    def _drop(self, rid: str) -> None:
+        held = self._lessons.pop(rid, None)
+        if held is None:
+            return
+        for what, counts in self._counts.items():
+            for h in getattr(held[0], what):
+                if counts[h] > 1:
+                    counts[h] -= 1
+                else:
+                    del counts[h]
+        for key, table in self._keys.items():
+            for h in self._keyed[key].pop(rid, ()):
+                holders = table[h]
+                holders.discard(rid)
+                if not holders:
+                    del table[h]
+
+    def _rebuild(self, what: str, threshold: float) -> None:
+        self._keys[(what, threshold)], self._keyed[(what, threshold)] = {}, {}
+        for rid, (lesson, _) in self._lessons.items():
+            self._key(rid, lesson, what, threshold)
+
+    def _key(self, rid: str, lesson: Lesson, what: str, threshold: float) -> None:
+        sample = getattr(lesson, what)
+        if not sample:
+            return
+        counts = self._counts[what]
+        keys = sorted(sample, key=lambda h: (counts[h], h))[:_keys_needed(len(sample), threshold)]
+        table = self._keys[(what, threshold)]
+        for h in keys:
+            table.setdefault(h, set()).add(rid)
+        self._keyed[(what, threshold)][rid] = keys
+
+    def best(self, sketch: frozenset[int], what: str, threshold: float, least: int = 1,
+             writers: frozenset[str] | None = None) -> tuple[str, float] | None:
+        """Among lessons with at least ``least`` sampled hashes of kind ``what`` (written by
+        one of ``writers``, when given) of which ``sketch`` holds at least ``threshold``,
+        the one of which it holds the largest fraction, and that fraction."""
+        with self._lock:
+            key = (what, threshold)
+            if key not in self._keys:
+                self._rebuild(what, threshold)
+            table = self._keys[key]
+            leads: set[str] = set()
             for h in sketch:
-                held = table.get(h)
-                if held is not None:
-                    held.discard(rid)
-                    if not held:
-                        del table[h]
+                holders = table.get(h)
+                if holders:
+                    leads |= holders
+            found: tuple[str, float] | None = None
+            for rid in leads:
+                lesson, writer = self._lessons[rid]
+                sample = getattr(lesson, what)
+                if len(sample) < least or (writers is not None and writer not in writers):
+                    continue
+                score = len(sample & sketch) / len(sample)
+                if score >= threshold and (found is None or (score, rid) > (found[1], found[0])):
+                    found = (rid, score)
+            return found
+
+
+class Lessons(tuple):  # type: ignore[type-arg]
+    """Lesson records together with a :class:`LessonIndex` of them (what
+    :class:`~memwarden.memory.caches.LessonCache` hands out)."""
+
+    index: LessonIndex
 
 
 class LessonValidator:
@@ -206,8 +372,9 @@ class LessonValidator:
     name = "lessons"
     most = Outcome.QUARANTINE
 
-    def __init__(self, *, threshold: float = 0.6, word_threshold: float = 0.8, min_shingles: int = 3,
-                 min_words: int = 6, key: bytes = DEFAULT_KEY, trusted_writers: Iterable[str] | None = None) -> None:
+    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, word_threshold: float = DEFAULT_WORD_THRESHOLD,
+                 min_shingles: int = 3, min_words: int = 6, key: bytes = DEFAULT_KEY,
+                 trusted_writers: Iterable[str] | None = None) -> None:
         if not 0 < threshold <= 1 or not 0 < word_threshold <= 1:
             raise ValueError("thresholds must be in (0, 1]")
         self.threshold = threshold
@@ -216,33 +383,36 @@ class LessonValidator:
         self.min_words = min_words
         self.key = key
         self.trusted_writers = frozenset(trusted_writers) if trusted_writers is not None else None
-        self._index = _Index()
+        self._index = LessonIndex()
+        self._source: Sequence[MemoryRecord] | None = None
+        self._held: dict[str, tuple[str, str]] = {}  # id -> (content, writer) of what _index holds
         self._lock = threading.Lock()
 
     def lesson_content(self, record: MemoryRecord | str, verdicts: Sequence[object] = ()) -> str:
         """:func:`lesson_content` with this validator's key."""
         return lesson_content(record, verdicts, key=self.key)
 
-    def _update(self, records: Sequence[MemoryRecord]) -> None:
-        """Bring the index in line with ``records`` (called under the lock). The core hands
-        out the same tuple until the lessons change, and then a tuple that differs by a lesson
-        or two: only those are indexed or dropped (a list might be changed in place, so it is
-        always compared)."""
-        index = self._index
-        if index.source is records and isinstance(records, tuple):
-            return
-        wanted = {}
-        for record in records:
-            if self.trusted_writers is None or record.writer in self.trusted_writers:
-                wanted[record.id] = record
-        for rid in [rid for rid in index.lessons if rid not in wanted]:
-            index.remove(rid)
-        for rid, record in wanted.items():
-            if rid not in index.lessons:
-                lesson = parse_lesson(record.content)
-                if lesson is not None:
-                    index.add(rid, lesson, self.min_shingles, self.min_words)
-        index.source = records
+    def _own_index(self, records: Sequence[MemoryRecord]) -> LessonIndex:
+        """An index of ``records`` kept by this validator. Callers hand out the same tuple
+        until the lessons change, and then one that differs by a lesson or two: only those
+        are indexed or dropped (a list might be changed in place, so it is always compared)."""
+        with self._lock:
+            if self._source is records and isinstance(records, tuple):
+                return self._index
+            wanted = {r.id: (r.content, r.writer) for r in records}
+            for rid in self._held.keys() - wanted.keys():
+                self._index.drop(rid)
+                del self._held[rid]
+            for rid, (content, writer) in wanted.items():
+                if self._held.get(rid) != (content, writer):
+                    self._held[rid] = (content, writer)
+                    lesson = parse_lesson(content)
+                    if lesson is None:
+                        self._index.drop(rid)
+                    else:
+                        self._index.put(rid, lesson, writer)
+            self._source = records
+            return self._index
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the candidate with every active lesson."""
@@ -251,23 +421,13 @@ class LessonValidator:
         records = context.lessons()
         if not records:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
-        shingles, words = _sketches(record.content, self.key)  # outside the lock: the costly part
-        with self._lock:
-            self._update(records)
-            index = self._index
-            for sketch, table, threshold, what in ((shingles, index.shingles, self.threshold, "shingles"),
-                                                   (words, index.words, self.word_threshold, "words")):
-                hits: dict[str, int] = {}
-                for h in sketch:
-                    for rid in table.get(h, ()):
-                        hits[rid] = hits.get(rid, 0) + 1
-                if not hits:
-                    continue
-                size = (lambda rid: len(index.lessons[rid].shingles)) if what == "shingles" else \
-                    (lambda rid: len(index.lessons[rid].words))
-                rid, score = max(((rid, n / size(rid)) for rid, n in hits.items()), key=lambda x: x[1])
-                if score >= threshold:
-                    return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
-                                   reason=f"resembles content rejected before (lesson {rid}, {what} containment "
-                                          f"{score:.2f})")
+        index = records.index if isinstance(records, Lessons) else self._own_index(records)
+        shingles, words = _sketches(record.content, self.key)
+        for sketch, threshold, least, what in ((shingles, self.threshold, self.min_shingles, "shingles"),
+                                               (words, self.word_threshold, self.min_words, "words")):
+            found = index.best(sketch, what, threshold, least, self.trusted_writers)
+            if found is not None:
+                return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                               reason=f"resembles content rejected before (lesson {found[0]}, {what} "
+                                      f"containment {found[1]:.2f})")
         return Verdict(validator=self.name, outcome=Outcome.ACCEPT)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from memwarden.guards.contradiction import content_words
+from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
 from memwarden.memory.records import Kind, MemoryRecord, Status
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
@@ -34,34 +35,60 @@ def _stale(loaded_at: float, ttl: float | None) -> bool:
 
 
 class LessonCache:
-    """The active lesson records (at most ``limit``), as one tuple that stays the same object
-    until the set changes, so a validator can keep an index of it."""
+    """The active lesson records (at most ``limit``), handed out as one
+    :class:`~memwarden.guards.lessons.Lessons` tuple that stays the same object until the
+    set changes, with a :class:`~memwarden.guards.lessons.LessonIndex` of them that is kept
+    up to date here, as lessons are stored, so that no checked write pays for it."""
 
     def __init__(self, load: Callable[[int], list[MemoryRecord]], *, limit: int = 500, ttl: float | None = None) -> None:
         self._load, self._limit, self._ttl = load, limit, ttl
         self._lock = threading.Lock()
-        self._lessons: tuple[MemoryRecord, ...] | None = None
+        self._lessons: Lessons | None = None
         self._loaded_at = 0.0
 
-    def get(self) -> tuple[MemoryRecord, ...]:
+    def get(self) -> Lessons:
         """The lessons, loaded on first use (and when older than ``ttl`` seconds)."""
         with self._lock:
             if self._lessons is None or _stale(self._loaded_at, self._ttl):
-                self._lessons = tuple(self._load(self._limit))
+                index = LessonIndex()
+                records = self._load(self._limit)
+                for record in records:
+                    _index_one(index, record)
+                self._lessons = _lessons(records, index)
                 self._loaded_at = time.monotonic()
             return self._lessons
 
     def add(self, lesson: MemoryRecord) -> None:
         """A lesson was just stored: the next write already consults it."""
+        if lesson.status is not Status.ACTIVE or lesson.kind is not Kind.LESSON:
+            return
         with self._lock:
-            if self._lessons is not None and lesson.status is Status.ACTIVE and lesson.kind is Kind.LESSON:
-                kept = tuple(r for r in self._lessons if r.id != lesson.id)
-                self._lessons = ((lesson,) + kept)[: self._limit]
+            if self._lessons is not None:
+                index = self._lessons.index
+                kept = [r for r in self._lessons if r.id != lesson.id]
+                _index_one(index, lesson)
+                for gone in kept[max(0, self._limit - 1):]:
+                    index.drop(gone.id)
+                self._lessons = _lessons([lesson, *kept[: max(0, self._limit - 1)]], index)
 
     def clear(self) -> None:
         """Forget everything; the next use reloads."""
         with self._lock:
             self._lessons = None
+
+
+def _index_one(index: LessonIndex, record: MemoryRecord) -> None:
+    lesson = parse_lesson(record.content)
+    if lesson is None:
+        index.drop(record.id)
+    else:
+        index.put(record.id, lesson, record.writer)
+
+
+def _lessons(records: Iterable[MemoryRecord], index: LessonIndex) -> Lessons:
+    lessons = Lessons(records)
+    lessons.index = index
+    return lessons
 
 
 @dataclass(frozen=True, slots=True)
