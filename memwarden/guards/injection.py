@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
-import ahocorasick
+import ahocorasick_rs
 
 from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
@@ -684,26 +684,18 @@ def _rule_needs(rules: Sequence[_Rule]) -> list[tuple[frozenset[str], ...] | Non
 _RULE_NEEDS = _rule_needs(_RULES)
 
 
-def _automaton(literals: Iterable[str]) -> ahocorasick.Automaton:
-    """An Aho-Corasick automaton over ``literals``; a match's value is (literal, length - 1)."""
-    automaton = ahocorasick.Automaton()
-    for lit in literals:
-        automaton.add_word(lit, (lit, len(lit) - 1))
-    automaton.make_automaton()
-    return automaton
-
-
 # One pass over the text finds every occurrence of every literal (overlapping ones too), in
 # time linear in the text, where a regex would be tried at every character.
-_LITERAL_AUTOMATON = _automaton({lit for n in _RULE_NEEDS if n for s in n for lit in s})
+_LITERALS = tuple(sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s}))
+_LITERAL_AUTOMATON = ahocorasick_rs.AhoCorasick(_LITERALS, matchkind=ahocorasick_rs.MatchKind.Standard)
 
 
 def _occurrences(flat: str) -> dict[str, list[int]]:
     """literal -> its start positions in ``flat`` (text with line breaks read as spaces), in
     order; only the literals that occur are keys."""
     where: dict[str, list[int]] = {}
-    for end, (lit, back) in _LITERAL_AUTOMATON.iter(flat):
-        where.setdefault(lit, []).append(end - back)
+    for i, start, _ in _LITERAL_AUTOMATON.find_matches_as_indexes(flat, overlapping=True):
+        where.setdefault(_LITERALS[i], []).append(start)
     return where
 
 # Long texts are searched only around the occurrences of a rule's rarest literals: as far on
