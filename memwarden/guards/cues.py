@@ -37,10 +37,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CATEGORIES", "Cues", "cue_hits", "prompt_shape", "trie_regex", "words"]
+import ahocorasick_rs
+
+__all__ = ["CATEGORIES", "Cues", "cue_hits", "prompt_shape", "words"]
 
 # Category -> phrases. Phrases are written naturally (accents, apostrophes) and folded when
 # the table is built; several languages share one list per category.
@@ -216,26 +218,6 @@ def _spellings(key: str) -> set[str]:
     return found
 
 
-def trie_regex(literals: Iterable[str]) -> str:
-    """A regex source matching any of ``literals``, shaped as a trie (shared prefixes are
-    tried once), preferring the longest literal at a position."""
-    trie: dict = {}
-    for lit in literals:
-        node = trie
-        for ch in lit:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def emit(node: dict) -> str:
-        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
-        if not alts:
-            return ""
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        return f"(?:{body})?" if "" in node else body
-
-    return emit(trie)
-
-
 @dataclass(frozen=True)
 class Cues:
     """The cue phrases found in one text, ``(offset, category, phrase)`` in text order (the
@@ -252,8 +234,8 @@ class Cues:
 
 
 class _Index:
-    """The phrase table, compiled: one trie regex over the phrases, and for each phrase the
-    shorter phrases it starts with (they occur wherever it occurs)."""
+    """The phrase table, compiled: one Aho-Corasick automaton over the phrases, each with a
+    space on both sides, and each phrase's categories."""
 
     def __init__(self) -> None:
         from memwarden.guards.injection import fold  # the one normalisation, shared
@@ -266,12 +248,13 @@ class _Index:
                 if key and len(key.split()) <= _MAX_PHRASE:
                     for spelling in _spellings(key):
                         table.setdefault(spelling, set()).add(category)
-        self.hits = {key: tuple((p, c) for p in table if key == p or key.startswith(p + " ") for c in sorted(table[p]))
-                     for key in table}
-        # Matched on " " + the words joined by single spaces: every phrase starts after a
-        # space, and a pattern that starts with a literal space lets the regex engine skip
-        # from space to space instead of trying the trie at every character.
-        self.regex = re.compile(rf" (?=({trie_regex(table)})\b)")
+        self.phrases = tuple(table)
+        self.categories = tuple(tuple(sorted(table[p])) for p in self.phrases)
+        # Matched on the words joined by single spaces, with a space before and after: a
+        # phrase bounded by spaces starts and ends at word boundaries, and every phrase found
+        # at a position is reported (overlapping matches), "you are" as well as "you are now".
+        self.automaton = ahocorasick_rs.AhoCorasick([f" {p} " for p in self.phrases],
+                                                    matchkind=ahocorasick_rs.MatchKind.Standard)
 
 
 _INDEX: _Index | None = None
@@ -315,8 +298,9 @@ def cue_hits(text: str, *, folded: bool = False) -> Cues:
     # Matching runs over the words joined by single spaces, so punctuation and line breaks
     # between the words of a phrase do not hide it.
     joined = words(flat)
-    found = [(m.start(), category, phrase) for m in index.regex.finditer(" " + joined)
-             for phrase, category in index.hits[m.group(1)]]
+    found = [(start, category, index.phrases[i])
+             for i, start, _ in index.automaton.find_matches_as_indexes(f" {joined} ", overlapping=True)
+             for category in index.categories[i]]
     # Placeholders are rare: their position is estimated from the folded text's.
     found.extend((int(m.start() * len(joined) / max(1, len(flat))), "placeholder", m.group(0))
                  for m in _placeholders(flat) if not _indexing(flat, m.start()))

@@ -46,7 +46,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
-from memwarden.guards.cues import cue_hits, prompt_shape, trie_regex
+import ahocorasick_rs
+
+from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import MemoryRecord
 
@@ -592,7 +594,7 @@ _RULES = _rules(_EN + _DE + _FR + _ES + _IT)
 # Literal prefilter: running 150 regexes over every view of a long text is what costs time,
 # and most rules cannot match because a word they require is absent. Each rule's required
 # literals ("at least one of these substrings must occur in any match") are read off its
-# parsed pattern; one trie-shaped regex finds which of them occur, and only the rules whose
+# parsed pattern; one Aho-Corasick pass finds where they occur, and only the rules whose
 # literals occur are run.
 # ---------------------------------------------------------------------------------------
 
@@ -671,44 +673,30 @@ def _required(items) -> frozenset[str] | None:
 _MAX_NEEDS = 3
 
 
-def _build_prefilter(rules: Sequence[_Rule]) -> tuple[re.Pattern[str], list[tuple[frozenset[str], ...] | None]]:
+def _rule_needs(rules: Sequence[_Rule]) -> list[tuple[frozenset[str], ...] | None]:
     needs = []
     for rule in rules:
         sets = sorted(set(_candidates(_sre_p.parse(rule.regex.pattern, rule.regex.flags))), key=_score, reverse=True)
         needs.append(tuple(sets[:_MAX_NEEDS]) or None)
-    return re.compile(f"(?=({trie_regex({lit for n in needs if n for s in n for lit in s})}))"), needs
+    return needs
 
 
-_PREFILTER, _RULE_NEEDS = _build_prefilter(_RULES)
-_LITERALS = sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s})
-# At each position the trie regex reports the longest literal starting there; the literals
-# that are prefixes of it occur there too.
-_PREFIXES = {lit: frozenset(k for k in _LITERALS if lit.startswith(k)) for lit in _LITERALS}
+_RULE_NEEDS = _rule_needs(_RULES)
 
 
-def _present(flat: str) -> set[str]:
-    """Literals occurring in ``flat`` (text with line breaks read as spaces)."""
-    found: set[str] = set()
-    for lit in set(_PREFILTER.findall(flat)):
-        found |= _PREFIXES[lit]
-    return found
+# One pass over the text finds every occurrence of every literal (overlapping ones too), in
+# time linear in the text, where a regex would be tried at every character.
+_LITERALS = tuple(sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s}))
+_LITERAL_AUTOMATON = ahocorasick_rs.AhoCorasick(_LITERALS, matchkind=ahocorasick_rs.MatchKind.Standard)
 
 
-class _Occurrences(dict):  # type: ignore[type-arg]
-    """literal -> its positions in ``flat``, found when first asked for (only the literals a
-    long text's candidate rules are keyed on are ever looked up)."""
-
-    def __init__(self, flat: str) -> None:
-        super().__init__()
-        self.flat = flat
-
-    def __missing__(self, lit: str) -> list[int]:
-        found, at, flat = [], self.flat.find(lit), self.flat
-        while at >= 0:
-            found.append(at)
-            at = flat.find(lit, at + 1)
-        self[lit] = found
-        return found
+def _occurrences(flat: str) -> dict[str, list[int]]:
+    """literal -> its start positions in ``flat`` (text with line breaks read as spaces), in
+    order; only the literals that occur are keys."""
+    where: dict[str, list[int]] = {}
+    for i, start, _ in _LITERAL_AUTOMATON.find_matches_as_indexes(flat, overlapping=True):
+        where.setdefault(_LITERALS[i], []).append(start)
+    return where
 
 # Long texts are searched only around the occurrences of a rule's rarest literals: as far on
 # each side as the rule's longest match reaches in folded text (where a run of whitespace is
@@ -727,9 +715,9 @@ def _reach(rule: _Rule) -> int:
     return min(_WINDOW, _sre_p.parse(source, rule.regex.flags).getwidth()[1] + _MARGIN)
 
 
-def _spans(text: str, needs: frozenset[str], where: _Occurrences, reach: int) -> list[tuple[int, int]]:
+def _spans(text: str, needs: frozenset[str], where: dict[str, list[int]], reach: int) -> list[tuple[int, int]]:
     spans: list[list[int]] = []
-    for pos in sorted(p for lit in needs for p in where[lit]):
+    for pos in sorted(p for lit in needs for p in where.get(lit, ())):
         start, end = max(0, pos - reach), pos + reach
         if spans and start <= spans[-1][1]:
             spans[-1][1] = end
@@ -1226,8 +1214,8 @@ class InjectionDetector:
 
         long_text = len(text) > _LONG
         flat = text.replace("\n", " ")
-        present = _present(flat)
-        where = _Occurrences(flat)
+        where = _occurrences(flat)
+        present = set(where)
         if literals is not None:
             literals |= present
         fresh = present - known if known is not None else present
