@@ -54,9 +54,6 @@ class Backend(Protocol):
               partitions: Sequence[Partition] | None = None) -> list[StoredRow]:
         """Rows by id and/or metadata filter (only in ``partitions`` when given)."""
 
-    def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
-        """The k nearest rows that pass ``where``, with cosine distances."""
-
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
@@ -144,7 +141,9 @@ class ChromaBackend:
                             limit=limit, offset=offset, include=["documents", "metadatas"])
         return _rows(got["ids"], got["documents"], got["metadatas"])
 
-    def query(self, embedding, k, where) -> list[tuple[StoredRow, float]]:  # noqa: D102
+    def query(self, embedding, k, where) -> list[tuple[StoredRow, float]]:
+        """The k nearest rows of this collection that pass ``where``, with cosine distances
+        (the partitioned store queries its collections itself: see query_targets)."""
         got = self._col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)], n_results=k,
                               where=where or None, include=["documents", "metadatas", "distances"])
         rows = _rows(got["ids"][0], got["documents"][0], got["metadatas"][0])
@@ -231,11 +230,6 @@ class DelegatingBackend:
         """See :meth:`Backend.fetch`."""
         self._before_read()
         return self._inner.fetch(ids, where, limit, offset, partitions=partitions)
-
-    def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
-        """See :meth:`Backend.query`."""
-        self._before_read()
-        return self._inner.query(embedding, k, where)
 
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """See :meth:`Backend.text_query`."""

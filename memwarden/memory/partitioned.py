@@ -474,14 +474,6 @@ class PartitionedBackend:
             skip = 0
         return out if limit is None else out[:limit]
 
-    def query(self, embedding: np.ndarray, k: int, where: Where | None) -> list[tuple[StoredRow, float]]:
-        """The k nearest rows of the whole store that pass ``where`` (every partition filtered)."""
-        with self._gate.shared():
-            self._refresh()
-            parts = sorted(self._parts)
-            found = self._map(lambda p: self._query(p, embedding, k, where), parts)
-            return sorted((hit for hits in found for hit in hits), key=lambda h: h[1])[:k]
-
     def _query(self, part: Partition, embedding: np.ndarray, n: int,
                where: Where | None) -> list[tuple[StoredRow, float]]:
         col = self._handle(self._parts[part])
