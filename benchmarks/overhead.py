@@ -64,6 +64,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -85,7 +86,7 @@ from memwarden import Memory, Principal  # noqa: E402
 from memwarden.guards.visibility import visible_filter  # noqa: E402
 from memwarden.memory.audit import AuditLog  # noqa: E402
 from memwarden.memory.memory import Settings  # noqa: E402
-from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend  # noqa: E402
+from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend, collection_name  # noqa: E402
 from memwarden.memory.codec import to_metadata  # noqa: E402
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend  # noqa: E402
 from memwarden.memory.records import Kind, MemoryRecord, Source, record_id, utcnow  # noqa: E402
@@ -358,6 +359,7 @@ class Bench:
         self.alice = self.mem.session(Principal("alice"))
         self.alice_noval = self.mem_noval.session(Principal("alice"))
         self.size = 0
+        self.pool = ThreadPoolExecutor(max(args.threads, 1), thread_name_prefix="bench-partitions")
         self.visible_ids: list[str] = []
         self.visible_vecs: list[np.ndarray] = []
         self.written: dict[str, list[tuple[str, np.ndarray]]] = {"memwarden": [], "raw": []}
@@ -379,6 +381,7 @@ class Bench:
     def close(self) -> None:
         self.mem.close()
         self.raw_client.close()
+        self.pool.shutdown()
 
     # -- growth
     def grow(self, size: int, progress: Progress, task: Any) -> None:
@@ -426,6 +429,7 @@ class Bench:
         finally:
             del backend.query_targets
         targets = sent["targets"]
+        self.plan_targets = targets
         return {
             "partitions": len(targets),
             "coverage": {c.value: sum(t.coverage is c for t in targets) for c in Coverage},
@@ -443,7 +447,37 @@ class Bench:
             "raw_filtered": lambda i: col.query(query_embeddings=[vecs[i % n]], n_results=k, where=where,
                                                 include=include),
             "raw_unfiltered": lambda i: col.query(query_embeddings=[vecs[i % n]], n_results=k, include=include),
+            "raw_partitions": self.partition_calls(),
         }
+
+    def partition_calls(self) -> Callable[[int], Any]:
+        """Raw Chroma making the calls a governed search makes, with no governance around them.
+
+        The same collections of the partitioned store, the same residual filters and the same
+        two steps (every planned partition's nearest ids side by side, then the best rows
+        fetched by id, one call per partition that holds some). Governed over this arm is what
+        memwarden itself costs; this arm over raw unfiltered is what the layout costs: Chroma
+        charges each call a fixed price, and one search of a partitioned store is several."""
+        k, vecs, n = self.args.k, self.query_vecs, self.n_query_vectors
+        slack = k + 5   # as PartitionedBackend.query_targets asks
+        stored = set(self.backend.partitions())
+        searched = [(self.client.get_collection(collection_name(self.backend.depth, t.partition)), t.where or None)
+                    for t in self.plan_targets if t.searched and t.partition in stored]
+        pool = self.pool
+
+        def run(i: int) -> Any:
+            q = [vecs[i % n]]
+            lists = list(pool.map(lambda cw: cw[0].query(query_embeddings=q, n_results=slack, where=cw[1],
+                                                         include=["distances"]), searched))
+            best = sorted((d, rid, j) for j, got in enumerate(lists)
+                          for rid, d in zip(got["ids"][0], got["distances"][0]))[:k]
+            groups: dict[int, list[str]] = {}
+            for _, rid, j in best:
+                groups.setdefault(j, []).append(rid)
+            return list(pool.map(lambda g: searched[g[0]][0].get(ids=g[1], include=["documents", "metadatas"]),
+                                 groups.items()))
+
+        return run
 
     def get_arms(self) -> dict[str, Callable[[int], Any]]:
         col, alice = self.col, self.alice
@@ -676,6 +710,9 @@ RATIO_ROWS = (
     ("search", "governed / raw + same filter", "governed", "raw_filtered"),
     ("search", "governed / raw unfiltered", "governed", "raw_unfiltered"),
     ("search", "raw + filter / raw unfiltered (Chroma alone)", "raw_filtered", "raw_unfiltered"),
+    ("search", "governed / raw, the same partition calls (memwarden's share)", "governed", "raw_partitions"),
+    ("search", "raw, the same partition calls / raw unfiltered (the layout's share)", "raw_partitions",
+     "raw_unfiltered"),
     ("get", "governed / raw", "governed", "raw"),
     ("write", "governed (validators) / raw", "governed", "raw"),
     ("write", "governed (no validators) / raw", "governed_novalidators", "raw"),
