@@ -25,8 +25,11 @@ by query and rotating their order so machine noise falls on all of them alike:
 
 - write: governed (default validators), governed (no validators), raw ``upsert``;
 - search: governed, raw WITH the equivalent filter (the policy scope and visibility as one
-  ``where``: ``scope_filter`` + ``visible_filter``), raw UNFILTERED; before timing, governed and
-  raw filtered hits are compared with the exact top k (brute force over the visible rows);
+  ``where``: ``scope_filter`` + ``visible_filter``), raw UNFILTERED, and raw making the SAME
+  PARTITION CALLS as the governed search with no governance around them (governed over it is
+  memwarden's own share, it over raw unfiltered is the partitioned layout's); before timing,
+  governed and raw filtered hits are compared with the exact top k (brute force over the
+  visible rows);
 - get by id: governed, raw ``get``;
 
 plus, for reference: LangGraph's ``InMemoryStore`` with a vector index at 10k rows, RSS growth
