@@ -683,10 +683,60 @@ def _rule_needs(rules: Sequence[_Rule]) -> list[tuple[frozenset[str], ...] | Non
 
 _RULE_NEEDS = _rule_needs(_RULES)
 
+# Zero-width items a match may begin with (\b, ^, look-arounds): they consume no text.
+_ZERO_WIDTH_OPS = (_sre_c.AT, _sre_c.ASSERT, _sre_c.ASSERT_NOT)
+
+
+def _starts(items) -> frozenset[str] | None:
+    """Literals one of which every match of the sequence ``items`` begins with (read as the
+    prefilter reads text: \\s+ as one space), or None when the pattern does not say."""
+    items = list(items)
+    i = 0
+    while i < len(items) and items[i][0] in _ZERO_WIDTH_OPS:
+        i += 1
+    run: list[str] = []
+    for op, av in items[i:]:
+        if op is _sre_c.LITERAL and av != ord("\n"):
+            run.append(chr(av))
+        elif (op is _sre_c.MAX_REPEAT and av[0] >= 1 and run and len(av[2]) == 1 and av[2][0][0] is _sre_c.IN
+              and av[2][0][1] == [(_sre_c.CATEGORY, _sre_c.CATEGORY_SPACE)]):
+            run.append(" ")  # \s+ inside a phrase
+        else:
+            break
+        i += 1
+    if run:
+        return frozenset({"".join(run).rstrip()})
+    if i == len(items):
+        return None
+    op, av = items[i]
+    if op is _sre_c.SUBPATTERN:
+        return _starts(av[-1])
+    if op is _sre_c.BRANCH:
+        subs = [_starts(b) for b in av[1]]
+        return frozenset().union(*subs) if all(subs) else None
+    if op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and av[0] >= 1:
+        return _starts(av[2])
+    return None
+
+
+def _rule_starts(rule: _Rule) -> frozenset[str] | None:
+    """The literals every match of ``rule`` begins with, when all are long enough to be rare
+    (shorter ones, "a" or "in", occur so often that searching the text is cheaper)."""
+    if rule.regex.flags & re.IGNORECASE:
+        return None  # literals then match other spellings too
+    found = _starts(_sre_p.parse(rule.regex.pattern, rule.regex.flags))
+    return found if found and min(map(len, found)) >= _MIN_LITERAL else None
+
+
+# A rule with start literals is tried only where one of them occurs (``match`` at each such
+# position, which finds every match a search would: each match begins at one): a handful of
+# anchored attempts instead of an attempt at every character of the text.
+_RULE_STARTS = tuple(_rule_starts(rule) for rule in _RULES)
 
 # One pass over the text finds every occurrence of every literal (overlapping ones too), in
 # time linear in the text, where a regex would be tried at every character.
-_LITERALS = tuple(sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s}))
+_LITERALS = tuple(sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s}
+                         | {lit for starts in _RULE_STARTS if starts for lit in starts}))
 _LITERAL_AUTOMATON = ahocorasick_rs.AhoCorasick(_LITERALS, matchkind=ahocorasick_rs.MatchKind.Standard)
 
 
@@ -1239,7 +1289,10 @@ class InjectionDetector:
                 continue
             if rule.weight <= found.get(rule.family, 0.0):
                 continue
-            if long_text and needs is not None:
+            starts = _RULE_STARTS[i]
+            if starts is not None:
+                hit = any(rule.regex.match(text, at) for lit in starts for at in where.get(lit, ()))
+            elif long_text and needs is not None:
                 hit = any(rule.regex.search(text, start, end) for start, end in _spans(text, needs[0], where, _REACH[i]))
             else:
                 hit = rule.regex.search(text) is not None
