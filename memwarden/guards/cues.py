@@ -253,8 +253,10 @@ class _Index:
         # Matched on the words joined by single spaces, with a space before and after: a
         # phrase bounded by spaces starts and ends at word boundaries, and every phrase found
         # at a position is reported (overlapping matches), "you are" as well as "you are now".
+        # (A DFA: twice as fast to run as the default NFA, for a few MB.)
         self.automaton = ahocorasick_rs.AhoCorasick([f" {p} " for p in self.phrases],
-                                                    matchkind=ahocorasick_rs.MatchKind.Standard)
+                                                    matchkind=ahocorasick_rs.MatchKind.Standard,
+                                                    implementation=ahocorasick_rs.Implementation.DFA)
 
 
 _INDEX: _Index | None = None
