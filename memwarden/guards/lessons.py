@@ -128,7 +128,7 @@ def _shingles(tokens: Sequence[str], hashes: dict[str, int], words: int) -> set[
     if not tokens:
         return set()
     width = min(words, len(tokens))
-    per_token = np.fromiter((hashes[t] for t in tokens), dtype=np.uint64, count=len(tokens))
+    per_token = np.fromiter(map(hashes.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
     runs = len(tokens) - width + 1
     x = _mix(per_token[:runs])
     for j in range(1, width):
