@@ -90,10 +90,11 @@ _COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20f
 # Only whitespace that changes is matched: a single space, or a bare line break, is left as it
 # is without a replacement per word. (_NEWLINES_RE runs after _SPACES_RE: the whitespace left
 # is spaces and line breaks.)
-_SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S \n]")
+# (Written to begin with a character class, so that the regex engine skips ahead to the next
+# whitespace instead of trying at every character: "[^\S\n]{2,}|[^\S \n]", reordered.)
+_SPACES_RE = re.compile(r"[^\S\n](?:[^\S\n]+|(?<=[^\S \n]))")
+_ODD_SPACE_RE = re.compile(r"[^\S \n]")
 _NEWLINES_RE = re.compile(r"(?: \n|\n[ \n])[ \n]*")
-# The ASCII whitespace other than space and line break (what _SPACES_RE always replaces).
-_ASCII_SPACES = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"
 
 
 def _fold_run(match: re.Match[str]) -> str:
@@ -118,7 +119,7 @@ def fold(text: str) -> str:
     text = text.lower().replace("`", "'")
     # Each regex tries every character; most texts have nothing for it to collapse, and that
     # is found out faster by looking for the few substrings it could start with.
-    if not (text.isascii() and "  " not in text and not any(map(text.__contains__, _ASCII_SPACES))):
+    if "  " in text or _ODD_SPACE_RE.search(text):
         text = _SPACES_RE.sub(" ", text)
     if " \n" in text or "\n " in text or "\n\n" in text:
         text = _NEWLINES_RE.sub("\n", text)
@@ -834,7 +835,9 @@ _SENSITIVE = re.compile(_prep(
     r"donnees(?: des)? clients?|les donnees|mots de passe|identifiants|liste (?:des|de) clients|"
     r"datos(?: de(?: los)?)? clientes|los datos|contrasenas|credenciales|lista de clientes|"
     r"dati(?: dei)? clienti|i dati|credenziali|elenco (?:dei )?clienti)\b"))
-_SENTENCE_SPLIT = re.compile(r"[.!?;]\s+|\n")
+# "[.!?;]\s+|\n", written to begin with a character class (the engine then skips ahead to
+# the next candidate character instead of trying at every one).
+_SENTENCE_SPLIT = re.compile(r"[.!?;\n](?:(?<=\n)|\s+)")
 
 
 def _sentences(text: str | Sequence[str], *gates: re.Pattern[str]) -> list[str]:

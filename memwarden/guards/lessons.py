@@ -101,14 +101,15 @@ _TABLE_LIMIT = 1 << 16
 def _word_hashes(words: Iterable[str], key: bytes) -> dict[str, int]:
     """word -> keyed 64-bit BLAKE2b hash, for each distinct word."""
     table = _table(key)
-    found: dict[str, int] = {}
-    for word in set(words):
-        h = table.get(word)
-        if h is None:
-            h = table[word] = _hash(word, key)
-        found[word] = h
+    distinct = set(words)
+    for word in distinct.difference(table):  # (walks the words, looking each up in the table)
+        table[word] = _hash(word, key)
+    try:
+        found = dict(zip(distinct, map(table.__getitem__, distinct)))
+    except KeyError:  # another write cleared the table meanwhile: hash what is gone again
+        found = {w: h if (h := table.get(w)) is not None else _hash(w, key) for w in distinct}
     if len(table) > _TABLE_LIMIT:
-        table.clear()  # a lookup racing with this recomputes its hash; it is never wrong
+        table.clear()
     return found
 
 
