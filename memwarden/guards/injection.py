@@ -97,8 +97,10 @@ _ODD_SPACE_RE = re.compile(r"[^\S \n]")
 _NEWLINES_RE = re.compile(r"(?: \n|\n[ \n])[ \n]*")
 
 
-def _fold_run(match: re.Match[str]) -> str:
-    run = _CONFUSABLES_RE.sub(lambda m: _CONFUSABLES_SRC[m.group(0)], unicodedata.normalize("NFKC", match.group(0)))
+# The same few runs ("’", "—", "é") recur throughout a text and from one text to the next.
+@lru_cache(maxsize=4096)
+def _fold_run(run: str) -> str:
+    run = _CONFUSABLES_RE.sub(lambda m: _CONFUSABLES_SRC[m.group(0)], unicodedata.normalize("NFKC", run))
     run = _COMBINING_RE.sub("", unicodedata.normalize("NFKD", _INVISIBLE_RE.sub("", run).casefold()))
     return run.replace("’", "'").replace("‘", "'")
 
@@ -115,7 +117,7 @@ def fold(text: str) -> str:
     # Only the runs of non-ASCII characters need Unicode work (an accent that combines with
     # the ASCII letter before it is removed all the same); ASCII needs only lower case.
     if not text.isascii():
-        text = _NON_ASCII_RUN.sub(_fold_run, text)
+        text = _NON_ASCII_RUN.sub(lambda m: _fold_run(m.group(0)), text)
     text = text.lower().replace("`", "'")
     # Each regex tries every character; most texts have nothing for it to collapse, and that
     # is found out faster by looking for the few substrings it could start with.
@@ -886,6 +888,25 @@ _DATA_PARAM = re.compile(r"[?&;](?:data|d|payload|secret|token|key|api_?key|pass
                          r"msg|message|text|summary|info|q|query|user|email)=([^&#\s]*)", re.IGNORECASE)
 
 
+# A text's links come back in its derived views, and the same links (badges, docs) in other
+# texts: each is judged once.
+@lru_cache(maxsize=1024)
+def _image_weight(url: str) -> float:
+    """exfil-link weight of a Markdown/HTML image URL (images load without a click)."""
+    data = [unquote(pm.group(1)) for pm in _DATA_PARAM.finditer(url)]
+    if _URL_TEMPLATE.search(url.lower()) or any(map(_encoded, data)):
+        return 1.0
+    return 0.6 if data else 0.3  # a parameter named for data is likely, any other a badge's "?label=" at most
+
+
+@lru_cache(maxsize=1024)
+def _link_weight(url: str) -> float:
+    """exfil-link weight of a plain link URL (0.0: none)."""
+    if _URL_TEMPLATE.search(url.lower()):
+        return 1.0
+    return 0.3 if any(_encoded(unquote(pm.group(1))) for pm in _DATA_PARAM.finditer(url)) else 0.0
+
+
 def _encoded(value: str) -> bool:
     """A query value that looks like data rather than a setting: long, or a token mixing
     upper and lower case and digits (base64 and the like)."""
@@ -1123,6 +1144,9 @@ def clear_caches() -> None:
     """Forget the per-text caches (:func:`fold` and the folded views), so that the next scan of
     a text does all its work, as the first scan of a new write does (for benchmarks)."""
     fold.cache_clear()
+    _fold_run.cache_clear()
+    _image_weight.cache_clear()
+    _link_weight.cache_clear()
     _prepared.cache_clear()
     _views.cache_clear()
 
@@ -1298,7 +1322,7 @@ class InjectionDetector:
             if needs is None:
                 if known is not None:
                     continue
-            elif not all(n & present for n in needs) or not any(n & fresh for n in needs):
+            elif any(n.isdisjoint(present) for n in needs) or all(n.isdisjoint(fresh) for n in needs):
                 continue
             if rule.weight <= found.get(rule.family, 0.0):
                 continue
@@ -1329,19 +1353,11 @@ class InjectionDetector:
         # without a click; a link needs one.
         images = {m.group(1) for regex in (_MD_IMAGE_URL, _HTML_IMG_URL) for m in regex.finditer(text)}
         for url in images:
-            data = [unquote(pm.group(1)) for pm in _DATA_PARAM.finditer(url)]
-            if _URL_TEMPLATE.search(url.lower()) or any(map(_encoded, data)):
-                put("exfil-link", 1.0)
-            else:  # a parameter named for data is likely, any other a badge's "?label=" at most
-                put("exfil-link", 0.6 if data else 0.3)
+            put("exfil-link", _image_weight(url))
         for m in _URL.finditer(text):
             url = m.group(0)
-            if url in images:
-                continue
-            if _URL_TEMPLATE.search(url.lower()):
-                put("exfil-link", 1.0)
-            elif any(_encoded(unquote(pm.group(1))) for pm in _DATA_PARAM.finditer(url)):
-                put("exfil-link", 0.3)
+            if url not in images and (weight := _link_weight(url)):
+                put("exfil-link", weight)
 
     @staticmethod
     def _hidden_unicode(text: str, nfkc: str, put) -> None:

@@ -157,9 +157,9 @@ def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
     for reading in readings(text):
         tokens = signature_tokens(reading, folded=True)
         content = content_words(reading, folded=True)
-        hashes = _word_hashes([*tokens, *content], key)
+        hashes = _word_hashes(content.union(tokens), key)
         shingles |= _shingles(tokens, hashes, SHINGLE_WORDS)
-        words.update(hashes[w] for w in content)
+        words.update(map(hashes.__getitem__, content))
     return frozenset(shingles), frozenset(words)
 
 
