@@ -922,6 +922,9 @@ _B64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-
                         r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9_-]{16,}={0,2}(?![A-Za-z0-9_=-])")
 _B32_TOKEN = re.compile(r"(?<![A-Za-z0-9=])[A-Z2-7]{16,}={0,6}(?![A-Za-z0-9=])")
 _HEX_TOKEN = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}[ :]?){12,}(?![0-9A-Za-z])")
+# How every hex blob begins, written to begin with a character class (which the regex engine
+# skips ahead to): found fast, and no blob starts before the first place it occurs.
+_HEX_START = re.compile(r"[0-9a-fA-F][0-9a-fA-F][ :]?(?:[0-9a-fA-F]{2}[ :]?){11}")
 _BIN_TOKEN = re.compile(r"(?<![01])(?:[01]{8}[ ]?){4,}")
 _MORSE_TOKEN = re.compile(r"(?:[.\-]{1,7}(?: {1,3}| ?/ ?)){6,}[.\-]{1,7}")
 _A85_TOKEN = re.compile(r"<~(.{8,}?)~>", re.DOTALL)
@@ -931,10 +934,12 @@ _UESC_RE = re.compile(r"(?:\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\U[0-9a-fA-F]{8}
 _ENTITY_RE = re.compile(r"&#x?[0-9a-fA-F]{2,6};|&[a-z]{2,8};")
 _TAGS_RE = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS_RE = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,7}\U000e007f")
-_LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$!|]*[a-z])(?=[a-z0-9@$!|]*[0-9@$|])[a-z0-9@$!|]{3,}\b")
+# A word of [a-z0-9@$!|] holding a letter and a digit or sign. (The look-aheads are possessive,
+# and the rarer condition comes first: at most word starts it fails at once.)
+_LEET_TOKEN = re.compile(r"\b(?=[a-z!]*+[0-9@$|])(?=[0-9@$!|]*+[a-z])[a-z0-9@$!|]{3,}\b")
 _LEET_NEAR = re.compile(r"[a-z][0-9@$|]|[0-9@$|][a-z]")  # a leet word has a letter next to a digit or sign
 # Any word holding a digit or sign (a word without one reads the same undone).
-_LEET_ANY = re.compile(r"\b(?=[a-z0-9@$!|]*[0-9@$!|])[a-z0-9@$!|]{2,}\b")
+_LEET_ANY = re.compile(r"\b(?=[a-z]*+[0-9@$!|])[a-z0-9@$!|]{2,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
                        "@": "a", "$": "s", "!": "i", "|": "l"})
 _SPACED_RE = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
@@ -1013,7 +1018,8 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
             add("base32", _texty(base64.b32decode(core + "=" * (-len(core) % 8))))
         except (binascii.Error, ValueError):
             pass
-    for m in (_HEX_TOKEN.finditer(raw) if sum(map(raw.count, "0123456789")) >= 12 else ()):
+    first = _HEX_START.search(raw) if sum(map(raw.count, "0123456789")) >= 12 else None
+    for m in (_HEX_TOKEN.finditer(raw, first.start()) if first else ()):
         digits = re.sub(r"[ :]", "", m.group(0))
         if len(digits) % 2:
             digits = digits[:-1]

@@ -113,13 +113,20 @@ def _word_hashes(words: Iterable[str], key: bytes) -> dict[str, int]:
     return found
 
 
+_SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
+_FACTORS = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+
 def _mix(x: np.ndarray) -> np.ndarray:
     """The splitmix64 finaliser, element-wise (uint64 arithmetic wraps, as intended)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    # (Most readings are short: the constants are made once, and the array is worked on in
+    # place after the first step, which copies it.)
+    x = x ^ (x >> _SHIFTS[0])
+    x *= _FACTORS[0]
+    x ^= x >> _SHIFTS[1]
+    x *= _FACTORS[1]
+    x ^= x >> _SHIFTS[2]
+    return x
 
 
 def _shingles(tokens: Sequence[str], hashes: dict[str, int], words: int) -> set[int]:
