@@ -982,9 +982,11 @@ def _texty(data: bytes) -> str | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    printable = sum(ch.isprintable() or ch in "\n\t\r" for ch in text)
-    letters = sum(ch.isalpha() for ch in text)
-    if printable < 0.95 * len(text) or letters < 0.5 * len(text.replace(" ", "")) or " " not in text.strip():
+    # Cheapest test first: most blobs (tokens of URLs and code) decode to no words at all.
+    if " " not in text.strip():
+        return None
+    printable = len(text) if text.isprintable() else sum(ch.isprintable() or ch in "\n\t\r" for ch in text)
+    if printable < 0.95 * len(text) or sum(map(str.isalpha, text)) < 0.5 * len(text.replace(" ", "")):
         return None
     return text
 
