@@ -1330,7 +1330,7 @@ class InjectionDetector:
             if needs is None:
                 if known is not None:
                     continue
-            elif any(n.isdisjoint(present) for n in needs) or all(n.isdisjoint(fresh) for n in needs):
+            elif any(map(present.isdisjoint, needs)) or (known is not None and all(map(fresh.isdisjoint, needs))):
                 continue
             if rule.weight <= found.get(rule.family, 0.0):
                 continue
