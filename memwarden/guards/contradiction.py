@@ -29,14 +29,16 @@ not a regex, should decide which of two conflicting memories is true.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memwarden.guards.injection import fold
+from memwarden.guards.injection import fold, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import Kind, MemoryRecord
 
-__all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "find_contradiction", "statement"]
+__all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
+           "statement"]
 
 _NEGATIONS = frozenset("""
 not no never none nobody nothing neither nor cannot cant dont doesnt didnt isnt arent wasnt werent wont
@@ -171,15 +173,26 @@ def content_words(text: str, *, folded: bool = False) -> frozenset[str]:
     """The content words of ``text`` as :func:`find_contradiction` compares them (folded, no
     stop words, negations or numbers): two statements can conflict only if they share some.
     ``folded``: ``text`` is already folded."""
-    # The same set as _content(_words(...)), built with set operations: only the words with
-    # an apostrophe are spelt out one by one (lesson sketches take this for every reading of
-    # every write, long texts included).
-    folded_text = text if folded else fold(text)
-    found = set(_WORD.findall(folded_text))
-    if "'" in folded_text:
-        for tok in [w for w in found if "'" in w]:
-            found.discard(tok)
-            found.update(_spelt_out(tok))
+    return content_words_of(signature_tokens(text, folded=folded))
+
+
+def content_words_of(tokens: Iterable[str]) -> frozenset[str]:
+    """:func:`content_words` of a text from its signature tokens
+    (:func:`~memwarden.guards.injection.signature_tokens`), which lesson sketches have at hand.
+
+    A word of _WORD is made of letters and apostrophes, which signature tokens keep whole:
+    each word lies within one token. So the words are the all-letter tokens, plus the words
+    _WORD finds in the few others (with an apostrophe, or a number written as "#"); words
+    with an apostrophe are then spelt out as :func:`statement` spells them.
+    """
+    distinct = set(tokens)
+    found = set(filter(str.isalpha, distinct))
+    for token in distinct - found:
+        for word in _WORD.findall(token):
+            if "'" in word:
+                found.update(_spelt_out(word))
+            else:
+                found.add(word)
     return frozenset(found - _NOT_CONTENT)
 
 

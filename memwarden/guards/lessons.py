@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.guards.contradiction import content_words
+from memwarden.guards.contradiction import content_words, content_words_of
 from memwarden.guards.injection import readings, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import Kind, MemoryRecord
@@ -163,7 +163,7 @@ def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
     words: set[int] = set()
     for reading in readings(text):
         tokens = signature_tokens(reading, folded=True)
-        content = content_words(reading, folded=True)
+        content = content_words_of(tokens)
         hashes = _word_hashes(content.union(tokens), key)
         shingles |= _shingles(tokens, hashes, SHINGLE_WORDS)
         words.update(map(hashes.__getitem__, content))
