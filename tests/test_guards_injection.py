@@ -338,6 +338,11 @@ def test_rewritten_regexes_find_what_their_plain_forms_find() -> None:
         assert inj._LEET_TOKEN.findall(text) == re.findall(
             r"\b(?=[a-z0-9@$!|]*[a-z])(?=[a-z0-9@$!|]*[0-9@$|])[a-z0-9@$!|]{3,}\b", text), repr(text)
         assert inj._LEET_ANY.findall(text) == re.findall(r"\b(?=[a-z0-9@$!|]*[0-9@$!|])[a-z0-9@$!|]{2,}\b", text)
+        assert bool(inj._LEET_NEAR.search(text)) == bool(re.search(r"[a-z][0-9@$|]|[0-9@$|][a-z]", text)), repr(text)
+    for text in _random_texts(list("ab1 _\n."), 20_000, 4):
+        gate = inj._SPACED_RAW_GATE.search(text)
+        from_gate = bool(gate and inj._SPACED_RAW_RE.search(text, max(0, gate.start() - 1)))
+        assert from_gate == bool(inj._SPACED_RAW_RE.search(text)), repr(text)
     for text in _random_texts(list("0123456789abcdefAFgxz :.\n"), 20_000, 3, longest=60):
         first = inj._HEX_START.search(text)
         after = [m.group(0) for m in inj._HEX_TOKEN.finditer(text, first.start())] if first else []

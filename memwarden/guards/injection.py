@@ -86,6 +86,7 @@ _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u180e\ufeff\u00a
 _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _INVISIBLE_RE = re.compile(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\U000e0000-\U000e007f\ufe00-\ufe0f]")
 _BIDI_RE = re.compile(f"[{_BIDI}]")
+_ZERO_WIDTH_RE = re.compile(f"[{_ZERO_WIDTH}]")
 _COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 # Only whitespace that changes is matched: a single space, or a bare line break, is left as it
 # is without a replacement per word. (_NEWLINES_RE runs after _SPACES_RE: the whitespace left
@@ -937,7 +938,9 @@ _FLAG_TAGS_RE = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,7}\U000e007f")
 # A word of [a-z0-9@$!|] holding a letter and a digit or sign. (The look-aheads are possessive,
 # and the rarer condition comes first: at most word starts it fails at once.)
 _LEET_TOKEN = re.compile(r"\b(?=[a-z!]*+[0-9@$|])(?=[0-9@$!|]*+[a-z])[a-z0-9@$!|]{3,}\b")
-_LEET_NEAR = re.compile(r"[a-z][0-9@$|]|[0-9@$|][a-z]")  # a leet word has a letter next to a digit or sign
+# A leet word has a letter next to a digit or sign: "[a-z][0-9@$|]|[0-9@$|][a-z]", written to
+# begin with a character class (the regex engine skips ahead to one).
+_LEET_NEAR = re.compile(r"[a-z0-9@$|](?:(?<=[a-z])[0-9@$|]|(?<=[0-9@$|])[a-z])")
 # Any word holding a digit or sign (a word without one reads the same undone).
 _LEET_ANY = re.compile(r"\b(?=[a-z]*+[0-9@$!|])[a-z0-9@$!|]{2,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
@@ -1071,7 +1074,8 @@ def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, s
     """Derived texts, cheapest first, each holding only the sentences the transform changes."""
     # Each rewrite runs over the whole text at once; the view keeps the sentences it changed.
     spaced = raw
-    if _SPACED_RAW_GATE.search(raw) and _SPACED_RAW_RE.search(raw):
+    # A run of spaced letters begins at most one character before the gate's first hit.
+    if (gate := _SPACED_RAW_GATE.search(raw)) and _SPACED_RAW_RE.search(raw, max(0, gate.start() - 1)):
         spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw)
     joined = fold(spaced) if spaced is not raw else base
     if _SPACED_GATE.search(joined):
@@ -1372,10 +1376,13 @@ class InjectionDetector:
         """Hidden-Unicode signals of ``text`` (``nfkc``: its NFKC form, already at hand)."""
         if text.isascii():
             return
-        if _TAGS_RE.search(text) and _TAGS_RE.search(_FLAG_TAGS_RE.sub("", text)):
+        # Whether a kind of character occurs at all is read off the text's distinct characters
+        # (a few dozen), so that only the kinds present are searched for in the whole text.
+        chars = "".join(set(text))
+        if _TAGS_RE.search(chars) and _TAGS_RE.search(_FLAG_TAGS_RE.sub("", text)):
             put("hidden-unicode:tag-characters", 1.0)
         zw = 0
-        for m in re.finditer(f"[{_ZERO_WIDTH}\u2060]", text):
+        for m in (_ZERO_WIDTH_RE.finditer(text) if _ZERO_WIDTH_RE.search(chars) else ()):
             i = m.start()
             if i == 0 and text[0] == "\ufeff":
                 continue
@@ -1389,10 +1396,10 @@ class InjectionDetector:
             zw += 1
         if zw:
             put("hidden-unicode:zero-width", 0.5)
-        if _BIDI_RE.search(text):
+        if _BIDI_RE.search(chars):
             put("hidden-unicode:bidi", 0.5)
         end = 0
-        for m in _CONFUSABLES_RE.finditer(nfkc):
+        for m in (_CONFUSABLES_RE.finditer(nfkc) if _CONFUSABLES_RE.search("".join(set(nfkc))) else ()):
             if m.start() < end:
                 continue  # in the word just judged
             start, end = m.start(), m.end()
@@ -1405,5 +1412,5 @@ class InjectionDetector:
                 put("homoglyph", 0.5)
                 break
         # Stacked combining marks (Zalgo); precomposed letters decompose to at most two.
-        if _COMBINING_RE.search(text) and re.search("[\u0300-\u036f]{3,}", unicodedata.normalize("NFD", text)):
+        if _COMBINING_RE.search(chars) and re.search("[\u0300-\u036f]{3,}", unicodedata.normalize("NFD", text)):
             put("hidden-unicode:combining", 0.4)
