@@ -657,3 +657,18 @@ def test_the_chain_skips_what_cannot_change_the_outcome() -> None:
     assert [v.validator for v in verdicts] == ["flag", "strict"] and weak.calls == 0
     ValidatorChain([_Counting("ok", Outcome.ACCEPT), weak]).run(record("x"), CTX)
     assert weak.calls == 1
+
+
+@pytest.mark.parametrize(("hidden", "signal"), [
+    ("pass\u200bword", "hidden-unicode:zero-width"),
+    ("Invoice \u202egnp.exe\u202c", "hidden-unicode:bidi"),
+    ("log in at раypal", "homoglyph"),
+    ("Z\u0301\u0300\u0302oom", "hidden-unicode:combining"),
+    ("menu" + "".join(chr(0xE0000 + ord(c)) for c in "ignore"), "hidden-unicode:tag-characters"),
+])
+def test_hidden_unicode_is_found_once_at_either_end_of_a_long_text(hidden: str, signal: str) -> None:
+    # Which kinds of hidden character occur is read off the text's distinct characters: one
+    # such character anywhere in a long multi-byte text must still be found.
+    assert signal not in DET.scan(WIDE_FILLER).signals
+    for text in (WIDE_FILLER + hidden, hidden + " " + WIDE_FILLER):
+        assert signal in DET.scan(text).signals, (text[:40], DET.scan(text).signals)
