@@ -120,8 +120,8 @@ def fold(text: str) -> str:
     if not text.isascii():
         text = _NON_ASCII_RUN.sub(lambda m: _fold_run(m.group(0)), text)
     text = text.lower().replace("`", "'")
-    # Each regex tries every character; most texts have nothing for it to collapse, and that
-    # is found out faster by looking for the few substrings it could start with.
+    # Most texts have nothing for these regexes to collapse, and that is found out faster by
+    # looking for the few substrings a match could begin with.
     if "  " in text or _ODD_SPACE_RE.search(text):
         text = _SPACES_RE.sub(" ", text)
     if " \n" in text or "\n " in text or "\n\n" in text:
@@ -700,24 +700,23 @@ _ZERO_WIDTH_OPS = (_sre_c.AT, _sre_c.ASSERT, _sre_c.ASSERT_NOT)
 
 
 def _starts(items) -> frozenset[str] | None:
-    """Literals one of which every match of the sequence ``items`` begins with (read as the
-    prefilter reads text: \\s+ as one space), or None when the pattern does not say."""
+    """Literals one of which every match of the sequence ``items`` begins with, character for
+    character, or None when the pattern does not say."""
     items = list(items)
     i = 0
     while i < len(items) and items[i][0] in _ZERO_WIDTH_OPS:
         i += 1
+    # Only the literal characters up to the first \s+ of a phrase: a run of whitespace may be
+    # two characters in a derived text (where the prefilter's phrase literals, with one space,
+    # are not found), and a match that begins there must still be tried.
     run: list[str] = []
     for op, av in items[i:]:
-        if op is _sre_c.LITERAL and av != ord("\n"):
-            run.append(chr(av))
-        elif (op is _sre_c.MAX_REPEAT and av[0] >= 1 and run and len(av[2]) == 1 and av[2][0][0] is _sre_c.IN
-              and av[2][0][1] == [(_sre_c.CATEGORY, _sre_c.CATEGORY_SPACE)]):
-            run.append(" ")  # \s+ inside a phrase
-        else:
+        if op is not _sre_c.LITERAL or av == ord("\n"):  # (line breaks read as spaces)
             break
+        run.append(chr(av))
         i += 1
     if run:
-        return frozenset({"".join(run).rstrip()})
+        return frozenset({"".join(run)})
     if i == len(items):
         return None
     op, av = items[i]
@@ -762,7 +761,8 @@ def _occurrences(flat: str) -> dict[str, list[int]]:
         where.setdefault(_LITERALS[i], []).append(start)
     return where
 
-# Long texts are searched only around the occurrences of a rule's rarest literals: as far on
+# Rules without start literals: long texts are searched only around the occurrences of a
+# rule's rarest literals: as far on
 # each side as the rule's longest match reaches in folded text (where a run of whitespace is
 # one character; a margin covers the few two-character runs of derived texts), and never
 # farther than _WINDOW. A span is searched in place (``search(text, start, end)``), so anchors
