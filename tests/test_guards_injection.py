@@ -331,7 +331,8 @@ def _random_texts(alphabet: list[str], n: int, seed: int, longest: int = 14) -> 
 def test_rewritten_regexes_find_what_their_plain_forms_find() -> None:
     # Hot regexes are written to begin with a character class (or with possessive look-aheads)
     # for speed; each must find exactly what the plain form finds.
-    spaces = [" ", " ", "\n", "\t", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2028", "\u3000", "a", "B", ".", "é", "!", ";"]
+    spaces = [" ", " ", "\n", "\t", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2028", "\u3000",
+              "a", "B", ".", "é", "!", ";"]
     for text in _random_texts(spaces, 20_000, 1):
         assert fold(text) == _plain_fold_spacing(text), repr(text)
         assert inj._SENTENCE_SPLIT.split(text) == re.split(r"[.!?;]\s+|\n", text), repr(text)
