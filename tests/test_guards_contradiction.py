@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 
 from memwarden import Memory, Principal
-from memwarden.guards.contradiction import ContradictionCheck, find_contradiction
+from memwarden.guards.contradiction import ContradictionCheck, content_words, find_contradiction, statement
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.memory.records import Kind, MemoryRecord, Principal as P, Status
@@ -129,3 +130,13 @@ def test_real_memory_compares_only_what_the_writer_may_read(tmp_path: Path) -> N
         blind = mem.session(Principal("olga")).write("Patient p12 is not allergic to penicillin",
                                                       namespace=("ward3", "inbox", "lab"), subjects=["p12"])
         assert blind.status is Status.ACTIVE
+
+
+def test_content_words_from_signature_tokens_are_the_statement_content_words() -> None:
+    # content_words() (used for every reading by the lesson sketches) is built from the
+    # signature tokens; it must give the words statement() reads off the text itself.
+    rng = random.Random(11)
+    pieces = list("abcdnt' 0123#.-é\n") + ["٣", "don't", "can't", "n't", " won't ", "l'ia", "it's", "e-mail", "v2.1"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 15)))
+        assert content_words(text) == statement(text).content, repr(text)

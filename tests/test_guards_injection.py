@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import codecs
 import random
+import re
 import urllib.parse
 
 import pytest
@@ -279,12 +280,76 @@ LONG_FILLER = "The ward round went well and everyone had lunch at noon. " * 60
 WIDE_FILLER = "病房查房顺利，午饭准时 🙂 — la visite s'est bien passée. " * 80
 
 
-@pytest.mark.parametrize("text", [m[1] for m in MALICIOUS] + NEAR_MISSES[:10]
-                         + [LONG_FILLER + m[1] + " " + LONG_FILLER for m in MALICIOUS[::4]]
-                         + [WIDE_FILLER + m[1] + " " + WIDE_FILLER for m in MALICIOUS[1::4]])
+# Payloads whole, across line breaks, in the middle of long texts, and at the very start and
+# end of long multi-byte texts (where a window or an anchored match could fall short).
+PREFILTER_TEXTS = ([m[1] for m in MALICIOUS] + NEAR_MISSES[:10]
+                   + [m[1].replace(" ", "\n") for m in MALICIOUS[2::4]]
+                   + [LONG_FILLER + m[1] + " " + LONG_FILLER for m in MALICIOUS[::4]]
+                   + [WIDE_FILLER + m[1] + " " + WIDE_FILLER for m in MALICIOUS[1::4]]
+                   + [m[1] + WIDE_FILLER for m in MALICIOUS[3::8]] + [WIDE_FILLER + m[1] for m in MALICIOUS[5::8]])
+
+
+@pytest.mark.parametrize("text", PREFILTER_TEXTS)
 def test_prefilter_is_sound(text: str) -> None:
     fast = set(DET._match_all(fold(text), text)) - {"exfiltration", "exfil-link"}
     assert fast == _brute_force(text)
+
+
+def test_every_match_begins_with_one_of_its_rules_start_literals() -> None:
+    # A rule with start literals is tried only where one occurs: that is sound only if every
+    # match of the rule, wherever it is, begins with one of them.
+    anchored = [(rule, starts) for rule, starts in zip(inj._RULES, inj._RULE_STARTS) if starts]
+    assert len(anchored) > len(inj._RULES) // 2
+    seen = 0
+    # Folded texts, and texts as a derived view can read: phrase words two whitespace
+    # characters apart (a sentence ending in a space, joined to the next by a line break).
+    scanned = [fold(text) for text in PREFILTER_TEXTS] + [fold(m[1]).replace(" ", " \n") for m in MALICIOUS]
+    for base in scanned:
+        flat = base.replace("\n", " ")
+        where = inj._occurrences(flat)
+        for rule, starts in anchored:
+            for m in rule.regex.finditer(base):
+                seen += 1
+                assert any(flat.startswith(lit, m.start()) for lit in starts), (rule.regex.pattern, m.group(0))
+            tried = any(rule.regex.match(base, at) for lit in starts for at in where.get(lit, ()))
+            assert tried == (rule.regex.search(base) is not None)
+    assert seen > 100
+
+
+def _plain_fold_spacing(text: str) -> str:
+    """fold()'s whitespace handling as first written: both regexes, always."""
+    text = inj._NON_ASCII_RUN.sub(lambda m: inj._fold_run(m.group(0)), text) if not text.isascii() else text
+    text = re.sub(r"[^\S\n]{2,}|[^\S \n]", " ", text.lower().replace("`", "'"))
+    return re.sub(r"(?: \n|\n[ \n])[ \n]*", "\n", text).strip()
+
+
+def _random_texts(alphabet: list[str], n: int, seed: int, longest: int = 14) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, longest))) for _ in range(n)]
+
+
+def test_rewritten_regexes_find_what_their_plain_forms_find() -> None:
+    # Hot regexes are written to begin with a character class (or with possessive look-aheads)
+    # for speed; each must find exactly what the plain form finds.
+    spaces = [" ", " ", "\n", "\t", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2028", "\u3000",
+              "a", "B", ".", "é", "!", ";"]
+    for text in _random_texts(spaces, 20_000, 1):
+        assert fold(text) == _plain_fold_spacing(text), repr(text)
+        assert inj._SENTENCE_SPLIT.split(text) == re.split(r"[.!?;]\s+|\n", text), repr(text)
+    leet = list("abz019@$!|-. \n'#_é")
+    for text in _random_texts(leet, 20_000, 2):
+        assert inj._LEET_TOKEN.findall(text) == re.findall(
+            r"\b(?=[a-z0-9@$!|]*[a-z])(?=[a-z0-9@$!|]*[0-9@$|])[a-z0-9@$!|]{3,}\b", text), repr(text)
+        assert inj._LEET_ANY.findall(text) == re.findall(r"\b(?=[a-z0-9@$!|]*[0-9@$!|])[a-z0-9@$!|]{2,}\b", text)
+        assert bool(inj._LEET_NEAR.search(text)) == bool(re.search(r"[a-z][0-9@$|]|[0-9@$|][a-z]", text)), repr(text)
+    for text in _random_texts(list("ab1 _\n."), 20_000, 4):
+        gate = inj._SPACED_RAW_GATE.search(text)
+        from_gate = bool(gate and inj._SPACED_RAW_RE.search(text, max(0, gate.start() - 1)))
+        assert from_gate == bool(inj._SPACED_RAW_RE.search(text)), repr(text)
+    for text in _random_texts(list("0123456789abcdefAFgxz :.\n"), 20_000, 3, longest=60):
+        first = inj._HEX_START.search(text)
+        after = [m.group(0) for m in inj._HEX_TOKEN.finditer(text, first.start())] if first else []
+        assert after == [m.group(0) for m in inj._HEX_TOKEN.finditer(text)], repr(text)
 
 
 def test_literal_occurrences_are_every_character_position() -> None:
@@ -595,3 +660,18 @@ def test_the_chain_skips_what_cannot_change_the_outcome() -> None:
     assert [v.validator for v in verdicts] == ["flag", "strict"] and weak.calls == 0
     ValidatorChain([_Counting("ok", Outcome.ACCEPT), weak]).run(record("x"), CTX)
     assert weak.calls == 1
+
+
+@pytest.mark.parametrize(("hidden", "signal"), [
+    ("pass\u200bword", "hidden-unicode:zero-width"),
+    ("Invoice \u202egnp.exe\u202c", "hidden-unicode:bidi"),
+    ("log in at раypal", "homoglyph"),
+    ("Z\u0301\u0300\u0302oom", "hidden-unicode:combining"),
+    ("menu" + "".join(chr(0xE0000 + ord(c)) for c in "ignore"), "hidden-unicode:tag-characters"),
+])
+def test_hidden_unicode_is_found_once_at_either_end_of_a_long_text(hidden: str, signal: str) -> None:
+    # Which kinds of hidden character occur is read off the text's distinct characters: one
+    # such character anywhere in a long multi-byte text must still be found.
+    assert signal not in DET.scan(WIDE_FILLER).signals
+    for text in (WIDE_FILLER + hidden, hidden + " " + WIDE_FILLER):
+        assert signal in DET.scan(text).signals, (text[:40], DET.scan(text).signals)

@@ -29,14 +29,16 @@ not a regex, should decide which of two conflicting memories is true.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memwarden.guards.injection import fold
+from memwarden.guards.injection import fold, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import Kind, MemoryRecord
 
-__all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "find_contradiction", "statement"]
+__all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
+           "statement"]
 
 _NEGATIONS = frozenset("""
 not no never none nobody nothing neither nor cannot cant dont doesnt didnt isnt arent wasnt werent wont
@@ -162,11 +164,36 @@ def statement(text: str) -> Statement:
     return Statement(folded, tuple(words), frozenset(_content(words)), any(w in _NEGATIONS for w in words))
 
 
+# The word alternative of _TOKEN alone: a number never covers a letter, so this finds the
+# same words as _TOKEN does, without the numbers that content words leave out anyway.
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
 def content_words(text: str, *, folded: bool = False) -> frozenset[str]:
     """The content words of ``text`` as :func:`find_contradiction` compares them (folded, no
     stop words, negations or numbers): two statements can conflict only if they share some.
     ``folded``: ``text`` is already folded."""
-    return frozenset(_content(_words(text if folded else fold(text))))
+    return content_words_of(signature_tokens(text, folded=folded))
+
+
+def content_words_of(tokens: Iterable[str]) -> frozenset[str]:
+    """:func:`content_words` of a text from its signature tokens
+    (:func:`~memwarden.guards.injection.signature_tokens`), which lesson sketches have at hand.
+
+    A word of _WORD is made of letters and apostrophes, which signature tokens keep whole:
+    each word lies within one token. So the words are the all-letter tokens, plus the words
+    _WORD finds in the few others (with an apostrophe, or a number written as "#"); words
+    with an apostrophe are then spelt out as :func:`statement` spells them.
+    """
+    distinct = set(tokens)
+    found = set(filter(str.isalpha, distinct))
+    for token in distinct - found:
+        for word in _WORD.findall(token):
+            if "'" in word:
+                found.update(_spelt_out(word))
+            else:
+                found.add(word)
+    return frozenset(found - _NOT_CONTENT)
 
 
 def conflict(a: Statement, b: Statement, *, max_diff: int = 1, min_shared: int = 2) -> str | None:

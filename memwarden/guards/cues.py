@@ -195,7 +195,7 @@ _CONTRACTIONS = {"don t": "dont", "doesn t": "doesnt", "didn t": "didnt", "can t
                  "isn t": "isnt", "aren t": "arent", "shouldn t": "shouldnt", "wouldn t": "wouldnt",
                  "couldn t": "couldnt", "you re": "youre", "you ll": "youll", "you ve": "youve", "i m": "im",
                  "i ve": "ive"}
-_NON_WORD = re.compile(r"[^a-z0-9]+")
+_WORD = re.compile(r"[a-z0-9]+")
 _MAX_PHRASE = 6
 
 
@@ -207,7 +207,8 @@ def _indexing(text: str, at: int) -> bool:
 def words(folded: str) -> str:
     """The words of folded text joined by single spaces; apostrophes split words
     ("l'ia" -> "l ia")."""
-    return _NON_WORD.sub(" ", folded).strip()
+    # (Joining the words found is faster than replacing every gap between them.)
+    return " ".join(_WORD.findall(folded))
 
 
 def _spellings(key: str) -> set[str]:
@@ -253,8 +254,10 @@ class _Index:
         # Matched on the words joined by single spaces, with a space before and after: a
         # phrase bounded by spaces starts and ends at word boundaries, and every phrase found
         # at a position is reported (overlapping matches), "you are" as well as "you are now".
+        # (A DFA: twice as fast to run as the default NFA, for a few MB.)
         self.automaton = ahocorasick_rs.AhoCorasick([f" {p} " for p in self.phrases],
-                                                    matchkind=ahocorasick_rs.MatchKind.Standard)
+                                                    matchkind=ahocorasick_rs.MatchKind.Standard,
+                                                    implementation=ahocorasick_rs.Implementation.DFA)
 
 
 _INDEX: _Index | None = None

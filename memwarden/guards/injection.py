@@ -86,16 +86,22 @@ _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u180e\ufeff\u00a
 _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _INVISIBLE_RE = re.compile(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\U000e0000-\U000e007f\ufe00-\ufe0f]")
 _BIDI_RE = re.compile(f"[{_BIDI}]")
+_ZERO_WIDTH_RE = re.compile(f"[{_ZERO_WIDTH}]")
 _COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 # Only whitespace that changes is matched: a single space, or a bare line break, is left as it
 # is without a replacement per word. (_NEWLINES_RE runs after _SPACES_RE: the whitespace left
 # is spaces and line breaks.)
-_SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S \n]")
+# (Written to begin with a character class, so that the regex engine skips ahead to the next
+# whitespace instead of trying at every character: "[^\S\n]{2,}|[^\S \n]", reordered.)
+_SPACES_RE = re.compile(r"[^\S\n](?:[^\S\n]+|(?<=[^\S \n]))")
+_ODD_SPACE_RE = re.compile(r"[^\S \n]")
 _NEWLINES_RE = re.compile(r"(?: \n|\n[ \n])[ \n]*")
 
 
-def _fold_run(match: re.Match[str]) -> str:
-    run = _CONFUSABLES_RE.sub(lambda m: _CONFUSABLES_SRC[m.group(0)], unicodedata.normalize("NFKC", match.group(0)))
+# The same few runs ("’", "—", "é") recur throughout a text and from one text to the next.
+@lru_cache(maxsize=4096)
+def _fold_run(run: str) -> str:
+    run = _CONFUSABLES_RE.sub(lambda m: _CONFUSABLES_SRC[m.group(0)], unicodedata.normalize("NFKC", run))
     run = _COMBINING_RE.sub("", unicodedata.normalize("NFKD", _INVISIBLE_RE.sub("", run).casefold()))
     return run.replace("’", "'").replace("‘", "'")
 
@@ -112,9 +118,15 @@ def fold(text: str) -> str:
     # Only the runs of non-ASCII characters need Unicode work (an accent that combines with
     # the ASCII letter before it is removed all the same); ASCII needs only lower case.
     if not text.isascii():
-        text = _NON_ASCII_RUN.sub(_fold_run, text)
-    text = _SPACES_RE.sub(" ", text.lower().replace("`", "'"))
-    return _NEWLINES_RE.sub("\n", text).strip()
+        text = _NON_ASCII_RUN.sub(lambda m: _fold_run(m.group(0)), text)
+    text = text.lower().replace("`", "'")
+    # Most texts have nothing for these regexes to collapse, and that is found out faster by
+    # looking for the few substrings a match could begin with.
+    if "  " in text or _ODD_SPACE_RE.search(text):
+        text = _SPACES_RE.sub(" ", text)
+    if " \n" in text or "\n " in text or "\n\n" in text:
+        text = _NEWLINES_RE.sub("\n", text)
+    return text.strip()
 
 
 _WORD_RE = re.compile(r"[a-z0-9#']+")
@@ -683,11 +695,62 @@ def _rule_needs(rules: Sequence[_Rule]) -> list[tuple[frozenset[str], ...] | Non
 
 _RULE_NEEDS = _rule_needs(_RULES)
 
+# Zero-width items a match may begin with (\b, ^, look-arounds): they consume no text.
+_ZERO_WIDTH_OPS = (_sre_c.AT, _sre_c.ASSERT, _sre_c.ASSERT_NOT)
+
+
+def _starts(items) -> frozenset[str] | None:
+    """Literals one of which every match of the sequence ``items`` begins with, character for
+    character, or None when the pattern does not say."""
+    items = list(items)
+    i = 0
+    while i < len(items) and items[i][0] in _ZERO_WIDTH_OPS:
+        i += 1
+    # Only the literal characters up to the first \s+ of a phrase: a run of whitespace may be
+    # two characters in a derived text (where the prefilter's phrase literals, with one space,
+    # are not found), and a match that begins there must still be tried.
+    run: list[str] = []
+    for op, av in items[i:]:
+        if op is not _sre_c.LITERAL or av == ord("\n"):  # (line breaks read as spaces)
+            break
+        run.append(chr(av))
+        i += 1
+    if run:
+        return frozenset({"".join(run)})
+    if i == len(items):
+        return None
+    op, av = items[i]
+    if op is _sre_c.SUBPATTERN:
+        return _starts(av[-1])
+    if op is _sre_c.BRANCH:
+        subs = [_starts(b) for b in av[1]]
+        return frozenset().union(*subs) if all(subs) else None
+    if op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and av[0] >= 1:
+        return _starts(av[2])
+    return None
+
+
+def _rule_starts(rule: _Rule) -> frozenset[str] | None:
+    """The literals every match of ``rule`` begins with, when all are long enough to be rare
+    (shorter ones, "a" or "in", occur so often that searching the text is cheaper)."""
+    if rule.regex.flags & re.IGNORECASE:
+        return None  # literals then match other spellings too
+    found = _starts(_sre_p.parse(rule.regex.pattern, rule.regex.flags))
+    return found if found and min(map(len, found)) >= _MIN_LITERAL else None
+
+
+# A rule with start literals is tried only where one of them occurs (``match`` at each such
+# position, which finds every match a search would: each match begins at one): a handful of
+# anchored attempts instead of an attempt at every character of the text.
+_RULE_STARTS = tuple(_rule_starts(rule) for rule in _RULES)
 
 # One pass over the text finds every occurrence of every literal (overlapping ones too), in
 # time linear in the text, where a regex would be tried at every character.
-_LITERALS = tuple(sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s}))
-_LITERAL_AUTOMATON = ahocorasick_rs.AhoCorasick(_LITERALS, matchkind=ahocorasick_rs.MatchKind.Standard)
+_LITERALS = tuple(sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s}
+                         | {lit for starts in _RULE_STARTS if starts for lit in starts}))
+# (A DFA: a few MB and ~40 ms to build, and twice as fast to run as the default NFA.)
+_LITERAL_AUTOMATON = ahocorasick_rs.AhoCorasick(_LITERALS, matchkind=ahocorasick_rs.MatchKind.Standard,
+                                                implementation=ahocorasick_rs.Implementation.DFA)
 
 
 def _occurrences(flat: str) -> dict[str, list[int]]:
@@ -698,7 +761,8 @@ def _occurrences(flat: str) -> dict[str, list[int]]:
         where.setdefault(_LITERALS[i], []).append(start)
     return where
 
-# Long texts are searched only around the occurrences of a rule's rarest literals: as far on
+# Rules without start literals: long texts are searched only around the occurrences of a
+# rule's rarest literals: as far on
 # each side as the rule's longest match reaches in folded text (where a run of whitespace is
 # one character; a margin covers the few two-character runs of derived texts), and never
 # farther than _WINDOW. A span is searched in place (``search(text, start, end)``), so anchors
@@ -774,7 +838,9 @@ _SENSITIVE = re.compile(_prep(
     r"donnees(?: des)? clients?|les donnees|mots de passe|identifiants|liste (?:des|de) clients|"
     r"datos(?: de(?: los)?)? clientes|los datos|contrasenas|credenciales|lista de clientes|"
     r"dati(?: dei)? clienti|i dati|credenziali|elenco (?:dei )?clienti)\b"))
-_SENTENCE_SPLIT = re.compile(r"[.!?;]\s+|\n")
+# "[.!?;]\s+|\n", written to begin with a character class (the engine then skips ahead to
+# the next candidate character instead of trying at every one).
+_SENTENCE_SPLIT = re.compile(r"[.!?;\n](?:(?<=\n)|\s+)")
 
 
 def _sentences(text: str | Sequence[str], *gates: re.Pattern[str]) -> list[str]:
@@ -823,6 +889,25 @@ _DATA_PARAM = re.compile(r"[?&;](?:data|d|payload|secret|token|key|api_?key|pass
                          r"msg|message|text|summary|info|q|query|user|email)=([^&#\s]*)", re.IGNORECASE)
 
 
+# A text's links come back in its derived views, and the same links (badges, docs) in other
+# texts: each is judged once.
+@lru_cache(maxsize=1024)
+def _image_weight(url: str) -> float:
+    """exfil-link weight of a Markdown/HTML image URL (images load without a click)."""
+    data = [unquote(pm.group(1)) for pm in _DATA_PARAM.finditer(url)]
+    if _URL_TEMPLATE.search(url.lower()) or any(map(_encoded, data)):
+        return 1.0
+    return 0.6 if data else 0.3  # a parameter named for data is likely, any other a badge's "?label=" at most
+
+
+@lru_cache(maxsize=1024)
+def _link_weight(url: str) -> float:
+    """exfil-link weight of a plain link URL (0.0: none)."""
+    if _URL_TEMPLATE.search(url.lower()):
+        return 1.0
+    return 0.3 if any(_encoded(unquote(pm.group(1))) for pm in _DATA_PARAM.finditer(url)) else 0.0
+
+
 def _encoded(value: str) -> bool:
     """A query value that looks like data rather than a setting: long, or a token mixing
     upper and lower case and digits (base64 and the like)."""
@@ -838,6 +923,9 @@ _B64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-
                         r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9_-]{16,}={0,2}(?![A-Za-z0-9_=-])")
 _B32_TOKEN = re.compile(r"(?<![A-Za-z0-9=])[A-Z2-7]{16,}={0,6}(?![A-Za-z0-9=])")
 _HEX_TOKEN = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}[ :]?){12,}(?![0-9A-Za-z])")
+# How every hex blob begins, written to begin with a character class (which the regex engine
+# skips ahead to): found fast, and no blob starts before the first place it occurs.
+_HEX_START = re.compile(r"[0-9a-fA-F][0-9a-fA-F][ :]?(?:[0-9a-fA-F]{2}[ :]?){11}")
 _BIN_TOKEN = re.compile(r"(?<![01])(?:[01]{8}[ ]?){4,}")
 _MORSE_TOKEN = re.compile(r"(?:[.\-]{1,7}(?: {1,3}| ?/ ?)){6,}[.\-]{1,7}")
 _A85_TOKEN = re.compile(r"<~(.{8,}?)~>", re.DOTALL)
@@ -847,10 +935,14 @@ _UESC_RE = re.compile(r"(?:\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\U[0-9a-fA-F]{8}
 _ENTITY_RE = re.compile(r"&#x?[0-9a-fA-F]{2,6};|&[a-z]{2,8};")
 _TAGS_RE = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS_RE = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,7}\U000e007f")
-_LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$!|]*[a-z])(?=[a-z0-9@$!|]*[0-9@$|])[a-z0-9@$!|]{3,}\b")
-_LEET_NEAR = re.compile(r"[a-z][0-9@$|]|[0-9@$|][a-z]")  # a leet word has a letter next to a digit or sign
+# A word of [a-z0-9@$!|] holding a letter and a digit or sign. (The look-aheads are possessive,
+# and the rarer condition comes first: at most word starts it fails at once.)
+_LEET_TOKEN = re.compile(r"\b(?=[a-z!]*+[0-9@$|])(?=[0-9@$!|]*+[a-z])[a-z0-9@$!|]{3,}\b")
+# A leet word has a letter next to a digit or sign: "[a-z][0-9@$|]|[0-9@$|][a-z]", written to
+# begin with a character class (the regex engine skips ahead to one).
+_LEET_NEAR = re.compile(r"[a-z0-9@$|](?:(?<=[a-z])[0-9@$|]|(?<=[0-9@$|])[a-z])")
 # Any word holding a digit or sign (a word without one reads the same undone).
-_LEET_ANY = re.compile(r"\b(?=[a-z0-9@$!|]*[0-9@$!|])[a-z0-9@$!|]{2,}\b")
+_LEET_ANY = re.compile(r"\b(?=[a-z]*+[0-9@$!|])[a-z0-9@$!|]{2,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
                        "@": "a", "$": "s", "!": "i", "|": "l"})
 _SPACED_RE = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
@@ -893,9 +985,11 @@ def _texty(data: bytes) -> str | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    printable = sum(ch.isprintable() or ch in "\n\t\r" for ch in text)
-    letters = sum(ch.isalpha() for ch in text)
-    if printable < 0.95 * len(text) or letters < 0.5 * len(text.replace(" ", "")) or " " not in text.strip():
+    # Cheapest test first: most blobs (tokens of URLs and code) decode to no words at all.
+    if " " not in text.strip():
+        return None
+    printable = len(text) if text.isprintable() else sum(ch.isprintable() or ch in "\n\t\r" for ch in text)
+    if printable < 0.95 * len(text) or sum(map(str.isalpha, text)) < 0.5 * len(text.replace(" ", "")):
         return None
     return text
 
@@ -929,7 +1023,8 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
             add("base32", _texty(base64.b32decode(core + "=" * (-len(core) % 8))))
         except (binascii.Error, ValueError):
             pass
-    for m in (_HEX_TOKEN.finditer(raw) if sum(map(raw.count, "0123456789")) >= 12 else ()):
+    first = _HEX_START.search(raw) if sum(map(raw.count, "0123456789")) >= 12 else None
+    for m in (_HEX_TOKEN.finditer(raw, first.start()) if first else ()):
         digits = re.sub(r"[ :]", "", m.group(0))
         if len(digits) % 2:
             digits = digits[:-1]
@@ -979,7 +1074,8 @@ def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, s
     """Derived texts, cheapest first, each holding only the sentences the transform changes."""
     # Each rewrite runs over the whole text at once; the view keeps the sentences it changed.
     spaced = raw
-    if _SPACED_RAW_GATE.search(raw) and _SPACED_RAW_RE.search(raw):
+    # A run of spaced letters begins at most one character before the gate's first hit.
+    if (gate := _SPACED_RAW_GATE.search(raw)) and _SPACED_RAW_RE.search(raw, max(0, gate.start() - 1)):
         spaced = _SPACED_RAW_RE.sub(lambda m: m.group(0).replace(" ", ""), raw)
     joined = fold(spaced) if spaced is not raw else base
     if _SPACED_GATE.search(joined):
@@ -1060,6 +1156,9 @@ def clear_caches() -> None:
     """Forget the per-text caches (:func:`fold` and the folded views), so that the next scan of
     a text does all its work, as the first scan of a new write does (for benchmarks)."""
     fold.cache_clear()
+    _fold_run.cache_clear()
+    _image_weight.cache_clear()
+    _link_weight.cache_clear()
     _prepared.cache_clear()
     _views.cache_clear()
 
@@ -1158,7 +1257,7 @@ class InjectionDetector:
             text = text[: self.max_chars]
         raw, base, parts = _prepared(text)
         if not text.isascii():
-            self._hidden_unicode(text, put)
+            self._hidden_unicode(text, raw, put)
         # The cue count first: it is cheap and decides most long jailbreaks on its own.
         self._shape(base, put)
         known: set[str] = set()
@@ -1235,11 +1334,14 @@ class InjectionDetector:
             if needs is None:
                 if known is not None:
                     continue
-            elif not all(n & present for n in needs) or not any(n & fresh for n in needs):
+            elif any(map(present.isdisjoint, needs)) or (known is not None and all(map(fresh.isdisjoint, needs))):
                 continue
             if rule.weight <= found.get(rule.family, 0.0):
                 continue
-            if long_text and needs is not None:
+            starts = _RULE_STARTS[i]
+            if starts is not None:
+                hit = any(rule.regex.match(text, at) for lit in starts for at in where.get(lit, ()))
+            elif long_text and needs is not None:
                 hit = any(rule.regex.search(text, start, end) for start, end in _spans(text, needs[0], where, _REACH[i]))
             else:
                 hit = rule.regex.search(text) is not None
@@ -1263,28 +1365,24 @@ class InjectionDetector:
         # without a click; a link needs one.
         images = {m.group(1) for regex in (_MD_IMAGE_URL, _HTML_IMG_URL) for m in regex.finditer(text)}
         for url in images:
-            data = [unquote(pm.group(1)) for pm in _DATA_PARAM.finditer(url)]
-            if _URL_TEMPLATE.search(url.lower()) or any(map(_encoded, data)):
-                put("exfil-link", 1.0)
-            else:  # a parameter named for data is likely, any other a badge's "?label=" at most
-                put("exfil-link", 0.6 if data else 0.3)
+            put("exfil-link", _image_weight(url))
         for m in _URL.finditer(text):
             url = m.group(0)
-            if url in images:
-                continue
-            if _URL_TEMPLATE.search(url.lower()):
-                put("exfil-link", 1.0)
-            elif any(_encoded(unquote(pm.group(1))) for pm in _DATA_PARAM.finditer(url)):
-                put("exfil-link", 0.3)
+            if url not in images and (weight := _link_weight(url)):
+                put("exfil-link", weight)
 
     @staticmethod
-    def _hidden_unicode(text: str, put) -> None:
+    def _hidden_unicode(text: str, nfkc: str, put) -> None:
+        """Hidden-Unicode signals of ``text`` (``nfkc``: its NFKC form, already at hand)."""
         if text.isascii():
             return
-        if _TAGS_RE.search(text) and _TAGS_RE.search(_FLAG_TAGS_RE.sub("", text)):
+        # Whether a kind of character occurs at all is read off the text's distinct characters
+        # (a few dozen), so that only the kinds present are searched for in the whole text.
+        chars = "".join(set(text))
+        if _TAGS_RE.search(chars) and _TAGS_RE.search(_FLAG_TAGS_RE.sub("", text)):
             put("hidden-unicode:tag-characters", 1.0)
         zw = 0
-        for m in re.finditer(f"[{_ZERO_WIDTH}\u2060]", text):
+        for m in (_ZERO_WIDTH_RE.finditer(text) if _ZERO_WIDTH_RE.search(chars) else ()):
             i = m.start()
             if i == 0 and text[0] == "\ufeff":
                 continue
@@ -1298,10 +1396,10 @@ class InjectionDetector:
             zw += 1
         if zw:
             put("hidden-unicode:zero-width", 0.5)
-        if _BIDI_RE.search(text):
+        if _BIDI_RE.search(chars):
             put("hidden-unicode:bidi", 0.5)
-        nfkc, end = unicodedata.normalize("NFKC", text), 0
-        for m in _CONFUSABLES_RE.finditer(nfkc):
+        end = 0
+        for m in (_CONFUSABLES_RE.finditer(nfkc) if _CONFUSABLES_RE.search("".join(set(nfkc))) else ()):
             if m.start() < end:
                 continue  # in the word just judged
             start, end = m.start(), m.end()
@@ -1314,5 +1412,5 @@ class InjectionDetector:
                 put("homoglyph", 0.5)
                 break
         # Stacked combining marks (Zalgo); precomposed letters decompose to at most two.
-        if _COMBINING_RE.search(text) and re.search("[\u0300-\u036f]{3,}", unicodedata.normalize("NFD", text)):
+        if _COMBINING_RE.search(chars) and re.search("[\u0300-\u036f]{3,}", unicodedata.normalize("NFD", text)):
             put("hidden-unicode:combining", 0.4)

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.guards.contradiction import content_words
+from memwarden.guards.contradiction import content_words, content_words_of
 from memwarden.guards.injection import readings, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.memory.records import Kind, MemoryRecord
@@ -101,24 +101,32 @@ _TABLE_LIMIT = 1 << 16
 def _word_hashes(words: Iterable[str], key: bytes) -> dict[str, int]:
     """word -> keyed 64-bit BLAKE2b hash, for each distinct word."""
     table = _table(key)
-    found: dict[str, int] = {}
-    for word in set(words):
-        h = table.get(word)
-        if h is None:
-            h = table[word] = _hash(word, key)
-        found[word] = h
+    distinct = set(words)
+    for word in distinct.difference(table):  # (walks the words, looking each up in the table)
+        table[word] = _hash(word, key)
+    try:
+        found = dict(zip(distinct, map(table.__getitem__, distinct)))
+    except KeyError:  # another write cleared the table meanwhile: hash what is gone again
+        found = {w: h if (h := table.get(w)) is not None else _hash(w, key) for w in distinct}
     if len(table) > _TABLE_LIMIT:
-        table.clear()  # a lookup racing with this recomputes its hash; it is never wrong
+        table.clear()
     return found
+
+
+_SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
+_FACTORS = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """The splitmix64 finaliser, element-wise (uint64 arithmetic wraps, as intended)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    # (Most readings are short: the constants are made once, and the array is worked on in
+    # place after the first step, which copies it.)
+    x = x ^ (x >> _SHIFTS[0])
+    x *= _FACTORS[0]
+    x ^= x >> _SHIFTS[1]
+    x *= _FACTORS[1]
+    x ^= x >> _SHIFTS[2]
+    return x
 
 
 def _shingles(tokens: Sequence[str], hashes: dict[str, int], words: int) -> set[int]:
@@ -128,7 +136,7 @@ def _shingles(tokens: Sequence[str], hashes: dict[str, int], words: int) -> set[
     if not tokens:
         return set()
     width = min(words, len(tokens))
-    per_token = np.fromiter((hashes[t] for t in tokens), dtype=np.uint64, count=len(tokens))
+    per_token = np.fromiter(map(hashes.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
     runs = len(tokens) - width + 1
     x = _mix(per_token[:runs])
     for j in range(1, width):
@@ -155,10 +163,10 @@ def _sketches(text: str, key: bytes) -> tuple[frozenset[int], frozenset[int]]:
     words: set[int] = set()
     for reading in readings(text):
         tokens = signature_tokens(reading, folded=True)
-        content = content_words(reading, folded=True)
-        hashes = _word_hashes([*tokens, *content], key)
+        content = content_words_of(tokens)
+        hashes = _word_hashes(content.union(tokens), key)
         shingles |= _shingles(tokens, hashes, SHINGLE_WORDS)
-        words.update(hashes[w] for w in content)
+        words.update(map(hashes.__getitem__, content))
     return frozenset(shingles), frozenset(words)
 
 
