@@ -1260,16 +1260,16 @@ class InjectionDetector:
             self._hidden_unicode(text, raw, put)
         # The cue count first: it is cheap and decides most long jailbreaks on its own.
         self._shape(base, put)
-        known: set[str] = set()
-        found = {} if decided() else self._match_all(base, raw, budget=self.reject_at - sum(signals.values()),
-                                                     literals=known)
+        found = {} if decided() else self._match_all(base, raw, budget=self.reject_at - sum(signals.values()))
         for fam, w in found.items():
             put(fam, w)
         # Derived views: whatever they reveal that the plain text did not is obfuscated.
         for view, derived in ([] if decided() else _views(text)):
             # Whole-text transforms of ordinary text are noise: only strong rules run there.
-            extra = self._match_all(derived, None, _STRONG if view in ("rot13", "reversed") else None,
-                                    known=known if view in ("split-words", "leetspeak") else None)
+            # (Every other rule whose literals occur runs again on a rewritten sentence, even
+            # when the original held the same literals: the rewrite may have changed the text
+            # between them, "ignore all prev1ous instructions", or made a second occurrence.)
+            extra = self._match_all(derived, None, _STRONG if view in ("rot13", "reversed") else None)
             revealed = {f: w for f, w in extra.items() if w > found.get(f, 0.0)}
             if view not in ("split-words", "leetspeak"):
                 # Decoded text is scored like plain text (a base64 persona prompt is a prompt).
@@ -1304,15 +1304,8 @@ class InjectionDetector:
             put("prompt-template", 0.4)
 
     def _match_all(self, text: str, raw: str | None, only: Sequence[int] | None = None,
-                   budget: float | None = None, known: set[str] | None = None,
-                   literals: set[str] | None = None) -> dict[str, float]:
-        """Rule signals in ``text``; with ``budget``, stop once their sum reaches it.
-
-        ``known``: the literals of a text that was already judged and of which ``text`` is a
-        rewrite (split words joined, leetspeak undone); only rules that need a literal the
-        rewrite *added* run again (the others found whatever they could in the original).
-        ``literals``: filled with the literals found in ``text``.
-        """
+                   budget: float | None = None) -> dict[str, float]:
+        """Rule signals in ``text``; with ``budget``, stop once their sum reaches it."""
         found: dict[str, float] = {}
 
         def put(name: str, weight: float) -> None:
@@ -1323,18 +1316,12 @@ class InjectionDetector:
         flat = text.replace("\n", " ")
         where = _occurrences(flat)
         present = set(where)
-        if literals is not None:
-            literals |= present
-        fresh = present - known if known is not None else present
         candidates = set(_UNKEYED).union(*(_BY_LITERAL.get(lit, ()) for lit in present))
         if only is not None:
             candidates &= set(only)
         for i in sorted(candidates, key=_RANK.__getitem__):
             rule, needs = _RULES[i], _RULE_NEEDS[i]
-            if needs is None:
-                if known is not None:
-                    continue
-            elif any(map(present.isdisjoint, needs)) or (known is not None and all(map(fresh.isdisjoint, needs))):
+            if needs is not None and any(map(present.isdisjoint, needs)):
                 continue
             if rule.weight <= found.get(rule.family, 0.0):
                 continue
