@@ -69,6 +69,8 @@ def test_bad_namespaces_are_refused_before_storage(mem: Memory, namespace: objec
     ({"trust": 1.5}, "trust must be between 0 and 1"),
     ({"labels": {"bad key": "x"}}, "label key"),
     ({"parents": ["not-an-id"]}, "not a memwarden record id"),
+    ({"content": "Patient 1 \u00e9\ud800 is fine"}, "lone surrogate U\\+D800 at position 11"),
+    ({"content": "\udfff"}, "lone surrogate U\\+DFFF at position 0"),
 ])
 def test_bad_write_fields_raise_precise_errors(mem: Memory, kwargs: dict, message: str) -> None:
     args = {"content": "Patient 1 is fine", "namespace": "ward3/patients/p1", **kwargs}
@@ -213,3 +215,11 @@ def test_audit_chain_detects_an_edited_entry(mem: Memory, tmp_path: Path) -> Non
     db.close()
     report = mem.audit_log.verify()
     assert not report.ok and any("entry 1" in p and "edited" in p for p in report.problems)
+
+
+def test_a_query_with_a_lone_surrogate_is_refused(mem: Memory) -> None:
+    mem.session(ALICE).write("Patient 1 is fine", "ward3/patients/p1")
+    with pytest.raises(InvalidRequest, match="query contains the lone surrogate U\\+D83D"):
+        mem.session(ALICE).search("fine \ud83d", namespace="ward3")
+    # Python keeps an escaped pair as two lone surrogates; the character itself is valid text.
+    assert mem.session(ALICE).search("fine \U0001F600", namespace="ward3")
