@@ -46,7 +46,7 @@ installed, else ``resource.getrusage`` (peak RSS, so growth is an upper bound).
 
 Usage: python benchmarks/overhead.py [--sizes 1000,10000] [--full] [--queries 200] [--repeats 3]
                                      [--writes N] [--k 10] [--budget 180] [--out DIR]
-                                     [--depth D] [--threads N] [--no-raw-filter]
+                                     [--depth D] [--threads N] [--search-breadth EF] [--no-raw-filter]
                                      [--data-dir DIR] [--profile] [--skip-reference]
 """
 
@@ -337,7 +337,7 @@ class Bench:
         self.engine = PolicyEngine(policy_path)
         self.client = chromadb.PersistentClient(path=str(root / "chroma"),
                                                 settings=ChromaSettings(anonymized_telemetry=False))
-        settings = Settings(partition_depth=args.depth, search_threads=args.threads)
+        settings = Settings(partition_depth=args.depth, search_threads=args.threads, search_breadth=args.search_breadth)
         self.backend = PartitionedBackend(self.client, **settings.backend_options())
         # As Memory.open assembles it: the lexical index of hybrid search is kept beside the
         # partitions, so every write (seeded or measured) pays for it; searches are dense
@@ -894,6 +894,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "iterations of the other search arms)")
     parser.add_argument("--depth", type=int, default=None, help=f"partition depth (default {DEFAULT_DEPTH})")
     parser.add_argument("--threads", type=int, default=4, help="partitions one search queries side by side")
+    parser.add_argument("--search-breadth", type=int, default=None,
+                        help="HNSW ef_search of memwarden's partitions (default: Chroma's, 100); raw keeps Chroma's")
     args = parser.parse_args(argv)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()} | ({FULL_SIZE} if args.full else set()))
     writes = args.writes or max(args.queries // 2, 20)
@@ -906,6 +908,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "config": {"sizes": sizes, "queries": args.queries, "repeats": args.repeats, "writes": writes, "k": args.k,
                    "partition_depth": args.depth or DEFAULT_DEPTH, "search_threads": args.threads,
+                   "search_breadth": args.search_breadth,
                    "budget_s": args.budget, "dim": DIM, "seed": SEED, "wards": WARDS, "allowed_wards": list(ALLOWED_WARDS),
                    "policy": "bundled hospital.csv instantiated per ward (10 wards, 4 roles each)"},
         "environment": {"python": platform.python_version(), "platform": platform.platform(),

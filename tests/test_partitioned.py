@@ -22,7 +22,7 @@ from memwarden.memory.compaction import find_remnants
 from memwarden.memory.embeddings import HashingEmbedding, embed_many, embed_one
 from memwarden.memory.partitioned import LAYOUT, PartitionedBackend, collection_name
 from memwarden.memory.records import MemoryRecord, Status, record_id
-from memwarden.policies.partitions import Partition
+from memwarden.policies.partitions import Coverage, Partition, Target
 
 POLICY = """
 p, parent, home/**, read
@@ -290,7 +290,9 @@ def test_listing_pages_over_partitions_skip_hidden_rows(tmp_path: Path, policy: 
 
 
 @pytest.mark.parametrize("settings", [{"partition_depth": 0}, {"partition_depth": 9}, {"partition_depth": "2"},
-                                      {"partition_depth": True}, {"repartition": "yes"}, {"search_threads": 0}])
+                                      {"partition_depth": True}, {"repartition": "yes"}, {"search_threads": 0},
+                                      {"search_breadth": 0}, {"search_breadth": True}, {"search_breadth": "100"},
+                                      {"search_breadth": 10_001}])
 def test_bad_settings_are_refused_before_anything_is_stored(tmp_path: Path, policy: Path, settings: dict) -> None:
     with pytest.raises(InvalidRequest):
         _open(tmp_path / "m", policy, **settings)
@@ -326,3 +328,46 @@ def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_pat
         maria.erase(ids=[lena[3].id])
         assert sorted(r.id for r in mem._backend.about("lena", 100)) == sorted(r.id for r in lena[:3])  # noqa: SLF001
         assert mem._backend.about("nobody", 100) == []  # noqa: SLF001
+
+
+def _breadth(backend: PartitionedBackend, part: Partition) -> int | None:
+    col = backend._client.get_collection(collection_name(backend.depth, part))  # noqa: SLF001
+    return compaction._hnsw_config(col).get("ef_search")  # noqa: SLF001
+
+
+def test_search_breadth_is_set_on_new_partitions_and_on_existing_ones_when_opened(tmp_path: Path, policy: Path) -> None:
+    with _open(tmp_path / "m", policy, search_breadth=300) as mem:
+        record = mem.session(MARIA).write("apple bread", ("home", "shared", "shopping"))
+        part = _store(mem).partition_of(record.namespace)
+        assert _breadth(_store(mem), part) == 300
+    with _open(tmp_path / "m", policy) as mem:   # None leaves what the store has
+        assert mem.session(MARIA).get(record.id) is not None
+        assert _breadth(_store(mem), part) == 300
+    with _open(tmp_path / "m", policy, search_breadth=40) as mem:
+        assert mem.session(MARIA).search("apple", k=1, mode="dense")
+        assert _breadth(_store(mem), part) == 40
+
+
+def test_a_wider_search_breadth_finds_more_of_the_true_nearest_rows(tmp_path: Path) -> None:
+    """Random 384-d vectors are the hard case for HNSW: at a narrow breadth many of the true
+    nearest rows are missed; the setting is what makes them found."""
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((1500, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    queries = vectors[rng.choice(1500, 25, replace=False)] + 0.9 * rng.standard_normal((25, 384)).astype(np.float32)
+    part = Partition(("home", "shared"), 3)
+    ids = [f"mem_{i:032x}" for i in range(1500)]
+    metas = [{"ns": "home/shared/x", "ns_depth": 3, "ns_0": "home", "ns_1": "shared", "ns_2": "x", "status": "active"}
+             for _ in ids]
+    recall = {}
+    for breadth in (10, 1000):
+        backend = PartitionedBackend.embedded(str(tmp_path / f"b{breadth}"), breadth=breadth, workers=1)
+        backend.upsert(ids, vectors, ["x"] * len(ids), metas)
+        found = 0
+        for q in queries:
+            exact = set(np.array(ids)[np.argsort(-(vectors @ (q / np.linalg.norm(q))))[:10]])
+            hits = backend.query_targets(q, 10, [Target(part, Coverage.COVERED)], accept=lambda m: True, fallback={})
+            found += len(exact & {row.id for row, _ in hits})
+        recall[breadth] = found / (10 * len(queries))
+        backend.close()
+    assert recall[1000] >= 0.97 and recall[1000] > recall[10] + 0.1, recall

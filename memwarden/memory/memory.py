@@ -38,7 +38,7 @@ from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, StoredRow
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.codec import from_row, to_metadata
-from memwarden.memory.partitioned import PartitionedBackend, check_depth
+from memwarden.memory.partitioned import PartitionedBackend, check_breadth, check_depth
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
@@ -188,6 +188,10 @@ class Settings:
     new one (docs/performance.md). ``repartition``: migrate an existing store to
     ``partition_depth`` instead of refusing to open it at another depth.
     ``search_threads``: partitions queried side by side by one search.
+    ``search_breadth``: how many candidates Chroma's HNSW index weighs per partition query
+    (its ``ef_search``; None: Chroma's default, 100). Wider finds more of the true nearest
+    rows and costs time (docs/performance.md); it applies to new partitions at once and to
+    existing ones from the next time a process loads them.
     """
 
     count_withheld: bool = False
@@ -198,6 +202,7 @@ class Settings:
     partition_depth: int | None = None
     repartition: bool = False
     search_threads: int = 4
+    search_breadth: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.quorum, bool) or not isinstance(self.quorum, int) or self.quorum < 1:
@@ -210,13 +215,15 @@ class Settings:
             raise InvalidRequest(f"lessons must be True or False, got {self.lessons!r}")
         if isinstance(self.search_threads, bool) or not isinstance(self.search_threads, int) or self.search_threads < 1:
             raise InvalidRequest(f"search_threads must be a positive integer, got {self.search_threads!r}")
+        check_breadth(self.search_breadth)
         check_depth(self.partition_depth)
         if not isinstance(self.repartition, bool):
             raise InvalidRequest(f"repartition must be True or False, got {self.repartition!r}")
 
     def backend_options(self) -> dict[str, Any]:
         """The options a :class:`PartitionedBackend` takes from these settings."""
-        return {"depth": self.partition_depth, "repartition": self.repartition, "workers": self.search_threads}
+        return {"depth": self.partition_depth, "repartition": self.repartition, "workers": self.search_threads,
+                "breadth": self.search_breadth}
 
 
 class Memory:

@@ -86,6 +86,17 @@ def check_depth(depth: object) -> None:
         raise InvalidRequest(f"partition_depth must be an integer from 1 to {MAX_DEPTH}, got {depth!r}")
 
 
+#: Widest HNSW search breadth (``ef_search``) accepted: beyond it a query is a slow scan.
+MAX_BREADTH = 10_000
+
+
+def check_breadth(breadth: object) -> None:
+    """Raise InvalidRequest unless ``breadth`` is None or an HNSW search breadth memwarden accepts."""
+    if breadth is not None and (isinstance(breadth, bool) or not isinstance(breadth, int)
+                                or not 1 <= breadth <= MAX_BREADTH):
+        raise InvalidRequest(f"search_breadth must be an integer from 1 to {MAX_BREADTH} or None, got {breadth!r}")
+
+
 def collection_name(depth: int, partition: Partition) -> str:
     """The Chroma collection that holds ``partition`` in a store of partition depth ``depth``."""
     key = json.dumps([list(partition.prefix), partition.length], ensure_ascii=False)
@@ -150,7 +161,10 @@ class PartitionedBackend:
 
     ``depth``: the partition depth for a new store (None: :data:`DEFAULT_DEPTH`); opening an
     existing store at another depth raises InvalidRequest unless ``repartition`` is set, which
-    migrates it. ``workers``: threads that query partitions side by side.
+    migrates it. ``workers``: threads that query partitions side by side. ``breadth``: the
+    HNSW ``ef_search`` of every partition (None: leave Chroma's); a partition created at
+    another breadth is changed the first time this backend opens it, which Chroma applies
+    when a process next loads its index.
 
     It has no lexical index of its own (see :mod:`memwarden.memory.lexical`, whose wrapper adds
     one to an embedded store).
@@ -159,8 +173,10 @@ class PartitionedBackend:
     has_text_index = False
 
     def __init__(self, client: Any, *, depth: int | None = None, repartition: bool = False,
-                 workers: int = 4) -> None:
+                 workers: int = 4, breadth: int | None = None) -> None:
         check_depth(depth)
+        check_breadth(breadth)
+        self._breadth = breadth
         self._client = client
         self._root = compaction.persist_dir(client)
         self._gate = _Gate()
@@ -276,9 +292,15 @@ class PartitionedBackend:
     def _handle(self, name: str) -> Any:
         col = self._handles.get(name)
         if col is None:
-            col = self._call(lambda: self._client.get_collection(name, embedding_function=None))
+            col = self._tuned(self._call(lambda: self._client.get_collection(name, embedding_function=None)))
             with self._lock:
                 self._handles[name] = col
+        return col
+
+    def _tuned(self, col: Any) -> Any:
+        """``col`` with this backend's search breadth, when it has one."""
+        if self._breadth is not None and compaction._hnsw_config(col).get("ef_search") != self._breadth:
+            self._call(lambda: col.modify(configuration={"hnsw": {"ef_search": self._breadth}}))
         return col
 
     def _ensure(self, partition: Partition) -> Any:
@@ -289,7 +311,11 @@ class PartitionedBackend:
         key = json.dumps([list(partition.prefix), partition.length], ensure_ascii=False)
         meta = {"hnsw:space": "cosine", "hnsw:sync_threshold": _SYNC_THRESHOLD, "hnsw:batch_size": _SYNC_THRESHOLD,
                 _KEY: key, _DEPTH: self._depth}
-        col = self._call(lambda: self._client.get_or_create_collection(name, embedding_function=None, metadata=meta))
+        if self._breadth is not None:
+            meta["hnsw:search_ef"] = self._breadth
+        # (Another process may have created it first, at another breadth.)
+        col = self._tuned(self._call(lambda: self._client.get_or_create_collection(name, embedding_function=None,
+                                                                                   metadata=meta)))
         with self._lock:
             # Replaced, never changed in place: other threads iterate it without the lock.
             self._parts = {**self._parts, partition: name}
