@@ -16,7 +16,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import retrieval  # noqa: E402
-from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
 from memwarden.policies.engine import PolicyEngine  # noqa: E402
 from memwarden.policies.loading import parse_policy_text  # noqa: E402
 
