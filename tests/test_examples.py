@@ -127,3 +127,13 @@ def test_recall(tmp_path: Path) -> None:
     assert {"rule", "mornings"} <= set(got["evidence"]) and len(got["evidence"]) < 6
     assert "invoice" in got["clerk"] and not {"sample", "sample 2", "sample 3", "dose", "new_dose"} & set(got["clerk"])
     assert "audit chain verified: True" in out.getvalue()
+
+
+def test_scale(tmp_path: Path) -> None:
+    out = io.StringIO()
+    got = _load("scale").run_scale(tmp_path / "data", Console(file=out, width=160), embedding=HashingEmbedding(),
+                                   count=600)
+    assert got["in_scope"] == {"alice": True, "bob": True} and got["audit_ok"]
+    narrow, wide = (got["recall"][b] for b in (10, 400))
+    assert wide >= 0.9 and wide >= narrow - 0.05, got["recall"]
+    assert "recall of the exact top 10" in out.getvalue() and "audit chains verified: True" in out.getvalue()
