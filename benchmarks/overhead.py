@@ -97,7 +97,7 @@ from memwarden.memory.tombstones import Tombstones  # noqa: E402
 from memwarden.policies.conditions import UNKNOWN, RecordAttributes, parse_condition  # noqa: E402
 from memwarden.policies.engine import EnforceRequest, PolicyEngine, new_enforcer  # noqa: E402
 from memwarden.policies.loading import PolicyData, bundled_policy_path, parse_policy_text  # noqa: E402
-from memwarden.policies.partitions import Coverage  # noqa: E402
+from memwarden.policies.partitions import Coverage, plan  # noqa: E402
 from memwarden.policies.pushdown import all_of, scope_filter  # noqa: E402
 
 try:
@@ -366,7 +366,6 @@ class Bench:
         self.visible_ids: list[str] = []
         self.visible_vecs: list[np.ndarray] = []
         self.written: dict[str, list[tuple[str, np.ndarray]]] = {"memwarden": [], "raw": []}
-        self.visible_rows = 0
         self.rss_points: list[tuple[int, int, float, float]] = []
         self.disk_points: list[tuple[int, int]] = []
         self.write_serial = 0
@@ -432,7 +431,6 @@ class Bench:
         finally:
             del backend.query_targets
         targets = sent["targets"]
-        self.plan_targets = targets
         return {
             "partitions": len(targets),
             "coverage": {c.value: sum(t.coverage is c for t in targets) for c in Coverage},
@@ -463,9 +461,10 @@ class Bench:
         charges each call a fixed price, and one search of a partitioned store is several."""
         k, vecs, n = self.args.k, self.query_vecs, self.n_query_vectors
         slack = k + 5   # as PartitionedBackend.query_targets asks
-        stored = set(self.backend.partitions())
+        # The plan a governed search of alice's makes (her whole read scope, as captured_plan shows).
+        stored = self.backend.partitions()
         searched = [(self.client.get_collection(collection_name(self.backend.depth, t.partition)), t.where or None)
-                    for t in self.plan_targets if t.searched and t.partition in stored]
+                    for t in plan(self.scope, stored) if t.searched]
         pool = self.pool
 
         def run(i: int) -> Any:
