@@ -371,3 +371,18 @@ def test_a_wider_search_breadth_finds_more_of_the_true_nearest_rows(tmp_path: Pa
         recall[breadth] = found / (10 * len(queries))
         backend.close()
     assert recall[1000] >= 0.97 and recall[1000] > recall[10] + 0.1, recall
+
+
+def test_a_retry_into_a_partition_new_to_this_memory_is_still_a_replay(tmp_path: Path, policy: Path) -> None:
+    """The write path looks its id up in the namespace's partition only; a partition another
+    Memory (or process) created a moment ago must still be read, never taken as empty."""
+    with _open(tmp_path / "m", policy) as first, _open(tmp_path / "m", policy) as second:
+        assert second.session(MARIA).search("anything", k=1) == []   # second's view of the partitions is fresh
+        namespace = ("home", "kids", "tom", "school")
+        rec = first.session(MARIA).write("Parents' evening on friday", namespace)
+        again = second.session(MARIA).write("Parents' evening on friday", namespace)
+        assert again == rec                      # the stored record, not a second write over it
+        last = list(second.audit_log.entries())[-1]
+        assert last["op"] == "write" and last["replay"] is True
+        second.session(MARIA).forget(rec.id)
+        assert first.session(MARIA).get(rec.id) is None

@@ -107,6 +107,12 @@ def test_only_transient_errors_are_retried() -> None:
 
     assert is_transient(httpx.ConnectError("refused"))
     assert not is_transient(ValueError("Collection expecting embedding with dimension of 3, got 256"))
+    from chromadb.errors import InternalError
+
+    # The server's SQLite busy for a moment (seen under concurrent tests): retried.
+    assert is_transient(InternalError("Database error: error returned from database: (code: 5) database is locked"))
+    assert not is_transient(InternalError("Database error: no such table: collections"))
+    assert not is_transient(ValueError("database is locked"))
 
 
 

@@ -280,12 +280,14 @@ class PartitionedBackend:
         count = self._call(self._client.count_collections)
         if count == self._known:
             return
-        found = {}
-        for name, meta in self._collections().items():
-            part = _partition_from(meta, self._depth)
-            if part is not None:
-                found[part] = name
+        # Listed and installed under the lock: a partition _ensure adds meanwhile is then
+        # either in the listing or added after it, never overwritten by an older listing.
         with self._lock:
+            found = {}
+            for name, meta in self._collections().items():
+                part = _partition_from(meta, self._depth)
+                if part is not None:
+                    found[part] = name
             self._parts = found
             self._known = count
 
@@ -348,9 +350,11 @@ class PartitionedBackend:
         unknown = []
         for rid in dict.fromkeys(ids):
             part = within or self._located.get(rid)
-            if part is None:
+            # A partition not known here yet (created by another process in the last second)
+            # is looked for like an unknown id: a forget or erase must never skip a record.
+            if part is None or part not in self._parts:
                 unknown.append(rid)
-            elif part in self._parts:
+            else:
                 groups.setdefault(part, []).append(rid)
         if unknown:
             self._refresh(now=True)  # an id written elsewhere may be in a partition new to us
@@ -531,21 +535,23 @@ class PartitionedBackend:
             n = k + _SLACK
             lists = self._map(lambda t: self._nearest_ids(t, embedding, n), present)
             candidates = sorted(((d, i, t) for t, ids in zip(present, lists) for i, d in ids), key=lambda c: c[0])
-            kept: list[tuple[StoredRow, float]] = []
+            # Each hit with the partition it came from (a concurrent delete may already have
+            # dropped its id from the shared map).
+            kept: list[tuple[StoredRow, float, Partition]] = []
             pos = 0
             while len(kept) < k and pos < len(candidates):
                 chunk = candidates[pos:pos + k - len(kept)]
                 pos += len(chunk)
                 rows = self._rows_by_id([(i, t.partition) for _, i, t in chunk])
-                kept += [(rows[i], d) for d, i, _ in chunk if i in rows and accept(rows[i].metadata)]
+                kept += [(rows[i], d, t.partition) for d, i, t in chunk if i in rows and accept(rows[i].metadata)]
             kth = kept[k - 1][1] if len(kept) >= k else float("inf")
             deeper = [t for t, ids in zip(present, lists) if len(ids) == n and ids[-1][1] < kth]
             if deeper:
                 again = {t.partition for t in deeper}
-                kept = [h for h in kept if self._located.get(h[0].id) not in again]
-                for hits in self._map(lambda t: self._deep(t, embedding, k, accept, fallback), deeper):
-                    kept += hits
-            return sorted(kept, key=lambda h: h[1])[:k]
+                kept = [h for h in kept if h[2] not in again]
+                for t, hits in zip(deeper, self._map(lambda t: self._deep(t, embedding, k, accept, fallback), deeper)):
+                    kept += [(row, d, t.partition) for row, d in hits]
+            return [(row, d) for row, d, _ in sorted(kept, key=lambda h: h[1])[:k]]
 
     def _nearest_ids(self, target: Target, embedding: np.ndarray, n: int) -> list[tuple[str, float]]:
         col = self._handle(self._parts[target.partition])

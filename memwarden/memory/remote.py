@@ -20,10 +20,13 @@ _TRANSIENT_STATUS = ("502", "503", "504", "429")
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Connection problems, time-outs and overload answers are worth retrying; nothing else."""
+    """Connection problems, time-outs, overload answers and a server's SQLite being busy
+    (another writer holds it for a moment) are worth retrying; nothing else."""
     if isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError)):
         return True
     text = str(exc)
+    if type(exc).__name__ == "InternalError" and "database is locked" in text:
+        return True
     return any(code in text for code in _TRANSIENT_STATUS) and "rror" in type(exc).__name__
 
 
