@@ -33,7 +33,7 @@ depends on how conditions are planned. A scope of any other shape is PARTIAL eve
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -251,19 +251,10 @@ def classify(scope: ReadScope, partition: Partition) -> Target:
 def plan(scope: ReadScope, partitions: Iterable[Partition]) -> list[Target]:
     """Every partition classified for ``scope``, in partition order (memoised: the planner is
     a pure function of its arguments, and the same scopes meet the same partitions)."""
-    parts = tuple(sorted(set(partitions)))
-    try:
-        hash((scope, parts))
-    except TypeError:  # a scope that cannot be a cache key is planned afresh
-        return [classify(scope, p) for p in parts]
-    return list(_plan(scope, parts))
+    return list(_plan(scope, tuple(sorted(set(partitions)))))
 
 
 @lru_cache(maxsize=4096)
 def _plan(scope: ReadScope, partitions: tuple[Partition, ...]) -> tuple[Target, ...]:
     return tuple(classify(scope, p) for p in partitions)
 
-
-def searched(targets: Sequence[Target]) -> list[Target]:
-    """The targets a read queries (COVERED and PARTIAL)."""
-    return [t for t in targets if t.searched]
