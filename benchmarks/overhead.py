@@ -92,7 +92,7 @@ from memwarden.memory.memory import Settings  # noqa: E402
 from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend, collection_name  # noqa: E402
 from memwarden.memory.codec import to_metadata  # noqa: E402
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend  # noqa: E402
-from memwarden.memory.records import Kind, MemoryRecord, Source, record_id, utcnow  # noqa: E402
+from memwarden.core.records import Kind, MemoryRecord, Source, record_id, utcnow  # noqa: E402
 from memwarden.memory.tombstones import Tombstones  # noqa: E402
 from memwarden.policies.conditions import UNKNOWN, RecordAttributes, parse_condition  # noqa: E402
 from memwarden.policies.engine import EnforceRequest, PolicyEngine, new_enforcer  # noqa: E402

@@ -4,15 +4,15 @@ Every memory operation passes Casbin access control, guards and validators, is t
 OpenTelemetry and written to a hash-chained audit log.
 """
 
-from memwarden.errors import (
+from memwarden.core.errors import (
     AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, WriteRejected,
 )
 from memwarden.memory.memory import Memory
 from memwarden.memory.memory import Settings
-from memwarden.memory.ops import (
+from memwarden.core.ops import (
     EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, RetractOp, ReviewOp, SearchOp, SweepOp, UpdateOp, WriteOp,
 )
-from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source, Status
+from memwarden.core.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source, Status
 from memwarden.memory.session import Session
 
 __version__ = "0.1.0"

@@ -11,8 +11,8 @@ from memwarden import Memory, Principal, WriteOp
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.ops import GetOp, SearchOp
-from memwarden.memory.records import record_id
+from memwarden.core.ops import GetOp, SearchOp
+from memwarden.core.records import record_id
 from memwarden.memory.tombstones import Tombstones
 from memwarden.policies.engine import PolicyEngine
 

@@ -25,7 +25,7 @@ from memwarden.memory.backends import ChromaBackend
 from memwarden.memory.compaction import find_remnants, fts_is_clean
 from memwarden.memory.codec import to_metadata
 from memwarden.memory.embeddings import HashingEmbedding, embed_many
-from memwarden.memory.records import MemoryRecord, record_id
+from memwarden.core.records import MemoryRecord, record_id
 
 DIM = 64
 POLICY = """

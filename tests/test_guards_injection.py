@@ -28,7 +28,7 @@ from memwarden.guards.lessons import (DEFAULT_KEY, LESSON_HEADER, LessonIndex, L
                                       lesson_content, parse_lesson, shingle_hashes)
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict
 from memwarden.memory.caches import LessonCache
-from memwarden.memory.records import Kind, MemoryRecord, Principal
+from memwarden.core.records import Kind, MemoryRecord, Principal
 
 DET = InjectionDetector()
 CTX = ValidationContext(Principal("w", roles=["r"]), frozenset({"w", "r"}))

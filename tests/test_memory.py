@@ -11,7 +11,7 @@ import pytest
 from memwarden import AccessDenied, InvalidRequest, Memory, Principal, Status, WriteRejected
 from memwarden.guards.validators import Outcome, Verdict
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.ops import MAX_CONTENT_CHARS, SearchOp, WriteOp
+from memwarden.core.ops import MAX_CONTENT_CHARS, SearchOp, WriteOp
 
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob")

@@ -21,7 +21,7 @@ from memwarden.memory.codec import to_metadata
 from memwarden.memory.compaction import find_remnants
 from memwarden.memory.embeddings import HashingEmbedding, embed_many, embed_one
 from memwarden.memory.partitioned import LAYOUT, PartitionedBackend, collection_name
-from memwarden.memory.records import MemoryRecord, Status, record_id
+from memwarden.core.records import MemoryRecord, Status, record_id
 from memwarden.policies.partitions import Coverage, Partition, Target
 
 POLICY = """

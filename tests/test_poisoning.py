@@ -13,7 +13,7 @@ import pytest
 from memwarden import AccessDenied, InvalidRequest, Memory, Principal, Status, WriteRejected
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.memory.memory import CORE, LESSONS_NAMESPACE
-from memwarden.memory.records import Kind
+from memwarden.core.records import Kind
 
 POLICY = """
 p, staff, ward/**, read

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from memwarden import AccessDenied, Memory, Principal
-from memwarden.errors import InvalidRequest, NotFound, PolicyError
+from memwarden.core.errors import InvalidRequest, NotFound, PolicyError
 from memwarden.memory.codec import to_metadata
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.records import Kind, MemoryRecord, Source
+from memwarden.core.records import Kind, MemoryRecord, Source
 from memwarden.policies.conditions import (
     KINDS, SOURCES, TRUE, RecordAttributes, canonical_value, parse_condition, record_attributes,
 )

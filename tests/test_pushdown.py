@@ -20,10 +20,10 @@ import pytest
 from memwarden import AccessDenied, Memory, Principal
 from memwarden.memory.codec import to_metadata
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.records import MemoryRecord
+from memwarden.core.records import MemoryRecord
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
-from memwarden.policies.namespace import MAX_DEPTH
+from memwarden.core.namespace import MAX_DEPTH
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 
 chromadb = pytest.importorskip("chromadb")

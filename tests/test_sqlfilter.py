@@ -21,7 +21,7 @@ import pytest
 from memwarden.guards.visibility import visible_filter
 from memwarden.memory.codec import to_metadata
 from memwarden.memory.lexical import _HOT_KEYS, _SCALARS
-from memwarden.memory.records import MemoryRecord, Status
+from memwarden.core.records import MemoryRecord, Status
 from memwarden.memory.retrieval import time_filter
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text

@@ -26,9 +26,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from memwarden import AccessDenied, Memory, Principal
-from memwarden.integrations import metrics as mw_metrics
-from memwarden.integrations import otel_setup, tracing
-from memwarden.memory.ops import WriteOp
+from memwarden.memory import metrics as mw_metrics
+from memwarden.integrations import otel_setup
+from memwarden.memory import tracing
+from memwarden.core.ops import WriteOp
 
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob")

@@ -16,7 +16,7 @@ from memwarden.guards.contradiction import ContradictionCheck
 from memwarden.guards.injection import InjectionDetector
 from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator
 from memwarden.guards.provenance import DEFAULT_SHARED_LABELS, ProvenanceRule
-from memwarden.policies.namespace import Namespace
+from memwarden.core.namespace import Namespace
 
 __all__ = ["default_validators"]
 

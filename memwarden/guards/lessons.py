@@ -59,7 +59,7 @@ import numpy as np
 from memwarden.guards.contradiction import content_words, content_words_of
 from memwarden.guards.injection import readings, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.memory.records import Kind, MemoryRecord
+from memwarden.core.records import Kind, MemoryRecord
 
 __all__ = ["LessonValidator", "Lesson", "LessonIndex", "Lessons", "lesson_content", "parse_lesson", "shingle_hashes", "word_hashes",
            "LESSON_HEADER"]

@@ -41,11 +41,11 @@ from langgraph.store.base import (
     BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
 )
 
-from memwarden.errors import InvalidRequest, NotFound
+from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
-from memwarden.memory import ops as mw
-from memwarden.memory.records import MemoryRecord, Principal, SearchHit, keyed_id
-from memwarden.policies.namespace import Namespace, canonical_label, canonical_namespace
+from memwarden.core import ops as mw
+from memwarden.core.records import MemoryRecord, Principal, SearchHit, keyed_id
+from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace
 
 if TYPE_CHECKING:
     from memwarden.memory.memory import Memory

@@ -22,10 +22,10 @@ from typing import Literal
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
-from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
-from memwarden.memory.records import SearchHit, Status
+from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
+from memwarden.core.records import SearchHit, Status
 from memwarden.memory.session import Session
-from memwarden.policies.namespace import namespace_text
+from memwarden.core.namespace import namespace_text
 
 __all__ = ["ForgetArgs", "RecallArgs", "RememberArgs", "memory_tools"]
 

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from memwarden.databases import is_database_url, kind, libpq_url, redacted, sqlite_path
-from memwarden.errors import AuditError
+from memwarden.core.errors import AuditError
 
 GENESIS = "0" * 64
 KEY_FILE = "audit.key"

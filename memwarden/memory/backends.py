@@ -19,7 +19,7 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memwarden.policies.namespace import Namespace
+    from memwarden.core.namespace import Namespace
     from memwarden.policies.partitions import Partition, Target
 
 COLLECTION = "memwarden-records"

@@ -12,7 +12,7 @@ from typing import Any
 
 from memwarden.guards.forgetting import forget_at
 from memwarden.memory.backends import StoredRow
-from memwarden.memory.records import MemoryRecord
+from memwarden.core.records import MemoryRecord
 # The keys policy filters read: labels as lbl_<name>, the writer's roles as a list.
 from memwarden.policies.pushdown import LABEL_PREFIX, WRITER_ROLES_KEY
 

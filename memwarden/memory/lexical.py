@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 import snowballstemmer
 
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow
-from memwarden.policies.namespace import MAX_DEPTH
+from memwarden.core.namespace import MAX_DEPTH
 from memwarden.policies.sqlfilter import compile_where, scalar_column
 
 Where = dict[str, Any]

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
+from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
 from memwarden.guards.contradiction import content_words, find_contradiction
 from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator, lesson_content
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
 from memwarden.guards.visibility import hidden_filter, is_visible, visible_filter, visible_metadata
-from memwarden.integrations.metrics import record_operation
-from memwarden.integrations.tracing import SPAN_NAMES, annotate, operation_span
+from memwarden.memory.metrics import record_operation
+from memwarden.memory.tracing import SPAN_NAMES, annotate, operation_span
 from memwarden.guards.forgetting import eviction_order, forget_at
 from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
@@ -42,16 +42,16 @@ from memwarden.memory.partitioned import PartitionedBackend, check_breadth, chec
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
-from memwarden.memory.ops import (
+from memwarden.core.ops import (
     POLICY_ACTION, EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, Op, RetractOp, ReviewOp, SearchOp,
     SweepOp, UpdateOp, WriteOp, op_namespace,
 )
-from memwarden.memory.records import (
+from memwarden.core.records import (
     ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
 )
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
-from memwarden.policies.namespace import Namespace, namespace_text
+from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.policies.sources import open_policy
 from memwarden.policies.partitions import Coverage, Target, plan
 from memwarden.policies.pushdown import all_of, any_of, scope_filter

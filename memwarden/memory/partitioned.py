@@ -40,10 +40,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memwarden.errors import InvalidRequest
+from memwarden.core.errors import InvalidRequest
 from memwarden.memory import compaction
 from memwarden.memory.backends import COLLECTION, StoredRow, Where, _rows, subject_filter
-from memwarden.policies.namespace import MAX_DEPTH, Namespace
+from memwarden.core.namespace import MAX_DEPTH, Namespace
 from memwarden.policies.partitions import Partition, Target, partition_of
 from memwarden.policies.pushdown import all_of
 

@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memwarden.memory.ops import (
+from memwarden.core.ops import (
     EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, NamespaceLike, Op, RetractOp, ReviewOp, SearchOp,
     SweepOp, UpdateOp, WriteOp,
 )
-from memwarden.policies.namespace import Namespace
-from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source
+from memwarden.core.namespace import Namespace
+from memwarden.core.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source
 
 if TYPE_CHECKING:
     from memwarden.memory.memory import Memory

@@ -23,7 +23,7 @@ from memwarden.policies.conditions import UNKNOWN, Condition, Projection, Record
 from memwarden.policies.loading import (
     PolicyData, PolicyDataAdapter, Rule, bundled_model_path, casbin_fields, read_policy,
 )
-from memwarden.policies.namespace import Namespace, namespace_text
+from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 
 Subjects = frozenset[str]

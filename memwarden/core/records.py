@@ -8,8 +8,8 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memwarden.errors import InvalidRequest
-from memwarden.policies.namespace import Namespace, canonical_label, namespace_text
+from memwarden.core.errors import InvalidRequest
+from memwarden.core.namespace import Namespace, canonical_label, namespace_text
 
 
 class Kind(str, Enum):

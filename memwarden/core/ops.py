@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import ClassVar, Union
 
-from memwarden.errors import InvalidRequest
-from memwarden.memory.records import Kind, Source, ensure_kind
-from memwarden.policies.conditions import canonical_value, is_label_name
-from memwarden.policies.namespace import Namespace, canonical_label, canonical_namespace
+from memwarden.core.errors import InvalidRequest
+from memwarden.core.records import Kind, Source, ensure_kind
+from memwarden.core.namespace import canonical_value, is_label_name
+from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace
 
 #: Longest content accepted, in characters (documented in the README).
 MAX_CONTENT_CHARS = 32_768
