@@ -12,7 +12,8 @@ import pytest
 
 from memwarden import AccessDenied, InvalidRequest, Memory, Principal, Status, WriteRejected
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.memory import CORE, LESSONS_NAMESPACE
+from memwarden.core.schema import LESSONS_NAMESPACE
+from memwarden.memory.memory import CORE
 from memwarden.core.records import Kind
 
 POLICY = """
