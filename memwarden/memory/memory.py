@@ -13,6 +13,7 @@ second way to reach stored records.
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from datetime import datetime, timedelta
@@ -25,7 +26,7 @@ import numpy as np
 
 from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
 from memwarden.guards.contradiction import content_words, find_contradiction
-from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator, lesson_content
+from memwarden.guards.lessons import LessonValidator, lesson_content, parse_lesson
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
 from memwarden.guards.visibility import hidden_filter, is_visible, visible_filter, visible_metadata
 from memwarden.integrations.metrics import record_operation
@@ -34,6 +35,7 @@ from memwarden.guards.forgetting import eviction_order, forget_at
 from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
+from memwarden.memory.keyfile import lessons_key
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, StoredRow
 from memwarden.memory.coalesce import CoalescingBackend
@@ -156,6 +158,18 @@ def _not_core(principal: object) -> None:
         raise InvalidRequest("the core principal acts only inside memwarden")
 
 
+def _lesson_scope(record: MemoryRecord, found: dict[str, MemoryRecord]) -> Namespace | None:
+    """For a lesson the core wrote, the namespace it was learnt in (written in it; for a lesson
+    of an older format, the namespace of a record in ``found`` it was learnt from); None for
+    every other record, and for a lesson whose origin is unknown (it is then decided as itself)."""
+    if record.writer != CORE.id or record.namespace != LESSONS_NAMESPACE or record.kind is not Kind.LESSON:
+        return None
+    lesson = parse_lesson(record.content)
+    if lesson is not None:
+        return lesson.scope
+    return next((found[p].namespace for p in record.parents if p in found), None)
+
+
 def _chain(validators: Iterable[WriteValidator] | None) -> Iterable[WriteValidator]:
     """The validators a Memory opens with: the default chain unless the caller chose one."""
     if validators is None:
@@ -231,18 +245,22 @@ class Memory:
 
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones, *,
                  embedding: object | None = None, validators: Iterable[WriteValidator] = (),
-                 settings: Settings = Settings()) -> None:
+                 settings: Settings = Settings(), lesson_key: bytes | None = None) -> None:
         # Upserts made inside one batch reach the store as one call (see coalesce.py).
         self._backend = CoalescingBackend(backend)
         self._policy = policy
         self._audit = audit
         self._tombstones = tombstones
         self._embedder = as_embedder(embedding)
-        self._validators = ValidatorChain(validators)
+        # Lessons are hashed with the store's secret key (open/connect pass lessons.key; a
+        # Memory built without one gets a random key, never a public constant), or with the key
+        # the chain's lesson validator was given, so that the validator can read them.
+        store_key = lesson_key if lesson_key is not None else secrets.token_bytes(32)
+        self._validators = ValidatorChain(v.for_store(store_key) if isinstance(v, LessonValidator) else v
+                                          for v in validators)
         self._settings = settings
-        # Lessons are hashed with the key of the chain's lesson validator, so that it can read them.
         self._lesson_key = next((v.key for v in self._validators.validators if isinstance(v, LessonValidator)),
-                                DEFAULT_KEY)
+                                store_key)
         self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS, ttl=settings.cache_ttl)
         self._subject_index = SubjectIndex(self._load_subject, ttl=settings.cache_ttl)
         # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
@@ -327,7 +345,7 @@ class Memory:
             tombstones = Tombstones(state / "tombstones.sqlite3")
             opened.append(tombstones.close)
             memory = cls(backend(options), engine, log, tombstones, embedding=embedding,
-                         validators=_chain(validators), settings=options)
+                         validators=_chain(validators), settings=options, lesson_key=lessons_key(state))
         except BaseException:
             for close in reversed(opened):
                 close()
@@ -693,8 +711,9 @@ class Memory:
         """
         if not self._settings.lessons or record.kind is Kind.LESSON:
             return
-        op = WriteOp(lesson_content(record, verdicts, key=self._lesson_key), LESSONS_NAMESPACE, kind=Kind.LESSON, parents=(record.id,) if stored else (),
-                     labels={"lesson_for": record.id})
+        # The lesson carries the record's subjects, so that erasing one of them erases it too.
+        op = WriteOp(lesson_content(record, verdicts, key=self._lesson_key), LESSONS_NAMESPACE, kind=Kind.LESSON,
+                     subjects=record.subjects, parents=(record.id,) if stored else (), labels={"lesson_for": record.id})
         try:
             self._run(CORE, op, {})
         except Exception as exc:  # noqa: BLE001 - see the docstring
@@ -1006,12 +1025,23 @@ class Memory:
                 if earlier:
                     frontier += [from_row(r) for r in self._backend.fetch(ids=earlier)]
             # All or nothing: every record must be erasable by this caller before any is touched.
+            # A lesson of the core counts as a record of the namespace it was learnt in, whatever
+            # the policy says of memwarden/lessons: who may erase there erases it (a system rule,
+            # named in the audit entry).
+            lessons = {r.id: scope for r in found.values() if (scope := _lesson_scope(r, found)) is not None}
             for record in found.values():
-                self._require_on(facts, "erase", record)
+                if record.id in lessons:
+                    self._require(facts, "erase", lessons[record.id], RecordAttributes.of(record))
+                else:
+                    self._require_on(facts, "erase", record)
+            if lessons:
+                facts.rules.append(f"core: {len(lessons)} lesson(s) in {namespace_text(LESSONS_NAMESPACE)!r} "
+                                   "erased with what they were learnt from")
             erased = sorted(found)
             facts.record_ids = [hashed(i) for i in erased]
             facts.returned = len(erased)
-            marks = [tombstone_mark(s, r.content) for r in found.values() for s in r.subjects]
+            # (No tombstone for a lesson: the same rejection later is a new lesson to learn.)
+            marks = [tombstone_mark(s, r.content) for r in found.values() if r.id not in lessons for s in r.subjects]
 
             def apply() -> None:
                 # Tombstones first: from this moment the content cannot be re-ingested, even
