@@ -315,8 +315,9 @@ class Memory:
 
         Transient server errors are retried (tenacity); ids are deterministic, so retries
         never duplicate. ``policy`` and ``audit`` are as for :meth:`open`: database URLs let
-        every process share them. Local state (tombstones, the audit key, and the audit log
-        unless ``audit`` names one) lives in directory ``state``. There is no lexical index
+        every process share them. Local state (tombstones, the audit key, the lesson key, and
+        the audit log unless ``audit`` names one) lives in directory ``state``; every process
+        must read the same lesson key (docs/deployment.md). There is no lexical index
         here (a process-local one would miss other processes' writes and keep text they
         erase), so hybrid searches run the dense leg only and say so in their span.
         """
