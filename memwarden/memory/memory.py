@@ -20,6 +20,7 @@ from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.backends import Backend
 from memwarden.memory.embeddings import as_embedder
 from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal
+from memwarden.memory.keyfile import lessons_key
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
 from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.pipeline import Pipeline
@@ -58,11 +59,12 @@ class Memory:
 
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones, *,
                  journal: ErasureJournal, embedding: object | None = None,
-                 validators: Iterable[WriteValidator] = (), settings: Settings = Settings()) -> None:
+                 validators: Iterable[WriteValidator] = (), settings: Settings = Settings(),
+                 lesson_key: bytes | None = None) -> None:
         self._policy = policy
         self._audit = audit
         self._pipeline = Pipeline(backend, policy, audit, tombstones, journal, embedder=as_embedder(embedding),
-                                  validators=validators, settings=settings, core=CORE)
+                                  validators=validators, settings=settings, core=CORE, lesson_key=lesson_key)
         self._closed = False
         # What open/connect opened beside the parts above (a database policy's connections).
         self._on_close: list[Callable[[], None]] = []
@@ -108,8 +110,9 @@ class Memory:
 
         Transient server errors are retried (tenacity); ids are deterministic, so retries
         never duplicate. ``policy`` and ``audit`` are as for :meth:`open`: database URLs let
-        every process share them. Local state (tombstones, the audit key, and the audit log
-        unless ``audit`` names one) lives in directory ``state``. There is no lexical index
+        every process share them. Local state (tombstones, the audit key, the lesson key, and
+        the audit log unless ``audit`` names one) lives in directory ``state``; every process
+        must read the same lesson key (docs/deployment.md). There is no lexical index
         here (a process-local one would miss other processes' writes and keep text they
         erase), so hybrid searches run the dense leg only and say so in their span.
         """
@@ -140,7 +143,8 @@ class Memory:
             journal = ErasureJournal(state / JOURNAL_FILE)
             opened.append(journal.close)
             memory = cls(backend(options), engine, log, tombstones, embedding=embedding,
-                         validators=_chain(validators), settings=options, journal=journal)
+                         validators=_chain(validators), settings=options, journal=journal,
+                         lesson_key=lessons_key(state))
             # An erasure an interrupt left half done is finished before anything is served.
             memory._pipeline.recover()
         except BaseException:

@@ -17,6 +17,7 @@ eviction, erasure recovery) runs through the same path as system operations.
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -33,7 +34,7 @@ from memwarden.core.records import (
 )
 from memwarden.core.schema import LESSONS_NAMESPACE, OP_KINDS
 from memwarden.guards.contradiction import content_words
-from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator, lesson_content
+from memwarden.guards.lessons import LessonValidator, lesson_content
 from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator
 from memwarden.guards.visibility import is_visible, visible_metadata
 from memwarden.memory.audit import AuditLog
@@ -72,7 +73,7 @@ class Pipeline:
 
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones,
                  journal: ErasureJournal, *, embedder: Embedder, validators: Iterable[WriteValidator],
-                 settings: Settings, core: Principal) -> None:
+                 settings: Settings, core: Principal, lesson_key: bytes | None = None) -> None:
         self._embedder = embedder
         # Upserts made inside one batch reach the store as one call, embedded together.
         self._backend = CoalescingBackend(backend, embed=lambda texts: embed_many(embedder, texts))
@@ -81,13 +82,17 @@ class Pipeline:
         self._audit = audit
         self.tombstones = tombstones
         self.journal = journal
-        self.validators = ValidatorChain(validators)
+        # Lessons are hashed with the store's secret key (open/connect pass lessons.key; a
+        # pipeline built without one gets a random key, never a public constant), or with the
+        # key the chain's lesson validator was given, so that the validator can read them.
+        store_key = lesson_key if lesson_key is not None else secrets.token_bytes(32)
+        self.validators = ValidatorChain(v.for_store(store_key) if isinstance(v, LessonValidator) else v
+                                         for v in validators)
         self.settings = settings
         self.core = core
         self._handlers = handlers()
-        # Lessons are hashed with the key of the chain's lesson validator, so that it can read them.
         self._lesson_key = next((v.key for v in self.validators.validators if isinstance(v, LessonValidator)),
-                                DEFAULT_KEY)
+                                store_key)
         self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS, ttl=settings.cache_ttl)
         self.subject_index = SubjectIndex(self._load_subject, ttl=settings.cache_ttl)
         # Mutations check-then-store (idempotence, supersession, keyed versions); one lock
@@ -169,8 +174,10 @@ class Pipeline:
         """
         if not self.settings.lessons or record.kind is Kind.LESSON:
             return
+        # The lesson carries the record's subjects, so that erasing one of them erases it too.
         op = WriteOp(lesson_content(record, verdicts, key=self._lesson_key), LESSONS_NAMESPACE, kind=Kind.LESSON,
-                     parents=(record.id,) if stored else (), labels={"lesson_for": record.id})
+                     subjects=record.subjects, parents=(record.id,) if stored else (),
+                     labels={"lesson_for": record.id})
         try:
             self.system(op)
         except Exception as exc:  # noqa: BLE001 - see the docstring

@@ -12,9 +12,11 @@ missing. The core's lessons about the subject go with it. See docs/erasure.md.
 
 from __future__ import annotations
 
+from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import EraseOp
 from memwarden.core.schema import LESSONS_NAMESPACE
 from memwarden.core.records import ErasureReceipt, Kind, MemoryRecord, Status, hashed
+from memwarden.guards.lessons import parse_lesson
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Erase
 from memwarden.memory.handlers import Handler
@@ -27,9 +29,13 @@ _ALL = frozenset(Status)
 HELD_LABEL = "erasure_pending"
 
 
-def _core_lesson(ctx: OpContext, record: MemoryRecord) -> bool:
-    return (record.kind is Kind.LESSON and record.namespace == LESSONS_NAMESPACE
-            and record.writer == ctx.core_id)
+def _lesson_scope(ctx: OpContext, record: MemoryRecord) -> Namespace | None:
+    """For a lesson the core wrote, the namespace it was learnt in; None for any other record
+    (and for a lesson of an older format, which is then decided as itself)."""
+    if record.kind is not Kind.LESSON or record.namespace != LESSONS_NAMESPACE or record.writer != ctx.core_id:
+        return None
+    lesson = parse_lesson(record.content)
+    return lesson.scope if lesson is not None else None
 
 
 def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[ErasureReceipt, list[Effect]]:
@@ -38,15 +44,17 @@ def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[ErasureReceipt,
     lessons = 0
 
     def take(record: MemoryRecord) -> bool:
-        """Sort one reached record into erased or held; True when it is new."""
+        """Sort one reached record into erased or held; True when it is new. A lesson of the
+        core counts as a record of the namespace it was learnt in, whatever the policy says of
+        memwarden/lessons: who may erase there erases it (a system rule, named in the audit)."""
         nonlocal lessons
         if record.id in erased or record.id in held:
             return False
-        if ctx.allows("erase", record):
+        scope = _lesson_scope(ctx, record)
+        where = record.model_copy(update={"namespace": scope}) if scope is not None else record
+        if ctx.allows("erase", where):
             erased[record.id] = record
-        elif _core_lesson(ctx, record):
-            erased[record.id] = record  # the core's own record: erased as a system action
-            lessons += 1
+            lessons += scope is not None
         else:
             held[record.id] = record
         return True
@@ -71,11 +79,14 @@ def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[ErasureReceipt,
         reached += ctx.view.records([i for i in earlier if i not in erased and i not in held])
         frontier = [r for r in reached if take(r)]
     if lessons:
-        ctx.facts.rules.append(f"core: the subject's lessons in {'/'.join(LESSONS_NAMESPACE)!r}")
+        ctx.facts.rules.append(f"core: {lessons} lesson(s) in {namespace_text(LESSONS_NAMESPACE)!r} "
+                               "erased with what they were learnt from")
     ids = sorted(erased)
     ctx.facts.record_ids = [hashed(i) for i in ids]
     ctx.facts.returned, ctx.facts.held = len(ids), len(held)
-    marks = tuple(tombstone_mark(s, r.namespace, r.content) for r in erased.values() for s in r.subjects)
+    # No tombstone for a lesson: the same rejection later is a new lesson to learn.
+    marks = tuple(tombstone_mark(s, r.namespace, r.content) for r in erased.values()
+                  if _lesson_scope(ctx, r) is None for s in r.subjects)
     receipt = ErasureReceipt(
         subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(ctx.facts.record_ids),
         count=len(ids), cascaded=len(ids) - direct, held=len(held), actor=ctx.principal_id,
