@@ -117,7 +117,7 @@ def test_erasing_a_subject_erases_its_lessons_everywhere(tmp_path: Path) -> None
         # Not in the store (however asked), not in the lesson cache, not in the index file.
         assert [r.id for r in _lessons(mem)] == [other.id]
         assert mem.session(Principal("auditor")).get(lesson.id) is None
-        assert lesson.id not in {r.id for r in mem._lesson_cache.get()}
+        assert lesson.id not in {r.id for r in mem._pipeline.lessons()}
         assert not mem._backend.fetch(where={"subjects": {"$contains": "p12"}})
         index = _index_bytes(data)
         assert lesson.id.encode() not in index and kept.id.encode() not in index
