@@ -39,6 +39,7 @@ from memwarden.memory.backends import Backend, StoredRow
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.codec import from_row, to_metadata
 from memwarden.memory.partitioned import PartitionedBackend, check_breadth, check_depth
+from memwarden.memory.receipts import sign_receipt
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
@@ -1021,11 +1022,12 @@ class Memory:
                 self._backend.purge(erased)
 
             self._commit(facts, apply, changed=list(found.values()))
-        return ErasureReceipt(
+        return sign_receipt(self._audit.signing_keys(), dict(
             subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(facts.record_ids),
             count=len(erased), cascaded=len(erased) - direct, actor=facts.principal.id,
             rules=tuple(dict.fromkeys(facts.rules)), erased_at=utcnow(), audit_seq=facts.audit_seq,
-        )
+            audit_seqs=(facts.audit_seq,),
+        ), found.values())
 
     def _review(self, op: ReviewOp, facts: _Facts, vectors: dict[str, np.ndarray]) -> MemoryRecord:
         with self._write_lock:

@@ -43,7 +43,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from memwarden.errors import ProofError
+from memwarden.errors import ProofError, SignatureInvalid
 from memwarden.memory.files import atomic_write
 
 SIGNING_SUFFIX = ".signing.key"
@@ -175,13 +175,13 @@ class PublicKeys:
         kid = doc.get("key_id")
         public = self._public.get(kid) if isinstance(kid, str) else None
         if public is None:
-            raise ProofError(f"{what} is signed by key {kid!r}, which is not among the keys in {self.where} "
+            raise SignatureInvalid(f"{what} is signed by key {kid!r}, which is not among the keys in {self.where} "
                              "(signed by another store?)")
         signature = _unb64(doc.get("signature"), 64, f"{what}'s signature")
         try:
             public.verify(signature, canonical({k: v for k, v in doc.items() if k != "signature"}))
         except InvalidSignature:
-            raise ProofError(f"{what}: the signature does not verify with key {kid} "
+            raise SignatureInvalid(f"{what}: the signature does not verify with key {kid} "
                              "(the document was changed after it was signed)") from None
         return kid
 
