@@ -69,10 +69,10 @@ def _audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - Au
 
 def _print_report(report, console: Console, what: str) -> int:  # noqa: ANN001 - VerifyReport
     if report.ok:
-        console.print(f"[green]ok[/]: {report.entries} entries{what}")
+        console.print(f"[green]ok[/]: {report.entries} entries{what}", soft_wrap=True)
         return 0
     console.print(f"[red]TAMPERED[/]: {len(report.problems)} problem(s) in {report.entries} entries"
-                  + (f"; first bad entry: {report.bad_entries[0]}" if report.bad_entries else ""))
+                  + (f"; first bad entry: {report.bad_entries[0]}" if report.bad_entries else ""), soft_wrap=True)
     for problem in report.problems[:50]:
         console.print(f"  - {problem}", markup=False, soft_wrap=True)
     if len(report.problems) > 50:
