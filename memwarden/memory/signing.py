@@ -88,8 +88,10 @@ def _unb64(text: object, length: int, what: str) -> bytes:
         data = base64.b64decode(text, validate=True) if isinstance(text, str) else b""
     except (binascii.Error, ValueError):
         data = b""
-    if len(data) != length:
-        raise ProofError(f"{what} is not {length} bytes of base64")
+    # Only the canonical spelling: base64 leaves spare bits in its last digit, and another
+    # spelling of the same bytes would be a changed document that still verifies.
+    if len(data) != length or _b64(data) != text:
+        raise ProofError(f"{what} is not {length} bytes in canonical base64")
     return data
 
 
