@@ -29,9 +29,7 @@ import numpy as np
 from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import Op, RecoverOp, WriteOp, op_namespace
-from memwarden.core.records import (
-    Binding, ErasureReceipt, Kind, MemoryRecord, Principal, Status, hashed, utcnow,
-)
+from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Status, hashed, utcnow
 from memwarden.core.schema import LESSONS_NAMESPACE, OP_KINDS
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonValidator, lesson_content
@@ -51,6 +49,7 @@ from memwarden.memory.handlers.erasure import held
 from memwarden.memory.journal import ErasureJournal
 from memwarden.memory.metrics import record_operation
 from memwarden.memory.needs import Found, InNamespace, InScope, Need, OnRecord
+from memwarden.memory.receipts import sign_receipt
 from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.memory.tracing import finish_operation, start_operation, use_operation
@@ -417,9 +416,13 @@ class Pipeline:
         facts.audit_seq = self._audit.append(facts.audit_entry())
         self.journal.finish(intent)
         self._unfinished = bool(self.journal.pending())
-        if isinstance(result, ErasureReceipt):
-            return result.model_copy(update={"audit_seq": facts.audit_seq})
-        return result
+        if erase.receipt is None:
+            return result
+        # Only now, complete, does the erasure get its receipt: signed by the store's key,
+        # committing to the erased records as they stood before deletion.
+        covered = tuple(s for s in (intent.audit_seq, facts.audit_seq) if s is not None)
+        return sign_receipt(self._audit.signing_keys(), {**erase.receipt, "audit_seq": facts.audit_seq,
+                                                         "audit_seqs": covered}, erase.records)
 
     # -- cache loaders (system reads) ---------------------------------------------------------------
 
