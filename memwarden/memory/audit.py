@@ -351,6 +351,11 @@ class AuditLog:
         for (body,) in self._read("SELECT body FROM {log} ORDER BY seq"):
             yield json.loads(body)
 
+    def entries_after(self, seq: int) -> Iterator[dict[str, Any]]:
+        """The fields of every entry after sequence number ``seq``, in order."""
+        for (body,) in self._read("SELECT body FROM {log} WHERE seq > " + str(int(seq)) + " ORDER BY seq"):
+            yield json.loads(body)
+
     def head(self) -> tuple[int, str] | None:
         """(sequence number, hash) of the last entry; None for an empty log."""
         row = self._read("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")

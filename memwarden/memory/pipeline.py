@@ -203,10 +203,25 @@ class Pipeline:
 
     def recover(self) -> int:
         """Finish every erasure an interrupt left half done (a system operation each, audited
-        and traced); returns how many. Run when a memory opens and before the next call."""
+        and traced); returns how many. Run when a memory opens and before the next call.
+
+        The audit log says how far each got: an intent whose "pending" entry was written is
+        completed by the recovery's entry; one whose final entry was written already is
+        complete, and only its journal entry is left to forget."""
         pending = self.journal.pending()
         for intent in pending:
-            self.system(RecoverOp(intent.n))
+            found = {e.get("intent"): e for e in self._audit.entries_after(intent.after_seq)
+                     if e.get("outcome") == "pending" and e.get("intent") == intent.token}
+            entry = found.get(intent.token)
+            if entry is not None and intent.audit_seq is None:
+                intent = self.journal.audited(intent, entry["seq"])
+            done = intent.audit_seq is not None and any(
+                e.get("completes") == intent.audit_seq and e.get("outcome") == "ok"
+                for e in self._audit.entries_after(intent.audit_seq))
+            if done:
+                self.journal.finish(intent)
+            else:
+                self.system(RecoverOp(intent.n))
         self._unfinished = False
         return len(pending)
 
@@ -391,10 +406,12 @@ class Pipeline:
         holds = held(list(erase.held), erase.subject)
         intent = erase.resumes
         if intent is None:
+            head = self._audit.head()
             intent = self.journal.begin(facts.principal.id, erase.subject, [r.id for r in erase.records],
-                                        [r.id for _, r in holds], list(erase.marks), list(dict.fromkeys(facts.rules)))
+                                        [r.id for _, r in holds], list(erase.marks), list(dict.fromkeys(facts.rules)),
+                                        after_seq=head[0] if head else 0)
             self._unfinished = True
-            facts.outcome = "pending"
+            facts.outcome, facts.intent = "pending", intent.token
             seq = self._audit.append(facts.audit_entry())
             intent = self.journal.audited(intent, seq)
             facts.completes = seq
