@@ -44,7 +44,7 @@ from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
 from memwarden.memory.ops import (
     POLICY_ACTION, EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, Op, RetractOp, ReviewOp, SearchOp,
-    SweepOp, UpdateOp, WriteOp, op_namespace,
+    SweepOp, UpdateOp, WriteOp, op_namespace, operations,
 )
 from memwarden.memory.records import (
     ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Status, hashed, keyed_id, record_id, utcnow,
@@ -365,7 +365,7 @@ class Memory:
         if self._closed:
             raise InvalidRequest("this Memory is closed")
         _not_core(principal)
-        ops = list(ops)
+        ops = operations(ops)
         vectors = self._prefetch_vectors(ops)
         with self._backend.holding():
             return [self._run(principal, op, vectors) for op in ops]

@@ -1,4 +1,9 @@
-"""``Session``: thin convenience methods over ``Memory.batch`` for one principal."""
+"""``Session``: thin convenience methods over ``Memory.batch`` for one principal.
+
+Each method hands its arguments to the operation exactly as the caller passed them: the
+operation's ``canonical`` is the one place they are checked, so that a string given where a
+list is expected is refused there rather than silently split into characters here.
+"""
 
 from __future__ import annotations
 
@@ -46,8 +51,8 @@ class Session:
         ``ttl`` overrides the policy's default; ``key`` makes an addressable item that a later
         write with the same key overwrites; ``allow_reingest`` stores content that an erasure
         tombstoned (it needs erase permission)."""
-        return self._one(WriteOp(content, namespace, kind, tuple(subjects), source, tuple(parents),
-                                 valid_from, valid_to, ttl, trust, dict(labels or {}), key, allow_reingest))
+        return self._one(WriteOp(content, namespace, kind, subjects, source, parents,
+                                 valid_from, valid_to, ttl, trust, {} if labels is None else labels, key, allow_reingest))
 
     def search(self, query: str | None, namespace: NamespaceLike = (), *, k: int = 5,
                kinds: Sequence[str | Kind] | None = None, offset: int = 0, mode: str = "hybrid",
@@ -76,8 +81,7 @@ class Session:
     def update(self, id: str, content: str, *, kind: str | Kind | None = None,  # noqa: A002
                subjects: Sequence[str] | None = None, labels: Mapping[str, str] | None = None) -> MemoryRecord:
         """Write a new version that supersedes ``id``; returns the new version."""
-        return self._one(UpdateOp(id, content, kind, tuple(subjects) if subjects is not None else None,
-                                  dict(labels) if labels is not None else None))
+        return self._one(UpdateOp(id, content, kind, subjects, labels))
 
     def forget(self, id: str) -> None:  # noqa: A002
         """Logically forget a record: it is never returned again."""
@@ -86,7 +90,7 @@ class Session:
     def erase(self, subject: str | None = None, *, ids: Sequence[str] = ()) -> ErasureReceipt:
         """Erase every record about ``subject`` (and/or ``ids``) and all records derived from them.
         All or nothing: if any one may not be erased, nothing is and AccessDenied is raised."""
-        return self._one(EraseOp(subject, tuple(ids)))
+        return self._one(EraseOp(subject, ids))
 
     def approve(self, id: str) -> MemoryRecord:  # noqa: A002
         """Vote to release a quarantined record; returns it with its votes and status."""
