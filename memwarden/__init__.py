@@ -5,7 +5,8 @@ OpenTelemetry and written to a hash-chained audit log.
 """
 
 from memwarden.errors import (
-    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, WriteRejected,
+    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, ReadOnlyError, StoreFormatError,
+    StoreLocked, WriteRejected,
 )
 from memwarden.memory.memory import Memory
 from memwarden.memory.memory import Settings
@@ -19,7 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AccessDenied", "AuditError", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind", "ListNamespacesOp",
-    "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal", "RetractOp", "ReviewOp",
-    "SearchHit", "SearchOp", "Session", "Settings", "Source", "Status", "SweepOp", "UpdateOp", "WriteOp",
-    "WriteRejected",
+    "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal", "ReadOnlyError",
+    "RetractOp", "ReviewOp", "SearchHit", "SearchOp", "Session", "Settings", "Source", "Status", "StoreFormatError",
+    "StoreLocked", "SweepOp", "UpdateOp", "WriteOp", "WriteRejected",
 ]

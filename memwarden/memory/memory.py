@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, WriteRejected
+from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, NotFound, ReadOnlyError, WriteRejected
 from memwarden.guards.contradiction import content_words, find_contradiction
 from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator, lesson_content
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict, WriteValidator, strongest
@@ -37,6 +37,7 @@ from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
 from memwarden.memory.tombstones import Tombstones, tombstone_mark
 from memwarden.memory.backends import Backend, StoredRow
 from memwarden.memory.coalesce import CoalescingBackend
+from memwarden.memory.datadir import DataDir
 from memwarden.memory.codec import from_row, to_metadata
 from memwarden.memory.partitioned import PartitionedBackend, check_breadth, check_depth
 from memwarden.memory.embeddings import as_embedder, embed_many, embed_one
@@ -52,7 +53,7 @@ from memwarden.memory.records import (
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, PolicyEngine, ReadScope
 from memwarden.policies.namespace import Namespace, namespace_text
-from memwarden.policies.sources import open_policy
+from memwarden.policies.sources import check_policy_argument, open_policy
 from memwarden.policies.partitions import Coverage, Target, plan
 from memwarden.policies.pushdown import all_of, any_of, scope_filter
 
@@ -248,6 +249,7 @@ class Memory:
         # Writes check-then-store (idempotence, supersession); one lock keeps that atomic.
         self._write_lock = threading.RLock()
         self._closed = False
+        self._read_only = False  # set by open(read_only=True): see batch
         # What open/connect opened beside the parts above (a database policy's connections).
         self._on_close: list[Callable[[], None]] = []
         self._handlers: dict[str, Callable[[Any, _Facts, dict[str, np.ndarray]], Any]] = {
@@ -261,12 +263,18 @@ class Memory:
     @classmethod
     def open(cls, path: str | Path, policy: str | Path | PolicyEngine | None = None, *,
              audit: str | Path | None = None, embedding: object | None = None,
-             validators: Iterable[WriteValidator] | None = None, **settings: Any) -> Memory:
+             validators: Iterable[WriteValidator] | None = None, read_only: bool = False, create: bool = True,
+             **settings: Any) -> Memory:
         """Open (or create) an embedded memory in directory ``path``.
 
         ``policy`` is a CSV policy file, the name of a bundled policy ("hospital", "office",
         "household"), a database URL (``sqlite:///policy.db``, ``postgresql://...``: see
-        docs/deployment.md), a ready PolicyEngine, or None (no rules: everything is denied).
+        docs/deployment.md), a ready PolicyEngine, or "deny-all" (no rules: everything is
+        denied); it is required (docs/policies.md).
+        The directory is locked while open (docs/deployment.md): a second read-write open
+        raises StoreLocked naming the holder's pid. ``read_only=True`` shares it with other
+        read-only opens and refuses every change (ReadOnlyError). ``create=False`` refuses a
+        directory that holds no store instead of creating one.
         ``audit`` is None (``audit.sqlite3`` in ``path``), another SQLite file, or a
         ``postgresql://`` URL. ``embedding`` is any LangChain ``Embeddings``; None uses the
         bundled offline MiniLM. ``validators``: the write-validator chain; None (the default)
@@ -274,19 +282,27 @@ class Memory:
         lessons, contradiction), ``[]`` turns write validation off.
         Further keyword arguments are :class:`Settings`.
         """
-        root = Path(path)
-        if root.exists() and not root.is_dir():
-            raise InvalidRequest(f"memory path {str(root)!r} exists and is not a directory")
-        root.mkdir(parents=True, exist_ok=True)
+        check_policy_argument(policy)  # a forgotten policy must not leave a new empty store behind
+        # Locked, format checked and migrated before anything else touches the directory.
+        data = DataDir.open(path, read_only=read_only, create=create)
+        root = data.root
 
         def backend(options: Settings) -> Backend:
             if compaction.pending(root / "chroma"):
+                data.writable("an erasure a crash interrupted must be finished")
                 compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
             # The lexical index is repaired against Chroma before first use (see memory/lexical.py).
             chroma = PartitionedBackend.embedded(str(root / "chroma"), **options.backend_options())
-            return IndexedBackend.open(chroma, root / INDEX_FILE)
+            return data.guard(IndexedBackend.open(chroma, root / INDEX_FILE, repair=not read_only))
 
-        return cls._assemble(root, backend, policy, audit, embedding, validators, settings)
+        try:
+            memory = cls._assemble(root, backend, policy, audit, embedding, validators, settings)
+        except BaseException:
+            data.release()
+            raise
+        memory._read_only = read_only
+        memory._on_close.append(data.release)
+        return memory
 
     @classmethod
     def connect(cls, host: str, port: int, policy: str | Path | PolicyEngine | None = None, *,
@@ -366,6 +382,9 @@ class Memory:
             raise InvalidRequest("this Memory is closed")
         _not_core(principal)
         ops = operations(ops)
+        changing = [op.action for op in ops if op.action not in _READS]
+        if self._read_only and changing:
+            raise ReadOnlyError(f"this memory was opened read-only; {', '.join(sorted(set(changing)))} would change it")
         vectors = self._prefetch_vectors(ops)
         with self._backend.holding():
             return [self._run(principal, op, vectors) for op in ops]
@@ -721,7 +740,7 @@ class Memory:
         """Refresh the decay clock of records that were just read (a use stretches the half-life)."""
         now = utcnow()
         fading = [r.model_copy(update={"last_access": now, "uses": r.uses + 1}) for r in records if r.half_life]
-        if fading:
+        if fading and not self._read_only:  # a read-only reader leaves the clocks as they are
             # Only the decay fields are sent: Chroma merges metadata, so a concurrent forget
             # or update of the same record is never overwritten by a read.
             self._backend.update_metadata([r.id for r in fading], [
