@@ -116,8 +116,9 @@ def test_read_only_opens_share_and_refuse_every_change(tmp_path: Path, policy_fi
                            lambda: alice.batch([WriteOp("Patient 2", "ward3/patients/p2")])):
                 with pytest.raises(ReadOnlyError, match="opened read-only"):
                     change()
-            with pytest.raises(StoreLocked):  # a writer waits for the readers
+            with pytest.raises(StoreLocked) as info:  # a writer waits for the readers, named
                 _open(root, policy_file)
+            assert set(info.value.holders) == {other.pid, os.getpid()}
     finally:
         other.stdin.write("\n")
         other.stdin.close()

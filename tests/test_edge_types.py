@@ -228,6 +228,13 @@ def test_principal_roles_must_be_a_list_of_role_names(roles: object) -> None:
         to_principal({"id": "zed", "roles": roles})
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(roles=JUNK)
+def test_principal_roles_and_sessions_take_junk_as_memwarden_errors(mem: Memory, roles: object) -> None:
+    _check(lambda: Principal("zed", roles=roles), "roles", roles)  # type: ignore[arg-type]
+    _check(lambda: mem.session(roles), "principal", roles)  # type: ignore[arg-type]
+
+
 def test_memory_tools_pass_lists_on_and_refuse_strings(mem: Memory) -> None:
     tools = {t.name: t for t in memory_tools(mem.session(ALICE))}
     # Called directly (as an agent framework might), not through the model-facing schema.
@@ -294,3 +301,13 @@ def test_memory_batch_refuses_what_is_not_a_list_of_operations(mem: Memory, tmp_
         mem.batch(ALICE, [WriteOp("Patient 5 is stable", "ward3/patients/p5"), "search"])  # type: ignore[list-item]
     # A generator of operations is an iterable of operations.
     assert len(mem.batch(ALICE, (WriteOp(f"Patient {i} is stable", f"ward3/patients/p{i}") for i in (6, 7)))) == 2
+
+
+@pytest.mark.parametrize("validators", ["injection", [object()], 5])
+def test_validators_that_are_no_validators_are_refused(tmp_path: Path, validators: object) -> None:
+    """Not a chain that fails closed on every write, which would look like a policy problem."""
+    (tmp_path / "policy.csv").write_text(HOSPITAL, encoding="utf-8")
+    with pytest.raises(InvalidRequest, match=r"validators(\[0\])? (must be a list|is not a write validator)"):
+        Memory.open(tmp_path / "data", policy=tmp_path / "policy.csv", embedding=HashingEmbedding(),
+                    validators=validators)  # type: ignore[arg-type]
+    Memory.open(tmp_path / "data", policy=tmp_path / "policy.csv", embedding=HashingEmbedding()).close()

@@ -91,15 +91,16 @@ def _version() -> str:
 def _holders(lock: Path, fd: int) -> tuple[int, ...]:
     """The pids holding ``lock``: from the kernel's lock table on Linux, else from the pid the
     writer left in the file."""
-    inode = os.fstat(fd).st_ino
+    stat = os.fstat(fd)
+    file_id = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
     pids: list[int] = []
     try:
         with open("/proc/locks", encoding="ascii") as table:
             for line in table:
                 fields = line.split()
-                # "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF"; waiters are marked "->".
-                if len(fields) >= 6 and fields[1] != "->" and fields[1] == "FLOCK" \
-                        and fields[5].rsplit(":", 1)[-1] == str(inode):
+                # "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF"; a waiter's line has "->"
+                # in the second field, so it never matches.
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == file_id:
                     pids.append(int(fields[4]))
     except (OSError, ValueError):
         pids = []
