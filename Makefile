@@ -1,24 +1,35 @@
-# The two commands of the README. Each creates .venv and installs memwarden into it from
-# scratch when pyproject.toml changes, then runs.
+# The two commands of the README. Each creates .venv and installs into it what it needs, again
+# only when pyproject.toml changes, then runs: `make demo` the runtime dependencies alone,
+# `make test` the test extras as well (on top of the runtime ones, so switching between the
+# two never reinstalls anything already there).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+TEST_STAMP    := $(VENV)/.installed-test
 
-.PHONY: demo test install clean
+.PHONY: demo test install install-test clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
+
+$(TEST_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(TEST_STAMP)
 
-install: $(STAMP)
+install: $(RUNTIME_STAMP)
 
-demo: $(STAMP)
+install-test: $(TEST_STAMP)
+
+demo: $(RUNTIME_STAMP)
 	$(BIN)/memwarden demo
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
 clean:

@@ -5,8 +5,8 @@ OpenTelemetry and written to a hash-chained audit log.
 """
 
 from memwarden.core.errors import (
-    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError, SignatureInvalid,
-    WriteRejected,
+    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError, ReadOnlyError,
+    SignatureInvalid, StoreFormatError, StoreLocked, WriteRejected,
 )
 from memwarden.memory.memory import Memory
 from memwarden.memory.settings import Settings
@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind",
     "ListNamespacesOp", "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal",
-    "ProofError", "RetractOp", "ReviewOp", "ReviewResult", "SearchHit", "SearchOp", "Session", "Settings",
-    "SignatureInvalid", "Source", "Status", "SweepOp", "UpdateOp", "WriteOp",
-    "WriteRejected",
+    "ProofError", "ReadOnlyError", "RetractOp", "ReviewOp", "ReviewResult", "SearchHit", "SearchOp", "Session",
+    "Settings", "SignatureInvalid", "Source", "Status", "StoreFormatError", "StoreLocked", "SweepOp", "UpdateOp",
+    "WriteOp", "WriteRejected",
 ]

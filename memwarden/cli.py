@@ -192,7 +192,8 @@ def _acting_session(args: argparse.Namespace):  # noqa: ANN202 - (Memory, Sessio
     from memwarden.memory.memory import Memory
     from memwarden.core.records import Principal
 
-    memory = Memory.open(args.data, policy=args.policy, audit=args.audit)
+    # A mistyped --data must not become a new, empty store that "erases" nothing successfully.
+    memory = Memory.open(args.data, policy=args.policy, audit=args.audit, create=args.create)
     return memory, memory.session(Principal(args.principal, roles=args.role))
 
 
@@ -236,6 +237,8 @@ def _add_actor(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit", help="the audit log, if not the memory directory's: a SQLite file or postgresql:// URL")
     parser.add_argument("--principal", required=True, help="who acts (policy decides what it may do)")
     parser.add_argument("--role", action="append", default=[], help="a role given to the principal (repeatable)")
+    parser.add_argument("--create", action="store_true",
+                        help="create an empty store when --data holds none (otherwise that is an error)")
 
 
 def _add_log(parser: argparse.ArgumentParser, *, exported: bool = False) -> None:

@@ -1,7 +1,12 @@
 """Crash safety: ``kill -9`` a writer in the middle of a batch, embedded and against a Chroma
 server (policies and audit in PostgreSQL). After a restart every record is either fully
 present with its audit entry or absent, the audit log verifies, and retrying the same batches
-is idempotent: deterministic ids, no duplicates, the already stored writes are replays."""
+is idempotent: deterministic ids, no duplicates, the already stored writes are replays.
+
+Where the kill lands is chosen, not timed: the writer kills itself (SIGKILL, so no handler,
+``finally`` or atexit runs) right after its KILL_AFTER-th audit entry is durable, which is the
+25th write of the second batch: audited, and not yet stored (the pipeline audits before it
+applies, and a batch's writes reach the store together when it ends)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -20,21 +24,35 @@ import pytest
 from memwarden import Memory, Principal
 from memwarden.cli import main
 from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.core.records import record_id
 from memwarden.policies.sources import SQLPolicyStore
 from tests.conftest import HOSPITAL
 
 TOTAL, BATCH, KILL_AFTER = 250, 50, 75  # killed while the second batch is being audited
 
 WRITER = """
-import sys
+import os, signal, sys
 from memwarden import Memory, Principal, WriteOp
 from memwarden.memory.embeddings import HashingEmbedding
 
-mode, tag, total, batch, where, policy, audit, host, port = sys.argv[1:]
+mode, tag, total, batch, where, policy, audit, host, port, kill_after = sys.argv[1:]
 if mode == "embedded":
     mem = Memory.open(where, policy=policy, embedding=HashingEmbedding())
 else:
     mem = Memory.connect(host, int(port), policy=policy, audit=audit, state=where, embedding=HashingEmbedding())
+if int(kill_after):
+    # The kill point: right after the kill_after-th audit entry of this process is durable.
+    append, appended = mem.audit_log.append, []
+
+    def append_then_maybe_die(*args, **kwargs):
+        seq = append(*args, **kwargs)
+        appended.append(seq)
+        if len(appended) == int(kill_after):
+            print("dying", seq, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return seq
+
+    mem.audit_log.append = append_then_maybe_die
 alice = mem.session(Principal("alice"))
 ops = [WriteOp(f"{tag} crash note {i}: patient is stable", ("ward3", "patients", tag), subjects=[f"p{i % 7}"])
        for i in range(int(total))]
@@ -61,23 +79,20 @@ class _Setup:
             store.close()
             self.audit_args = ["--audit", self.audit, "--key", str(self.where / "audit.key")]
 
-    def writer(self) -> subprocess.Popen:
+    def writer(self, kill_after: int = 0) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-c", WRITER, self.mode, self.tag, str(TOTAL), str(BATCH),
-                                 str(self.where), self.policy, self.audit, *self.server],
+                                 str(self.where), self.policy, self.audit, *self.server, str(kill_after)],
                                 stdout=subprocess.PIPE, text=True)
 
     def audited(self) -> int:
-        try:
-            if self.mode == "embedded":
-                db = sqlite3.connect(f"file:{self.where / 'audit.sqlite3'}?mode=ro", uri=True, timeout=1)
-                try:
-                    return db.execute("SELECT count(*) FROM audit").fetchone()[0]
-                finally:
-                    db.close()
-            with psycopg.connect(self.audit) as conn:
-                return conn.execute("SELECT count(*) FROM memwarden_audit").fetchone()[0]
-        except (sqlite3.Error, psycopg.Error):  # not created yet
-            return 0
+        if self.mode == "embedded":
+            db = sqlite3.connect(f"file:{self.where / 'audit.sqlite3'}?mode=ro", uri=True, timeout=1)
+            try:
+                return db.execute("SELECT count(*) FROM audit").fetchone()[0]
+            finally:
+                db.close()
+        with psycopg.connect(self.audit) as conn:
+            return conn.execute("SELECT count(*) FROM memwarden_audit").fetchone()[0]
 
     def open(self) -> Memory:
         if self.mode == "embedded":
@@ -85,6 +100,12 @@ class _Setup:
         host, port = self.server
         return Memory.connect(host, int(port), policy=self.policy, audit=self.audit, state=self.where,
                               embedding=HashingEmbedding())
+
+
+def _ids(tag: str) -> list[str]:
+    """The ids of the writer's writes, in order (ids are deterministic)."""
+    return [record_id("alice", ("ward3", "patients", tag), f"{tag} crash note {i}: patient is stable")
+            for i in range(TOTAL)]
 
 
 def _state(mem: Memory, tag: str) -> tuple[dict, Counter, set[str]]:
@@ -100,14 +121,11 @@ def _state(mem: Memory, tag: str) -> tuple[dict, Counter, set[str]]:
 @pytest.mark.parametrize("mode", ["embedded", "server"])
 def test_kill_9_mid_batch_then_retry(mode: str, tmp_path: Path, policy_file: Path, request: pytest.FixtureRequest) -> None:
     setup = _Setup(mode, tmp_path, policy_file, request)
-    proc = setup.writer()
+    proc = setup.writer(kill_after=KILL_AFTER)
     assert proc.stdout.readline().strip() == "ready"
-    deadline = time.monotonic() + 120
-    while setup.audited() < KILL_AFTER and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.002)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, "the writer finished before it was killed; raise TOTAL"
+    dying = proc.stdout.readline().split()
+    assert proc.wait(timeout=300) == -signal.SIGKILL
+    assert dying[0] == "dying" and setup.audited() == int(dying[1])  # nothing was audited after the kill point
 
     with setup.open() as mem:
         assert mem.audit_log.verify().ok
@@ -120,8 +138,11 @@ def test_kill_9_mid_batch_then_retry(mode: str, tmp_path: Path, policy_file: Pat
             assert record.namespace == ("ward3", "patients", setup.tag)
             assert alice.get(rid) == record
         lost = set(entries) - set(stored)
-        # Audited, never stored: the writes of the batch in flight, at most one batch of them.
-        assert 0 < len(lost) <= BATCH, f"{len(lost)} audited writes are absent; expected 1..{BATCH} (mid-batch)"
+        # Audited, never stored: writes of the batch in flight (the second), the last audited
+        # one among them; every write of the first batch is whole.
+        ids = _ids(setup.tag)
+        assert ids[KILL_AFTER - 1] in lost and lost <= set(ids[BATCH:2 * BATCH])
+        assert set(ids[:BATCH]) <= set(stored) and len(entries) == KILL_AFTER
     assert main(["audit", "verify", *setup.audit_args]) == 0
 
     retry = setup.writer()  # the same batches again, to the end

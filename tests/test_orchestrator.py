@@ -314,7 +314,7 @@ def test_construction_is_validated(mem: Memory) -> None:
         Worker("w", "alice", ok, Answer)  # type: ignore[arg-type]
     with pytest.raises(InvalidRequest, match="unique"):
         Team(ok, [Worker("w", ALICE, ok, Answer), Worker("w", BOB, ok, Answer)], mem)
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidRequest, match="router must be a function"):
         Team(42, [Worker("w", ALICE, ok, Answer)], mem)
     with pytest.raises(InvalidRequest):  # a principal the policy does not know
         Team(ok, [Worker("w", Principal("mallory"), ok, Answer)], mem)

@@ -9,6 +9,9 @@ partitions interrupted halfway is finished on the next open with no copy left an
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -263,9 +266,21 @@ def test_an_erasure_across_partitions_cut_short_is_finished_on_the_next_open(
     assert find_remnants(root / "chroma", erased, embed_many(EMBEDDING, erased), exclude=keep).clean
 
 
-def test_ids_written_through_another_memory_on_the_store_are_found(tmp_path: Path, policy: Path) -> None:
-    with _open(tmp_path / "m", policy) as first, _open(tmp_path / "m", policy) as second:
-        rec = first.session(MARIA).write("Dentist on tuesday at nine", ("home", "shared", "calendar"))
+@contextmanager
+def _two_memories(tmp_path: Path, policy: Path, server: tuple[str, int]) -> Iterator[tuple[Memory, Memory, str]]:
+    """Two memories on one store, and a label no other test uses. The store is a Chroma server:
+    an embedded directory has one writer at a time (docs/deployment.md)."""
+    host, port = server
+    first, second = (Memory.connect(host, port, policy=policy, state=tmp_path / state, embedding=EMBEDDING)
+                     for state in ("a", "b"))
+    with first, second:
+        yield first, second, "t" + uuid.uuid4().hex[:12]
+
+
+def test_ids_written_through_another_memory_on_the_store_are_found(tmp_path: Path, policy: Path,
+                                                                   chroma_server: tuple[str, int]) -> None:
+    with _two_memories(tmp_path, policy, chroma_server) as (first, second, tag):
+        rec = first.session(MARIA).write("Dentist on tuesday at nine", ("home", tag, "calendar"))
         assert second.session(MARIA).get(rec.id) == rec  # a partition new to `second`
         assert second.session(MARIA).get("mem_" + "0" * 32) is None
 
@@ -373,12 +388,14 @@ def test_a_wider_search_breadth_finds_more_of_the_true_nearest_rows(tmp_path: Pa
     assert recall[1000] >= 0.97 and recall[1000] > recall[10] + 0.1, recall
 
 
-def test_a_retry_into_a_partition_new_to_this_memory_is_still_a_replay(tmp_path: Path, policy: Path) -> None:
+def test_a_retry_into_a_partition_new_to_this_memory_is_still_a_replay(tmp_path: Path, policy: Path,
+                                                                      chroma_server: tuple[str, int]) -> None:
     """The write path looks its id up in the namespace's partition only; a partition another
     Memory (or process) created a moment ago must still be read, never taken as empty."""
-    with _open(tmp_path / "m", policy) as first, _open(tmp_path / "m", policy) as second:
-        assert second.session(MARIA).search("anything", k=1) == []   # second's view of the partitions is fresh
-        namespace = ("home", "kids", "tom", "school")
+    with _two_memories(tmp_path, policy, chroma_server) as (first, second, tag):
+        # second's view of the partitions is fresh
+        assert second.session(MARIA).search("anything", ("home", tag), k=1) == []
+        namespace = ("home", tag, "tom", "school")
         rec = first.session(MARIA).write("Parents' evening on friday", namespace)
         again = second.session(MARIA).write("Parents' evening on friday", namespace)
         assert again == rec                      # the stored record, not a second write over it

@@ -58,3 +58,23 @@ class ProofError(MemwardenError, ValueError):
 class SignatureInvalid(ProofError):
     """A signed document is well formed but does not verify: it was changed after signing,
     or it was signed by a key that is not among the keys given (another store's)."""
+
+
+class StoreLocked(MemwardenError):
+    """Another process has the embedded data directory open (see docs/deployment.md).
+
+    ``holders`` lists the process ids that hold it, when they can be known.
+    """
+
+    def __init__(self, message: str, *, holders: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.holders = holders
+
+
+class ReadOnlyError(MemwardenError, PermissionError):
+    """The memory was opened with ``read_only=True`` and the operation would change it."""
+
+
+class StoreFormatError(MemwardenError):
+    """The data directory's format is not one this memwarden can open (a newer store, or an
+    older one that needs a migration a read-only open cannot run)."""

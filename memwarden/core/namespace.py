@@ -84,23 +84,25 @@ def canonical_label(label: object, *, what: str = "namespace label") -> str:
     return text
 
 
-def split_namespace(namespace: object) -> tuple[object, ...]:
-    """Turn the accepted input forms (tuple, list or "a/b/c") into a raw tuple of labels."""
+def split_namespace(namespace: object, *, what: str = "namespace") -> tuple[object, ...]:
+    """Turn the accepted input forms (tuple, list or "a/b/c") into a raw tuple of labels;
+    ``what`` names the argument in the error."""
     if isinstance(namespace, str):
         return tuple(namespace.split("/")) if namespace else ()
     if isinstance(namespace, (tuple, list)):
         return tuple(namespace)
-    raise InvalidRequest(f"namespace must be a tuple of labels or an 'a/b/c' string, got {type(namespace).__name__}")
+    raise InvalidRequest(f"{what} must be a tuple of labels or an 'a/b/c' string, got {type(namespace).__name__}")
 
 
-def canonical_namespace(namespace: object, *, allow_empty: bool = False) -> Namespace:
-    """Canonicalise a namespace; raise InvalidRequest naming the first bad label."""
-    labels = split_namespace(namespace)
+def canonical_namespace(namespace: object, *, allow_empty: bool = False, what: str = "namespace") -> Namespace:
+    """Canonicalise a namespace; raise InvalidRequest naming the argument (``what``) and the
+    first bad label."""
+    labels = split_namespace(namespace, what=what)
     if not labels and not allow_empty:
-        raise InvalidRequest("namespace is empty; give at least one label")
+        raise InvalidRequest(f"{what} is empty; give at least one label")
     if len(labels) > MAX_DEPTH:
-        raise InvalidRequest(f"namespace has {len(labels)} labels; the limit is {MAX_DEPTH}")
-    return tuple(canonical_label(label, what=f"namespace label {i}") for i, label in enumerate(labels))
+        raise InvalidRequest(f"{what} has {len(labels)} labels; the limit is {MAX_DEPTH}")
+    return tuple(canonical_label(label, what=f"{what} label {i}") for i, label in enumerate(labels))
 
 
 def namespace_text(namespace: Sequence[str]) -> str:

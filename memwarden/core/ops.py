@@ -14,9 +14,10 @@ from datetime import datetime, timezone
 from typing import ClassVar, Union
 
 from memwarden.core.errors import InvalidRequest
+from memwarden.core.arguments import flag_argument, integer_argument, iterable_argument, sequence_argument, shown
 from memwarden.core.records import Kind, Source, ensure_kind
-from memwarden.core.namespace import canonical_value, is_label_name
-from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace
+from memwarden.core.schema import OP_KINDS
+from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, canonical_value, is_label_name
 
 #: Longest content accepted, in characters (documented in the README).
 MAX_CONTENT_CHARS = 32_768
@@ -28,6 +29,8 @@ MAX_K = 1_000
 MAX_OFFSET = 1_000_000
 #: Longest addressable key (LangGraph store keys), in characters.
 MAX_KEY_CHARS = 1_024
+#: Longest time to live, in seconds (a century; beyond it an expiry date may not exist).
+MAX_TTL = 100 * 365 * 86_400.0
 #: Most subjects, parents or labels on one record.
 MAX_LIST = 64
 #: Largest token budget a search may compose within.
@@ -59,18 +62,29 @@ def _text(value: object, what: str, limit: int) -> str:
 
 
 def _names(values: object, what: str) -> tuple[str, ...]:
-    if isinstance(values, str) or not isinstance(values, (list, tuple, set, frozenset)):
-        raise InvalidRequest(f"{what} must be a list of strings, got {type(values).__name__}")
-    if len(values) > MAX_LIST:
-        raise InvalidRequest(f"{what} has {len(values)} entries; the limit is {MAX_LIST}")
-    return tuple(dict.fromkeys(canonical_label(v, what=what[:-1] if what.endswith("s") else what) for v in values))
+    items = sequence_argument(values, what, limit=MAX_LIST)
+    return tuple(dict.fromkeys(canonical_label(v, what=f"{what}[{i}]") for i, v in enumerate(items)))
 
 
-def _record_id(value: object) -> str:
+def _record_id(value: object, what: str = "id") -> str:
     if not isinstance(value, str) or not value.startswith("mem_") or len(value) != 36 \
             or any(c not in "0123456789abcdef" for c in value[4:]):
-        raise InvalidRequest(f"{value!r} is not a memwarden record id (mem_ + 32 hex digits)")
+        raise InvalidRequest(f"{what} {shown(value)} is not a memwarden record id (mem_ + 32 hex digits)")
     return value
+
+
+def _record_ids(values: object, what: str, limit: int | None = MAX_LIST) -> tuple[str, ...]:
+    items = sequence_argument(values, what, of="record ids", limit=limit)
+    return tuple(dict.fromkeys(_record_id(v, f"{what}[{i}]") for i, v in enumerate(items)))
+
+
+def _positive_seconds(value: object, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value <= MAX_TTL:
+        raise InvalidRequest(f"{what} must be a positive number of seconds (at most {MAX_TTL:.0f}), got {shown(value)}")
+    return float(value)
 
 
 def _when(value: object, what: str) -> datetime | None:
@@ -78,9 +92,12 @@ def _when(value: object, what: str) -> datetime | None:
         return None
     if not isinstance(value, datetime):
         raise InvalidRequest(f"{what} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None:
+    if value.utcoffset() is None:
         raise InvalidRequest(f"{what} must be timezone-aware (naive datetimes are ambiguous)")
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidRequest(f"{what} {value.isoformat()} is out of range in UTC") from None
 
 
 def _range(value: object) -> tuple[datetime, datetime] | None:
@@ -96,6 +113,14 @@ def _range(value: object) -> tuple[datetime, datetime] | None:
     return start, end
 
 
+def _source(value: object) -> Source:
+    try:
+        return Source(value)
+    except (ValueError, TypeError):
+        raise InvalidRequest(f"unknown source {shown(value)}; expected one of "
+                             + ", ".join(s.value for s in Source)) from None
+
+
 def _labels(value: object) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise InvalidRequest(f"labels must be a mapping of strings, got {type(value).__name__}")
@@ -104,11 +129,40 @@ def _labels(value: object) -> dict[str, str]:
     out = {}
     for key, val in value.items():
         if not is_label_name(key):
-            raise InvalidRequest(f"label key {key!r} must be ASCII letters, digits or '_'")
+            raise InvalidRequest(f"labels: label key {shown(key)} must be ASCII letters, digits or '_'")
         # Policy conditions compare label values exactly, so they are canonicalised like the
         # values a policy names (NFKC, nothing invisible, no look-alike script mixing).
-        out[key] = canonical_value(val, what=f"label {key!r}")
+        out[key] = canonical_value(val, what=f"labels[{key!r}]")
     return out
+
+
+def _kinds(value: object) -> tuple[Kind, ...] | None:
+    if value is None:
+        return None
+    items = sequence_argument(value, "kinds", of="kinds")
+    if not items:
+        raise InvalidRequest("kinds must be a non-empty list of kinds (or None for every kind)")
+    return tuple(dict.fromkeys(_kind(k, f"kinds[{i}]") for i, k in enumerate(items)))
+
+
+def _kind(value: object, what: str) -> Kind:
+    try:
+        return ensure_kind(value)
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"{what}: {exc}") from None
+
+
+def operations(ops: object) -> list:
+    """The operations of a batch as a list; InvalidRequest for anything that is not an
+    iterable of them (a string, a mapping, a single operation)."""
+    if getattr(ops, "action", None) is not None and not isinstance(ops, type):
+        raise InvalidRequest(f"ops must be an iterable of operations, got one {type(ops).__name__}: "
+                             "put it in a list")
+    items = iterable_argument(ops, "ops", of="operations")
+    for i, op in enumerate(items):
+        if isinstance(op, type) or getattr(op, "action", None) not in OP_KINDS:
+            raise InvalidRequest(f"ops[{i}] is not a memwarden operation: {shown(op)}")
+    return items
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +189,10 @@ class WriteOp:
 
     def canonical(self) -> WriteOp:
         """This op with every field checked and normalised."""
-        try:
-            source = Source(self.source) if self.source is not None else None
-        except ValueError:
-            raise InvalidRequest(f"unknown source {self.source!r}; expected one of "
-                                 + ", ".join(s.value for s in Source)) from None
-        if self.ttl is not None and (not isinstance(self.ttl, (int, float)) or not math.isfinite(self.ttl) or self.ttl <= 0):
-            raise InvalidRequest(f"ttl must be a positive number of seconds, got {self.ttl!r}")
+        source = _source(self.source) if self.source is not None else None
         if self.trust is not None and (isinstance(self.trust, bool) or not isinstance(self.trust, (int, float))
                                        or not 0.0 <= self.trust <= 1.0):
-            raise InvalidRequest(f"trust must be between 0 and 1, got {self.trust!r}")
+            raise InvalidRequest(f"trust must be between 0 and 1, got {shown(self.trust)}")
         valid_from, valid_to = _when(self.valid_from, "valid_from"), _when(self.valid_to, "valid_to")
         if valid_from and valid_to and valid_to <= valid_from:
             raise InvalidRequest("valid_to must be after valid_from")
@@ -155,12 +203,14 @@ class WriteOp:
             kind=ensure_kind(self.kind),
             subjects=_names(self.subjects, "subjects"),
             source=source,
-            parents=tuple(_record_id(p) for p in _names(self.parents, "parents")),
+            parents=_record_ids(self.parents, "parents"),
             valid_from=valid_from,
             valid_to=valid_to,
+            ttl=_positive_seconds(self.ttl, "ttl"),
             trust=float(self.trust) if self.trust is not None else None,
             labels=_labels(self.labels),
             key=_text(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
+            allow_reingest=flag_argument(self.allow_reingest, "allow_reingest"),
         )
 
 
@@ -200,32 +250,21 @@ class SearchOp:
 
     def canonical(self) -> SearchOp:
         """This op with every field checked and normalised."""
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
-            raise InvalidRequest(f"k must be an integer from 1 to {MAX_K}, got {self.k!r}")
-        if isinstance(self.offset, bool) or not isinstance(self.offset, int) or not 0 <= self.offset <= MAX_OFFSET:
-            raise InvalidRequest(f"offset must be an integer from 0 to {MAX_OFFSET}, got {self.offset!r}")
-        kinds = None
-        if self.kinds is not None:
-            if isinstance(self.kinds, str) or not self.kinds:
-                raise InvalidRequest("kinds must be a non-empty list of kinds")
-            kinds = tuple(dict.fromkeys(ensure_kind(k) for k in self.kinds))
-        if self.mode not in SEARCH_MODES:
-            raise InvalidRequest(f"unknown search mode {self.mode!r}; expected one of {', '.join(SEARCH_MODES)}")
-        if not isinstance(self.include_superseded, bool):
-            raise InvalidRequest(f"include_superseded must be True or False, got {self.include_superseded!r}")
+        integer_argument(self.k, "k", minimum=1, maximum=MAX_K)
+        integer_argument(self.offset, "offset", minimum=0, maximum=MAX_OFFSET)
+        kinds = _kinds(self.kinds)
+        if not isinstance(self.mode, str) or self.mode not in SEARCH_MODES:
+            raise InvalidRequest(f"unknown search mode {shown(self.mode)}; expected one of {', '.join(SEARCH_MODES)}")
+        flag_argument(self.include_superseded, "include_superseded")
         if self.budget_tokens is not None:
-            if isinstance(self.budget_tokens, bool) or not isinstance(self.budget_tokens, int) \
-                    or not 1 <= self.budget_tokens <= MAX_BUDGET_TOKENS:
-                raise InvalidRequest(f"budget_tokens must be an integer from 1 to {MAX_BUDGET_TOKENS}, "
-                                     f"got {self.budget_tokens!r}")
+            integer_argument(self.budget_tokens, "budget_tokens", minimum=1, maximum=MAX_BUDGET_TOKENS)
             if self.offset:
                 raise InvalidRequest("budget_tokens composes one answer and cannot be combined with offset")
         after, before = _when(self.created_after, "created_after"), _when(self.created_before, "created_before")
         if after and before and before <= after:
             raise InvalidRequest("created_before must be after created_after")
         query = _text(self.query, "query", MAX_QUERY_CHARS) if self.query is not None else None
-        if not isinstance(self.consensus, bool):
-            raise InvalidRequest(f"consensus must be True or False, got {self.consensus!r}")
+        flag_argument(self.consensus, "consensus")
         return replace(self, query=query, namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds,
                        as_of=_when(self.as_of, "as_of"), time_range=_range(self.time_range),
                        created_after=after, created_before=before)
@@ -244,14 +283,11 @@ class ListNamespacesOp:
 
     def canonical(self) -> ListNamespacesOp:
         """This op with every field checked and normalised."""
-        for name in ("limit", "offset"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "limit" else 0):
-                raise InvalidRequest(f"{name} must be a {'positive' if name == 'limit' else 'non-negative'} integer, got {value!r}")
-        if self.max_depth is not None and (isinstance(self.max_depth, bool) or not isinstance(self.max_depth, int)
-                                           or self.max_depth < 1):
-            raise InvalidRequest(f"max_depth must be a positive integer or None, got {self.max_depth!r}")
-        return replace(self, prefix=canonical_namespace(self.prefix, allow_empty=True))
+        integer_argument(self.limit, "limit", minimum=1)
+        integer_argument(self.offset, "offset", minimum=0)
+        if self.max_depth is not None:
+            integer_argument(self.max_depth, "max_depth", minimum=1)
+        return replace(self, prefix=canonical_namespace(self.prefix, allow_empty=True, what="prefix"))
 
     @property
     def namespace(self) -> NamespaceLike:
@@ -320,12 +356,11 @@ class EraseOp:
 
     def canonical(self) -> EraseOp:
         """This op with its subject and ids checked."""
-        if self.subject is None and not self.ids:
+        ids = _record_ids(self.ids, "ids", limit=None)
+        if self.subject is None and not ids:
             raise InvalidRequest("erase needs a subject or record ids")
-        if isinstance(self.ids, str):
-            raise InvalidRequest("ids must be a list of record ids, not one string")
         subject = canonical_label(self.subject, what="subject") if self.subject is not None else None
-        return replace(self, subject=subject, ids=tuple(dict.fromkeys(_record_id(i) for i in self.ids)))
+        return replace(self, subject=subject, ids=ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,8 +378,7 @@ class ReviewOp:
 
     def canonical(self) -> ReviewOp:
         """This op with its id checked."""
-        if not isinstance(self.approve, bool):
-            raise InvalidRequest(f"approve must be True or False, got {self.approve!r}")
+        flag_argument(self.approve, "approve")
         return replace(self, id=_record_id(self.id))
 
 

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memwarden.core.errors import InvalidRequest
+from memwarden.core.arguments import sequence_argument
 from memwarden.core.namespace import Namespace, canonical_label, namespace_text
 
 
@@ -55,7 +56,9 @@ class Principal(BaseModel):
     roles: tuple[str, ...] = ()
 
     def __init__(self, id: str, roles: list[str] | tuple[str, ...] = (), **kwargs: object) -> None:  # noqa: A002
-        super().__init__(id=id, roles=tuple(roles), **kwargs)
+        # Checked here, not by pydantic: tuple("physician") would be nine one-letter roles,
+        # and an error raised inside a validator would surface as a raw ValidationError.
+        super().__init__(id=id, roles=_role_names(roles), **kwargs)
 
     @field_validator("id")
     @classmethod
@@ -65,7 +68,12 @@ class Principal(BaseModel):
     @field_validator("roles")
     @classmethod
     def _check_roles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(canonical_label(r, what="role") for r in value))
+        return _role_names(value)
+
+
+def _role_names(roles: object) -> tuple[str, ...]:
+    items = sequence_argument(roles, "roles", of="role names")
+    return tuple(dict.fromkeys(canonical_label(r, what=f"roles[{i}]") for i, r in enumerate(items)))
 
 
 def _hashed_id(*parts: str) -> str:

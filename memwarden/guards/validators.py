@@ -14,6 +14,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from memwarden.core.errors import InvalidRequest
 from memwarden.core.records import MemoryRecord, Principal
 
 
@@ -81,7 +82,15 @@ class ValidatorChain:
     and a validator whose strongest outcome (``most``) is already reached is skipped."""
 
     def __init__(self, validators: Iterable[WriteValidator] = ()) -> None:
+        # Checked here: a validator without check() would reject every write (fail closed),
+        # which would look like a policy problem rather than the typo it is.
+        if isinstance(validators, (str, bytes)) or not isinstance(validators, Iterable):
+            raise InvalidRequest(f"validators must be a list of write validators, got {type(validators).__name__}")
         self.validators: tuple[WriteValidator, ...] = tuple(validators)
+        for i, validator in enumerate(self.validators):
+            if not callable(getattr(validator, "check", None)):
+                raise InvalidRequest(f"validators[{i}] is not a write validator (it has no check(record, context)): "
+                                     f"{type(validator).__name__}")
 
     def run(self, record: MemoryRecord, context: ValidationContext) -> Sequence[Verdict]:
         """All verdicts reached, in chain order."""

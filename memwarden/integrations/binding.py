@@ -61,10 +61,7 @@ def to_principal(value: object) -> Principal:
         unexpected = set(value) - {"id", "roles"}
         if "id" not in value or unexpected:
             raise InvalidRequest(f"a principal mapping needs 'id' and may have 'roles'; got keys {sorted(value)}")
-        roles = value.get("roles", ())
-        if isinstance(roles, str):
-            raise InvalidRequest("principal roles must be a list of role names, not one string")
-        return Principal(value["id"], roles=tuple(roles))
+        return Principal(value["id"], roles=value.get("roles", ()))
     raise InvalidRequest(f"expected a memwarden Principal or a mapping, got {type(value).__name__}")
 
 

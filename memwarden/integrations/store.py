@@ -24,6 +24,12 @@ characters of JSON, TTLs are not refreshed on read (a refresh would be a write t
 not be allowed to make), ``index`` is ignored (the whole value is embedded), a search reaches at
 most 2,000 records deep, and a search or listing under a prefix where the caller may read
 nothing at all raises AccessDenied rather than returning an empty list.
+
+Every argument is checked for its type, by the convenience methods (``get``, ``put``,
+``search``...) and by ``batch`` alike, and bad input raises InvalidRequest naming the argument:
+a key must be a string (LangGraph's ``str(key)`` would turn ``None`` into the key "None"), a
+namespace a tuple of labels or an "a/b" string, and LangGraph's own namespace rules (no "."
+in a label, no "langgraph" root for a put) hold as InvalidRequest too.
 """
 
 from __future__ import annotations
@@ -33,19 +39,20 @@ import json
 import math
 import operator
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from itertools import takewhile
 from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import (
-    BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
+    NOT_PROVIDED, BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
 )
 
 from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
-from memwarden.core import ops as mw
+from memwarden.core.arguments import iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
-from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace
+from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, split_namespace
+from memwarden.core import ops as mw
 
 if TYPE_CHECKING:
     from memwarden.memory.memory import Memory
@@ -82,13 +89,66 @@ class GovernedStore(BaseStore):
         As with ``Memory.batch``, the first failing operation raises and the ones before it
         have taken effect.
         """
-        return self._execute(require_principal(), list(ops))
+        return self._execute(require_principal(), _operations(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so that the event loop is not blocked."""
         # Resolved here, not in the thread, so that a missing binding fails in the caller.
         principal = require_principal()
-        return await asyncio.to_thread(self._execute, principal, list(ops))
+        return await asyncio.to_thread(self._execute, principal, _operations(ops))
+
+    # The convenience methods build the operation from the arguments as given, for ``batch``
+    # to check; BaseStore's own would raise LangGraph's errors (or a TypeError) for bad
+    # namespaces and coerce any key with str().
+
+    def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
+        """The item at ``key`` in ``namespace``, or None (also when the caller may not read it)."""
+        return self.batch([_get_op(namespace, key, refresh_ttl)])[0]
+
+    async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
+        """``get``, asynchronously."""
+        return (await self.abatch([_get_op(namespace, key, refresh_ttl)]))[0]
+
+    def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None, *,
+            ttl: Any = NOT_PROVIDED) -> None:
+        """Store ``value`` at ``key`` in ``namespace`` (``ttl`` in minutes; ``index`` is ignored)."""
+        self.batch([_put_op(namespace, key, value, index, ttl)])
+
+    async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None, *,
+                   ttl: Any = NOT_PROVIDED) -> None:
+        """``put``, asynchronously."""
+        await self.abatch([_put_op(namespace, key, value, index, ttl)])
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Forget the item at ``key`` in ``namespace`` (nothing happens when there is none)."""
+        self.batch([_delete_op(namespace, key)])
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        """``delete``, asynchronously."""
+        await self.abatch([_delete_op(namespace, key)])
+
+    def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+               filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,  # noqa: A002
+               refresh_ttl: bool | None = None) -> list[SearchItem]:
+        """Items at or below ``namespace_prefix``: nearest to ``query`` first, or in storage order."""
+        return self.batch([_search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)])[0]
+
+    async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+                      filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,  # noqa: A002
+                      refresh_ttl: bool | None = None) -> list[SearchItem]:
+        """``search``, asynchronously."""
+        return (await self.abatch([_search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)]))[0]
+
+    def list_namespaces(self, *, prefix: Any = None, suffix: Any = None, max_depth: int | None = None,
+                        limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
+        """The namespaces holding items the caller may see, matching ``prefix`` and ``suffix``
+        (labels or "*"), cut to ``max_depth``."""
+        return self.batch([_list_op(prefix, suffix, max_depth, limit, offset)])[0]
+
+    async def alist_namespaces(self, *, prefix: Any = None, suffix: Any = None, max_depth: int | None = None,
+                               limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
+        """``list_namespaces``, asynchronously."""
+        return (await self.abatch([_list_op(prefix, suffix, max_depth, limit, offset)]))[0]
 
     def _execute(self, principal: Principal, ops: list[Op]) -> list[Result]:
         results: list[Result] = []
@@ -111,7 +171,8 @@ class GovernedStore(BaseStore):
 
     def _run(self, principal: Principal, op: Op) -> Result:
         if isinstance(op, GetOp):
-            record = self._memory.batch(principal, [mw.GetOp(keyed_id(canonical_namespace(op.namespace), op.key))], binding=AGENT)[0]
+            _refresh(op.refresh_ttl)
+            record = self._memory.batch(principal, [mw.GetOp(_item_id(op.namespace, op.key))], binding=AGENT)[0]
             return _item(record) if record is not None else None
         if isinstance(op, SearchOp):
             return self._search(principal, op)
@@ -122,7 +183,7 @@ class GovernedStore(BaseStore):
         raise InvalidRequest(f"not a LangGraph store operation: {type(op).__name__}")
 
     def _delete(self, principal: Principal, op: PutOp) -> None:
-        rid = keyed_id(canonical_namespace(op.namespace), op.key)
+        rid = _item_id(op.namespace, op.key)
         try:
             self._memory.batch(principal, [mw.ForgetOp(rid)], binding=AGENT)
         except NotFound:
@@ -133,7 +194,10 @@ class GovernedStore(BaseStore):
     def _search(self, principal: Principal, op: SearchOp) -> list[SearchItem]:
         _check_window(op.limit, op.offset)
         _check_filter(op.filter)
-        prefix = canonical_namespace(op.namespace_prefix, allow_empty=True)
+        _refresh(op.refresh_ttl)
+        prefix = _namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
+        # "" asks for no query, as in LangGraph; any other non-string is refused by the core.
+        query = None if op.query is None or op.query == "" else op.query
         wanted = op.offset + op.limit
         # offset and limit count store items, while the core pages over all records (unkeyed
         # ones and filtered-out items included), so read from the start and page forward.
@@ -141,7 +205,7 @@ class GovernedStore(BaseStore):
         found: list[SearchItem] = []
         start = 0
         while len(found) < wanted and start <= mw.MAX_K:
-            hits = self._memory.batch(principal, [mw.SearchOp(op.query or None, prefix, k=page, offset=start)], binding=AGENT)[0]
+            hits = self._memory.batch(principal, [mw.SearchOp(query, prefix, k=page, offset=start)], binding=AGENT)[0]
             found += _search_items(hits, op.filter)
             if len(hits) < page:
                 break
@@ -154,7 +218,8 @@ class GovernedStore(BaseStore):
         if op.max_depth is not None and (isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int)
                                          or op.max_depth < 1):
             raise InvalidRequest(f"max_depth must be a positive integer or None, got {op.max_depth!r}")
-        conditions = [_canonical_condition(c) for c in op.match_conditions or ()]
+        conditions = [_canonical_condition(c, f"match_conditions[{i}]") for i, c in enumerate(iterable_argument(
+            op.match_conditions or (), "match_conditions", of="MatchCondition(match_type, path) pairs"))]
         # The longest literal head of a prefix condition narrows what the core reads (and so
         # what the policy scope is checked against); wildcards are matched here afterwards.
         prefix = max((_literal_head(c.path) for c in conditions if c.match_type == "prefix"), key=len, default=())
@@ -165,22 +230,120 @@ class GovernedStore(BaseStore):
         return matching[op.offset: op.offset + op.limit]
 
 
+def _operations(ops: object) -> list[Op]:
+    if isinstance(ops, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+        raise InvalidRequest(f"ops must be an iterable of operations, got one {type(ops).__name__}: put it in a list")
+    items = iterable_argument(ops, "ops", of="LangGraph store operations")
+    for i, op in enumerate(items):
+        if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+            raise InvalidRequest(f"ops[{i}] is not a LangGraph store operation: {shown(op)}")
+    return items
+
+
+def _namespace(value: object, what: str, *, allow_empty: bool = False, put: bool = False) -> Namespace:
+    """A canonical namespace that also keeps LangGraph's rules for store namespaces."""
+    namespace = canonical_namespace(value, allow_empty=allow_empty, what=what)
+    for i, label in enumerate(namespace):
+        if "." in label:
+            raise InvalidRequest(f"{what} label {i} {label!r} contains '.', which LangGraph store namespaces may not")
+    if put and namespace[0] == "langgraph":
+        raise InvalidRequest(f"{what} may not start with 'langgraph' (LangGraph reserves that root)")
+    return namespace
+
+
+def _key(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidRequest(f"key must be a string, got {type(value).__name__}")
+    if len(value) > mw.MAX_KEY_CHARS:
+        raise InvalidRequest(f"key is {len(value)} characters long; the limit is {mw.MAX_KEY_CHARS}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidRequest(f"key contains the lone surrogate U+{ord(value[err.start]):04X}; "
+                             "keys must be valid Unicode") from None
+    return value
+
+
+def _item_id(namespace: object, key: object) -> str:
+    return keyed_id(_namespace(namespace, "namespace"), _key(key))
+
+
+def _refresh(value: object) -> None:
+    # Accepted for LangGraph's sake and ignored: TTLs are not refreshed on read (module doc).
+    if value is not None and not isinstance(value, bool):
+        raise InvalidRequest(f"refresh_ttl must be True, False or None, got {shown(value)}")
+
+
+def _get_op(namespace: object, key: object, refresh_ttl: object) -> GetOp:
+    return GetOp(namespace, key, refresh_ttl)  # type: ignore[arg-type] - checked by batch
+
+
+def _put_op(namespace: object, key: object, value: object, index: object, ttl: object) -> PutOp:
+    return PutOp(namespace, key, value, index, None if ttl is NOT_PROVIDED else ttl)  # type: ignore[arg-type]
+
+
+def _delete_op(namespace: object, key: object) -> PutOp:
+    return PutOp(namespace, key, None, None, None)  # type: ignore[arg-type]
+
+
+def _search_op(prefix: object, query: object, filter_by: object, limit: object, offset: object,
+               refresh_ttl: object) -> SearchOp:
+    return SearchOp(prefix, filter_by, limit, offset, query, refresh_ttl)  # type: ignore[arg-type]
+
+
+def _list_op(prefix: object, suffix: object, max_depth: object, limit: object, offset: object) -> ListNamespacesOp:
+    conditions = tuple(MatchCondition(kind, _path(path, kind)) for kind, path in (("prefix", prefix), ("suffix", suffix))
+                       if path is not None and path != ())
+    return ListNamespacesOp(conditions, max_depth, limit, offset)  # type: ignore[arg-type]
+
+
+def _path(value: object, what: str) -> tuple[str, ...]:
+    """A match path: labels or "*", as a tuple or an "a/*/c" string."""
+    return tuple(p if p == "*" else _label(p, f"{what} label {i}") for i, p in enumerate(split_namespace(value, what=what)))
+
+
+def _label(value: object, what: str) -> str:
+    label = canonical_label(value, what=what)
+    if "." in label:
+        raise InvalidRequest(f"{what} {label!r} contains '.', which LangGraph store namespaces may not")
+    return label
+
+
+def _index(value: object) -> None:
+    # Accepted for LangGraph's sake and ignored: the whole value is embedded (module doc).
+    if value is None or value is False:
+        return
+    if not isinstance(value, list) or not all(isinstance(path, str) for path in value):
+        raise InvalidRequest(f"index must be None, False or a list of field paths, got {shown(value)}")
+
+
 def _write_op(op: PutOp) -> mw.WriteOp:
+    namespace, key = _namespace(op.namespace, "namespace", put=True), _key(op.key)
+    _index(op.index)
     if not isinstance(op.value, Mapping):
         raise InvalidRequest(f"a store value must be a mapping, got {type(op.value).__name__}")
     try:
         content = json.dumps(dict(op.value), sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidRequest(f"a store value must be JSON-serialisable: {exc}") from None
-    return mw.WriteOp(content, op.namespace, key=op.key, ttl=_seconds(op.ttl))
+    # Checked here so that the error names the value, not the content the core would see.
+    if len(content) > mw.MAX_CONTENT_CHARS:
+        raise InvalidRequest(f"a store value is {len(content)} characters as JSON; the limit is {mw.MAX_CONTENT_CHARS}")
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidRequest(f"a store value holds the lone surrogate U+{ord(content[err.start]):04X}; "
+                             "text must be valid Unicode") from None
+    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl))
 
 
 def _seconds(ttl_minutes: object) -> float | None:
     if ttl_minutes is None:
         return None
     if isinstance(ttl_minutes, bool) or not isinstance(ttl_minutes, (int, float)) \
-            or not math.isfinite(ttl_minutes) or ttl_minutes <= 0:
-        raise InvalidRequest(f"ttl must be a positive number of minutes, got {ttl_minutes!r}")
+            or not math.isfinite(ttl_minutes) or not 0 < ttl_minutes <= mw.MAX_TTL / 60:
+        raise InvalidRequest(f"ttl must be a positive number of minutes (at most {mw.MAX_TTL / 60:.0f}), "
+                             f"got {shown(ttl_minutes)}")
     return ttl_minutes * 60.0
 
 
@@ -265,13 +428,13 @@ def _apply(value: Any, op: str, operand: Any) -> bool:
     return _ORDERINGS[op](left, right)
 
 
-def _canonical_condition(condition: MatchCondition) -> MatchCondition:
+def _canonical_condition(condition: object, what: str) -> MatchCondition:
+    if not isinstance(condition, tuple) or len(condition) != 2:
+        raise InvalidRequest(f"{what} must be a MatchCondition(match_type, path), got {shown(condition)}")
     match_type, path = condition
     if match_type not in ("prefix", "suffix"):
-        raise InvalidRequest(f"match_type must be 'prefix' or 'suffix', got {match_type!r}")
-    if isinstance(path, str) or not isinstance(path, Sequence):
-        raise InvalidRequest(f"a match condition path must be a tuple of labels, got {type(path).__name__}")
-    return MatchCondition(match_type, tuple(p if p == "*" else canonical_label(p) for p in path))
+        raise InvalidRequest(f"{what}: match_type must be 'prefix' or 'suffix', got {shown(match_type)}")
+    return MatchCondition(match_type, _path(path, f"{what} path"))
 
 
 def _literal_head(path: tuple[str, ...]) -> Namespace:

@@ -23,9 +23,10 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
 from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
+from memwarden.core.arguments import sequence_argument
 from memwarden.core.records import AGENT, SearchHit, Status
 from memwarden.memory.session import Session
-from memwarden.core.namespace import namespace_text
+from memwarden.core.namespace import canonical_namespace, namespace_text
 
 __all__ = ["ForgetArgs", "RecallArgs", "RememberArgs", "memory_tools"]
 
@@ -99,7 +100,11 @@ def memory_tools(session: Session, *, default_namespace: str = "",
     """
     if not isinstance(session, Session):
         raise InvalidRequest(f"memory_tools needs a memwarden Session, got {type(session).__name__}")
-    unknown = set(names) - {"remember", "recall", "forget"}
+    names = sequence_argument(names, "names", of="tool names")
+    if not isinstance(default_namespace, str):
+        raise InvalidRequest(f"default_namespace must be an 'a/b/c' string, got {type(default_namespace).__name__}")
+    canonical_namespace(default_namespace, allow_empty=True, what="default_namespace")
+    unknown = set(map(str, names)) - {"remember", "recall", "forget"}
     if unknown:
         raise InvalidRequest(f"unknown memory tool(s) {sorted(unknown)}; expected remember, recall, forget")
     # What a model writes through the tools is an agent's, whatever the session was bound to.
@@ -108,8 +113,11 @@ def memory_tools(session: Session, *, default_namespace: str = "",
     def remember(content: str, namespace: str, kind: str = "fact", subjects: list[str] | None = None,
                  derived_from: list[str] | None = None) -> str:
         try:
-            record = session.write(content, namespace=namespace, kind=kind, subjects=list(subjects or ()),
-                                   parents=list(derived_from or ()))
+            # Passed on as given (None meaning none): the session refuses a string where a list
+            # belongs, where list("p12") would have split it into three subjects.
+            record = session.write(content, namespace=namespace, kind=kind,
+                                   subjects=() if subjects is None else subjects,
+                                   parents=() if derived_from is None else derived_from)
         except MemwardenError as exc:
             raise _refusal(exc, "write", namespace) from None
         where = namespace_text(record.namespace)

@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 
 import snowballstemmer
 
+from memwarden.core.errors import ReadOnlyError
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow
 from memwarden.core.namespace import MAX_DEPTH
 from memwarden.policies.sqlfilter import compile_where, scalar_column
@@ -356,12 +357,22 @@ class IndexedBackend(DelegatingBackend):
         self._index = index
 
     @classmethod
-    def open(cls, inner: Backend, path: str | Path) -> IndexedBackend:
+    def open(cls, inner: Backend, path: str | Path, *, repair: bool = True) -> IndexedBackend:
         """Wrap ``inner`` with the index at ``path``, repairing the index first: ids a crash
-        left pending are re-read from Chroma, and a count mismatch rebuilds the whole index."""
+        left pending are re-read from Chroma, and a count mismatch rebuilds the whole index.
+        ``repair=False`` (a read-only open) refuses an index that needs repair instead."""
         backend = cls(inner, LexicalIndex(path))
-        backend.repair()
+        if repair:
+            backend.repair()
+        elif backend.needs_repair():
+            backend.close()
+            raise ReadOnlyError(f"the lexical index {str(path)!r} is out of step with Chroma (a crash?) and a "
+                                "read-only open cannot repair it: open the memory read-write once")
         return backend
+
+    def needs_repair(self) -> bool:
+        """True when :meth:`repair` would change the index."""
+        return bool(self._index.pending()) or self._index.count() != self._inner.count()
 
     def repair(self) -> None:
         """Make the index agree with Chroma (see :meth:`open`)."""

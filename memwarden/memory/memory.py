@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memwarden.core.errors import InvalidRequest
-from memwarden.core.ops import Op
+from memwarden.core.ops import Op, operations
 from memwarden.core.records import Binding, Principal, Source
 from memwarden.guards.validators import WriteValidator
 from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.backends import Backend
+from memwarden.memory.datadir import DataDir
 from memwarden.memory.embeddings import as_embedder
 from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal
 from memwarden.memory.keyfile import lessons_key
@@ -27,7 +28,7 @@ from memwarden.memory.pipeline import Pipeline
 from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.policies.engine import PolicyEngine
-from memwarden.policies.sources import open_policy
+from memwarden.policies.sources import check_policy_argument, open_policy
 
 __all__ = ["CORE", "Memory", "Settings"]
 
@@ -60,11 +61,12 @@ class Memory:
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones, *,
                  journal: ErasureJournal, embedding: object | None = None,
                  validators: Iterable[WriteValidator] = (), settings: Settings = Settings(),
-                 lesson_key: bytes | None = None) -> None:
+                 lesson_key: bytes | None = None, read_only: bool = False) -> None:
         self._policy = policy
         self._audit = audit
         self._pipeline = Pipeline(backend, policy, audit, tombstones, journal, embedder=as_embedder(embedding),
-                                  validators=validators, settings=settings, core=CORE, lesson_key=lesson_key)
+                                  validators=validators, settings=settings, core=CORE, lesson_key=lesson_key,
+                                  read_only=read_only)
         self._closed = False
         # What open/connect opened beside the parts above (a database policy's connections).
         self._on_close: list[Callable[[], None]] = []
@@ -74,12 +76,18 @@ class Memory:
     @classmethod
     def open(cls, path: str | Path, policy: str | Path | PolicyEngine | None = None, *,
              audit: str | Path | None = None, embedding: object | None = None,
-             validators: Iterable[WriteValidator] | None = None, **settings: Any) -> Memory:
+             validators: Iterable[WriteValidator] | None = None, read_only: bool = False, create: bool = True,
+             **settings: Any) -> Memory:
         """Open (or create) an embedded memory in directory ``path``.
 
         ``policy`` is a CSV policy file, the name of a bundled policy ("hospital", "office",
         "household"), a database URL (``sqlite:///policy.db``, ``postgresql://...``: see
-        docs/deployment.md), a ready PolicyEngine, or None (no rules: everything is denied).
+        docs/deployment.md), a ready PolicyEngine, or "deny-all" (no rules: everything is
+        denied); it is required (docs/policies.md).
+        The directory is locked while open (docs/deployment.md): a second read-write open
+        raises StoreLocked naming the holder's pid. ``read_only=True`` shares it with other
+        read-only opens and refuses every change (ReadOnlyError). ``create=False`` refuses a
+        directory that holds no store instead of creating one.
         ``audit`` is None (``audit.sqlite3`` in ``path``), another SQLite file, or a
         ``postgresql://`` URL. ``embedding`` is any LangChain ``Embeddings``; None uses the
         bundled offline MiniLM. ``validators``: the write-validator chain; None (the default)
@@ -87,19 +95,27 @@ class Memory:
         lessons, contradiction), ``[]`` turns write validation off.
         Further keyword arguments are :class:`Settings`.
         """
-        root = Path(path)
-        if root.exists() and not root.is_dir():
-            raise InvalidRequest(f"memory path {str(root)!r} exists and is not a directory")
-        root.mkdir(parents=True, exist_ok=True)
+        check_policy_argument(policy)  # a forgotten policy must not leave a new empty store behind
+        # Locked, format checked and migrated before anything else touches the directory.
+        data = DataDir.open(path, read_only=read_only, create=create)
+        root = data.root
 
         def backend(options: Settings) -> Backend:
             if compaction.pending(root / "chroma"):
+                data.writable("an erasure a crash interrupted must be finished")
                 compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
             # The lexical index is repaired against Chroma before first use (see memory/lexical.py).
             chroma = PartitionedBackend.embedded(str(root / "chroma"), **options.backend_options())
-            return IndexedBackend.open(chroma, root / INDEX_FILE)
+            return data.guard(IndexedBackend.open(chroma, root / INDEX_FILE, repair=not read_only))
 
-        return cls._assemble(root, backend, policy, audit, embedding, validators, settings)
+        try:
+            memory = cls._assemble(root, backend, policy, audit, embedding, validators, settings,
+                                   read_only=read_only)
+        except BaseException:
+            data.release()
+            raise
+        memory._on_close.append(data.release)
+        return memory
 
     @classmethod
     def connect(cls, host: str, port: int, policy: str | Path | PolicyEngine | None = None, *,
@@ -129,7 +145,7 @@ class Memory:
     @classmethod
     def _assemble(cls, state: Path, backend: Callable[[Settings], Backend], policy: str | Path | PolicyEngine | None,
                   audit: str | Path | None, embedding: object | None, validators: Iterable[WriteValidator] | None,
-                  settings: dict[str, Any]) -> Memory:
+                  settings: dict[str, Any], *, read_only: bool = False) -> Memory:
         """Open the parts of a memory whose local state is ``state``; if one fails, the parts
         already opened are released before the error propagates."""
         options = Settings(**settings)
@@ -144,7 +160,7 @@ class Memory:
             opened.append(journal.close)
             memory = cls(backend(options), engine, log, tombstones, embedding=embedding,
                          validators=_chain(validators), settings=options, journal=journal,
-                         lesson_key=lessons_key(state))
+                         lesson_key=lessons_key(state), read_only=read_only)
             # An erasure an interrupt left half done is finished before anything is served.
             memory._pipeline.recover()
         except BaseException:
@@ -200,7 +216,7 @@ class Memory:
         _not_core(principal)
         if binding is not None and not isinstance(binding, Binding):
             raise InvalidRequest(f"binding must be a memwarden Binding, got {type(binding).__name__}")
-        return self._pipeline.batch(principal, list(ops), binding or Binding())
+        return self._pipeline.batch(principal, operations(ops), binding or Binding())
 
     def as_store(self) -> GovernedStore:
         """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
+from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, ReadOnlyError, WriteRejected
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import Op, RecoverOp, WriteOp, op_namespace
 from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Status, hashed, utcnow
@@ -72,7 +72,8 @@ class Pipeline:
 
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones,
                  journal: ErasureJournal, *, embedder: Embedder, validators: Iterable[WriteValidator],
-                 settings: Settings, core: Principal, lesson_key: bytes | None = None) -> None:
+                 settings: Settings, core: Principal, lesson_key: bytes | None = None,
+                 read_only: bool = False) -> None:
         self._embedder = embedder
         # Upserts made inside one batch reach the store as one call, embedded together.
         self._backend = CoalescingBackend(backend, embed=lambda texts: embed_many(embedder, texts))
@@ -85,8 +86,9 @@ class Pipeline:
         # pipeline built without one gets a random key, never a public constant), or with the
         # key the chain's lesson validator was given, so that the validator can read them.
         store_key = lesson_key if lesson_key is not None else secrets.token_bytes(32)
+        checked = ValidatorChain(validators).validators
         self.validators = ValidatorChain(v.for_store(store_key) if isinstance(v, LessonValidator) else v
-                                         for v in validators)
+                                         for v in checked)
         self.settings = settings
         self.core = core
         self._handlers = handlers()
@@ -98,6 +100,9 @@ class Pipeline:
         # keeps that atomic within the process.
         self._write_lock = threading.RLock()
         self._unfinished = bool(journal.pending())
+        # Opened read-only (Memory.open(read_only=True)): nothing may change, not even the
+        # decay clocks a read would refresh.
+        self._read_only = read_only
 
     # -- what handlers reach through their context -------------------------------------------
 
@@ -190,6 +195,10 @@ class Pipeline:
 
     def batch(self, principal: Principal, ops: Sequence[Op], binding: Binding) -> list[Any]:
         """Run operations in order; see ``Memory.batch``."""
+        if self._read_only:
+            changing = sorted({op.action for op in ops if not OP_KINDS[op.action].reads})
+            if changing:
+                raise ReadOnlyError(f"this memory was opened read-only; {', '.join(changing)} would change it")
         if self._unfinished:
             self.recover()
         deferred: list[Any] = []
@@ -209,6 +218,9 @@ class Pipeline:
         completed by the recovery's entry; one whose final entry was written already is
         complete, and only its journal entry is left to forget."""
         pending = self.journal.pending()
+        if pending and self._read_only:
+            raise ReadOnlyError(f"{len(pending)} erasure(s) an interrupt left unfinished must be finished first: "
+                                "open this memory once without read_only=True")
         for intent in pending:
             found = {e.get("intent"): e for e in self._audit.entries_after(intent.after_seq)
                      if e.get("outcome") == "pending" and e.get("intent") == intent.token}
@@ -334,8 +346,9 @@ class Pipeline:
         if erase is not None:
             return self._erase(facts, erase, result)
         if all(isinstance(e, Touch) for e in effects):
-            for effect in effects:  # a read's side effect on decay clocks: no entry of its own
-                self._apply_one(effect)
+            if not self._read_only:  # a read-only reader leaves the clocks as they are
+                for effect in effects:  # a read's side effect on decay clocks: no entry of its own
+                    self._apply_one(effect)
             return result
         facts.outcome = "ok"
         facts.audit_seq = self._audit.append(facts.audit_entry())

@@ -1,4 +1,9 @@
-"""``Session``: thin convenience methods over ``Memory.batch`` for one principal."""
+"""``Session``: thin convenience methods over ``Memory.batch`` for one principal.
+
+Each method hands its arguments to the operation exactly as the caller passed them: the
+operation's ``canonical`` is the one place they are checked, so that a string given where a
+list is expected is refused there rather than silently split into characters here.
+"""
 
 from __future__ import annotations
 
@@ -59,8 +64,8 @@ class Session:
               allow_reingest: bool = False) -> MemoryRecord:
         """Store a memory; raises AccessDenied, WriteRejected or InvalidRequest. A flagged write
         comes back with status ``quarantined`` and stays invisible to search until approved.
-        ``source`` and ``trust`` default to the session's binding; declaring another source,
-        or more trust, needs the policy action ``claim``. ``ttl`` overrides the policy's
+        ``source`` and ``trust`` default to the session's binding; declaring a more trusted
+        source, or more trust, needs the policy action ``claim``. ``ttl`` overrides the policy's
         default; ``key`` makes an addressable item that a later write with the same key
         overwrites; ``allow_reingest`` stores content that an erasure tombstoned (it needs
         erase permission)."""

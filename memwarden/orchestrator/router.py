@@ -23,6 +23,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError, create_model
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
+from memwarden.core.errors import InvalidRequest
+from memwarden.core.arguments import integer_argument
 from memwarden.orchestrator.results import Assignment, RoutingError
 
 if TYPE_CHECKING:
@@ -128,8 +130,9 @@ class Router:
 
     def __init__(self, router: Any, workers: Mapping[str, Worker], *, max_attempts: int = 3,
                  prompt: str | None = None) -> None:
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+        integer_argument(max_attempts, "max_attempts", minimum=1)
+        if prompt is not None and not isinstance(prompt, str):
+            raise InvalidRequest(f"prompt must be a string or None, got {type(prompt).__name__}")
         self._workers = dict(workers)
         self._max_attempts = max_attempts
         self._fn: Callable[[Mapping[str, Any]], Any] | None = None
@@ -144,8 +147,8 @@ class Router:
         elif callable(router):
             self._fn = router
         else:
-            raise TypeError(f"a router is a function (state -> plan) or a chat model with "
-                            f"with_structured_output, got {type(router).__name__}")
+            raise InvalidRequest(f"router must be a function (state -> plan) or a chat model with "
+                                 f"with_structured_output, got {type(router).__name__}")
 
     @property
     def uses_model(self) -> bool:

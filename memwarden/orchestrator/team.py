@@ -33,6 +33,7 @@ from langgraph.types import Overwrite, RetryPolicy, Send
 from pydantic import BaseModel
 
 from memwarden.core.errors import InvalidRequest
+from memwarden.core.arguments import integer_argument, sequence_argument, shown
 from memwarden.memory.session import Session
 from memwarden.orchestrator.results import (
     Assignment, ResultRefused, TaskFailure, TaskResult, merge_results,
@@ -81,16 +82,25 @@ class Team:
                  on_failure: Literal["raise", "record"] = "raise", router_attempts: int = 3,
                  router_prompt: str | None = None, retry_policy: RetryPolicy | None = None,
                  name: str = "team") -> None:
-        workers = list(workers)
+        workers = list(sequence_argument(workers, "workers", of="Worker objects"))
         if not workers:
             raise InvalidRequest("a team needs at least one worker")
+        if not all(isinstance(w, Worker) for w in workers):
+            raise InvalidRequest("workers must be memwarden Worker objects")
         names = [w.name for w in workers]
         if len(set(names)) != len(names):
             raise InvalidRequest(f"worker names must be unique: {names}")
-        if not all(isinstance(w, Worker) for w in workers):
-            raise InvalidRequest("workers must be memwarden Worker objects")
         if on_failure not in ("raise", "record"):
-            raise InvalidRequest(f"on_failure must be 'raise' or 'record', got {on_failure!r}")
+            raise InvalidRequest(f"on_failure must be 'raise' or 'record', got {shown(on_failure)}")
+        if finish is not None and not callable(finish):
+            raise InvalidRequest(f"finish must be a function state -> update, or None; got {type(finish).__name__}")
+        if retry_policy is not None and not isinstance(retry_policy, (RetryPolicy, list, tuple)):
+            raise InvalidRequest(f"retry_policy must be a LangGraph RetryPolicy or None, got {type(retry_policy).__name__}")
+        integer_argument(router_attempts, "router_attempts", minimum=1)
+        if router_prompt is not None and not isinstance(router_prompt, str):
+            raise InvalidRequest(f"router_prompt must be a string or None, got {type(router_prompt).__name__}")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest(f"name must be a non-empty string, got {shown(name)}")
         self.memory = memory
         self.workers: dict[str, Worker] = {w.name: w for w in workers}
         self.bound: dict[str, BoundWorker] = {w.name: w.bind(memory) for w in workers}
@@ -102,7 +112,12 @@ class Team:
 
     def session(self, worker: str) -> Session:
         """The memory session worker ``worker`` acts through."""
-        return self.bound[worker].session
+        return self._bound_worker(worker).session
+
+    def _bound_worker(self, worker: object) -> BoundWorker:
+        if not isinstance(worker, str) or worker not in self.bound:
+            raise InvalidRequest(f"worker {shown(worker)} is not in this team; its workers are {sorted(self.bound)}")
+        return self.bound[worker]
 
     # -- the graph ----------------------------------------------------------------------
 
@@ -163,6 +178,7 @@ class Team:
 
     def output(self, state: Mapping[str, Any], worker: str) -> BaseModel | None:
         """The first result of ``worker`` in ``state`` as its pydantic model, or None."""
+        self._bound_worker(worker)
         for result in state.get("results") or []:
             if result["worker"] == worker:
                 return self.workers[worker].result.model_validate(result["output"])

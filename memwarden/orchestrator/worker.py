@@ -43,6 +43,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
 from memwarden.core.errors import AccessDenied, InvalidRequest
 from memwarden.integrations.binding import bind_principal
+from memwarden.core.arguments import flag_argument, integer_argument, sequence_argument
 from memwarden.core.records import Principal
 from memwarden.memory.session import Session
 from memwarden.orchestrator.results import Assignment, ResultRefused, TaskResult
@@ -163,10 +164,11 @@ class ReactAgent:
     def __init__(self, model: Any, tools: Sequence[Any] = (), *, memory_tools: Sequence[str] | None = None,
                  structured: bool = False, persist_transcript: bool = False, **kwargs: Any) -> None:
         self.model = model
-        self.tools = list(tools)
-        self.memory_tools = tuple(memory_tools) if memory_tools is not None else ("remember", "recall", "forget")
-        self.structured = structured
-        self.persist_transcript = persist_transcript
+        self.tools = list(sequence_argument(tools, "tools", of="tools"))
+        self.memory_tools = sequence_argument(memory_tools, "memory_tools", of="memory tool names") \
+            if memory_tools is not None else ("remember", "recall", "forget")
+        self.structured = flag_argument(structured, "structured")
+        self.persist_transcript = flag_argument(persist_transcript, "persist_transcript")
         self.kwargs = kwargs
 
     def build(self, session: Session, worker: Worker) -> Runnable:
@@ -200,8 +202,10 @@ class Worker:
             raise InvalidRequest(f"worker {name!r}: principal must be a memwarden Principal")
         if not (isinstance(result, type) and issubclass(result, BaseModel)):
             raise InvalidRequest(f"worker {name!r}: result must be a pydantic model class")
-        if not isinstance(max_attempts, int) or max_attempts < 1:
-            raise InvalidRequest(f"worker {name!r}: max_attempts must be a positive integer")
+        integer_argument(max_attempts, f"worker {name!r}: max_attempts", minimum=1)
+        for what, text in (("description", description), ("prompt", prompt)):
+            if text is not None and not isinstance(text, str):
+                raise InvalidRequest(f"worker {name!r}: {what} must be a string, got {type(text).__name__}")
         if isinstance(agent, StateGraph):
             agent = agent.compile(checkpointer=False)  # its transcript stays out of the team's checkpointer
         if not (isinstance(agent, (Runnable, ReactAgent)) or callable(agent)):

@@ -28,6 +28,7 @@ anything, so malformed rows only come from editing the table by other means.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from memwarden.databases import is_database_url, kind, redacted, sqlalchemy_url
-from memwarden.core.errors import PolicyError
+from memwarden.core.errors import InvalidRequest, PolicyError
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import PolicyData, parse_policy_text, policy_lines
 
@@ -336,18 +337,40 @@ class SQLPolicyEngine(PolicyEngine):
         self._store.close()
 
 
+#: The ``policy=`` value that opens a memory with no rules on purpose (everything is denied).
+DENY_ALL = "deny-all"
+
+
 def open_policy(policy: str | Path | PolicyEngine | None) -> tuple[PolicyEngine, Callable[[], None]]:
     """The engine for a ``policy=`` argument, and how to release what was opened for it.
 
     A PolicyEngine is used as it is (its owner closes it); a ``sqlite://`` or ``postgresql://``
-    URL opens a :class:`SQLPolicyEngine`; anything else is a policy file or bundled name.
+    URL opens a :class:`SQLPolicyEngine`; ``"deny-all"`` is an engine with no rules; anything
+    else is a policy file or bundled name. None is refused: a memory opened without a policy
+    would deny everything, which is nearly always a forgotten argument rather than the intent.
     """
+    check_policy_argument(policy)
     if isinstance(policy, PolicyEngine):
         return policy, _nothing
+    if policy == DENY_ALL:
+        return PolicyEngine(None), _nothing
     if is_database_url(policy):
         engine = SQLPolicyEngine(str(policy))
         return engine, engine.close
     return PolicyEngine(policy), _nothing
+
+
+def check_policy_argument(policy: object) -> None:
+    """Refuse a ``policy=`` argument of no accepted kind, before anything is opened for it."""
+    if policy is None:
+        raise InvalidRequest(
+            "no policy given: without one every operation is denied. Pass the policy, e.g. "
+            "Memory.open('./data', policy='path/to/policy.csv'), a bundled policy (policy='hospital', 'office' or "
+            "'household'), a database URL (policy='sqlite:///policy.db'), or policy='deny-all' to open it with no "
+            "rules on purpose (docs/policies.md)")
+    if not isinstance(policy, (str, os.PathLike, PolicyEngine)):
+        raise InvalidRequest(f"policy must be a policy file, a bundled policy name, a database URL, a PolicyEngine "
+                             f"or 'deny-all'; got {type(policy).__name__}")
 
 
 def _nothing() -> None:
