@@ -3,8 +3,9 @@
 The rows live in pycasbin's ``sqlalchemy-adapter`` table (``casbin_rule``: ``ptype, v0..v5``),
 one policy line per row: ``p, physician, ward3/patients/**, read`` is the row
 ``("p", "physician", "ward3/patients/**", "read")``. Any pycasbin application using the same
-adapter and table edits the same policy. Rows are never trusted as they are: each is rendered
-back into a CSV policy line and the whole table goes through :func:`parse_policy_text`, the
+adapter and table edits the same policy. Rows are never trusted as they are: each row's fields
+go through the checks of the tokenizer that every policy file's records go through
+(:func:`memwarden.policies.tokenizer.record_fields`: no line break in any field) and then the
 same validation a policy file gets (``p``, ``g``, ``ttl``, ``decay`` and ``cap`` lines alike), and
 the engine is built from the result exactly as from a file.
 
@@ -38,7 +39,8 @@ from typing import Any
 from memwarden.databases import is_database_url, kind, redacted, sqlalchemy_url
 from memwarden.errors import PolicyError
 from memwarden.policies.engine import PolicyEngine
-from memwarden.policies.loading import PolicyData, parse_policy_text, policy_lines
+from memwarden.policies.loading import PolicyData, parse_policy_text, parse_records, read_policy_file
+from memwarden.policies.tokenizer import csv_line, policy_lines, record_fields
 
 __all__ = ["DEFAULT_POLL", "DEFAULT_TABLE", "SQLPolicyEngine", "SQLPolicyStore", "export_policy", "import_policy",
            "open_policy"]
@@ -136,24 +138,22 @@ class SQLPolicyStore:
         found = conn.execute(sa.select(self._rules.c.id, *columns).order_by(self._rules.c.id)).all()
         return [(row[0], list(row[1:])) for row in found]
 
-    def _line(self, rid: int, values: list[str | None]) -> str:
-        """One row as a policy line. Refuses what the CSV parser would not see as one whole line."""
-        while len(values) > 1 and values[-1] is None:
+    def _fields(self, rid: int, values: list[str | None]) -> list[str]:
+        """One row as the fields of a policy line: the checks of the tokenizer every policy
+        file goes through, and no comments or blank lines (a row is always a line)."""
+        values = list(values)
+        while values and values[-1] is None:
             values.pop()
-        fields = ["" if v is None else v for v in values]
-        if any("".join(f.splitlines()) != f for f in fields):
-            # A line break would let one row smuggle a second policy line past the row count.
-            raise PolicyError(f"{self.where} row id {rid}: a field holds a line break")
-        line = ", ".join(f'"{f.replace(chr(34), 2 * chr(34))}"' if f == "" or "," in f or '"' in f else f for f in fields)
-        if not line.strip() or line.strip().startswith("#"):
-            raise PolicyError(f"{self.where} row id {rid}: empty, or its type starts with '#' (it would be "
-                              "ignored as a comment)")
-        return line
+        where = f"{self.where} row id {rid}"
+        fields = record_fields(["" if v is None else v for v in values], where)
+        if fields is None:
+            raise PolicyError(f"{where}: empty, or its type starts with '#' (a file would ignore it as a comment)")
+        return fields
 
     def lines(self) -> list[str]:
         """Every row as a policy line, in row id order (``memwarden policy export``)."""
         with self._engine.connect() as conn:
-            return [self._line(rid, values) for rid, values in self._rows(conn)]
+            return [csv_line(self._fields(rid, values)) for rid, values in self._rows(conn)]
 
     def read(self) -> tuple[int, PolicyData]:
         """(version, validated policy). Raises PolicyError naming the row of the first problem."""
@@ -162,16 +162,7 @@ class SQLPolicyStore:
             # rows older than it would hide a change until the next one.
             version = self._version(conn)
             rows = self._rows(conn)
-        text = "\n".join(self._line(rid, values) for rid, values in rows)
-        try:
-            return version, parse_policy_text(text, source=self.where)
-        except PolicyError as exc:
-            # parse_policy_text counts lines; the n-th line is the n-th row in id order.
-            match = re.match(re.escape(self.where) + r":(\d+):", str(exc))
-            if match and 0 < int(match[1]) <= len(rows):
-                raise PolicyError(str(exc).replace(match[0], f"{match[0][:-1]} (row id {rows[int(match[1]) - 1][0]}):",
-                                                   1)) from None
-            raise
+        return version, parse_records((f"{self.where} row id {rid}", self._fields(rid, values)) for rid, values in rows)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -356,7 +347,7 @@ def _nothing() -> None:
 
 def import_policy(path: str | Path, url: str, *, table: str = DEFAULT_TABLE) -> tuple[int, int]:
     """Replace the policy in database ``url`` with policy file ``path``; (rows, version)."""
-    text = _read_text(Path(path))
+    text = read_policy_file(path)
     store = SQLPolicyStore(url, table=table)
     try:
         version = store.replace(text, source=str(path))
@@ -372,13 +363,3 @@ def export_policy(url: str, *, table: str = DEFAULT_TABLE) -> list[str]:
         return store.lines()
     finally:
         store.close()
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PolicyError(f"policy file {str(path)!r} does not exist") from None
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"policy file {str(path)!r} is not UTF-8: {exc}") from None
-

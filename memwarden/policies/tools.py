@@ -25,9 +25,12 @@ from pathlib import Path
 from memwarden.errors import InvalidRequest, PolicyError
 from memwarden.policies.conditions import TRUE, record_attributes
 from memwarden.policies.engine import Decision, PolicyEngine
-from memwarden.policies.loading import ACTIONS, PolicyData, RoleLink, Rule, parse_policy_text
+from memwarden.policies.loading import (
+    ACTIONS, LifecycleRule, PolicyData, RoleLink, Rule, parse_records, read_policy_file,
+)
 from memwarden.policies.namespace import MAX_DEPTH, canonical_label, canonical_namespace
 from memwarden.policies.patterns import ONE, NamespacePattern
+from memwarden.policies.tokenizer import csv_line, policy_lines
 
 __all__ = ["LintFinding", "can_match", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps"]
 
@@ -190,36 +193,36 @@ def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[Li
 
 def lint_file(path: str | Path) -> list[LintFinding]:
     """Lint a policy file; an unreadable file is a single ``parse-error`` finding."""
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_policy_file(path)
+    except (OSError, PolicyError) as exc:
         return [LintFinding(ERROR, "parse-error", str(path), f"cannot read policy file: {exc}")]
     return lint_text(text, source=str(path))
 
 
 def lint_text(text: str, *, source: str = "<policy>") -> list[LintFinding]:
-    """Lint policy text line by line: every malformed line is reported (not only the first),
-    and the lines that do parse are checked as a policy of their own."""
+    """Lint policy text record by record: every malformed line is reported (not only the
+    first), and the lines that do parse are checked as a policy of their own."""
     findings: list[LintFinding] = []
     rules: list[Rule] = []
     links: list[RoleLink] = []
-    lifecycle: list = []
-    tag = "\x00lint\x00"
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lifecycle: list[LifecycleRule] = []
+    errors: list[tuple[int, PolicyError]] = []
+    for lineno, fields in policy_lines(text, source=source, errors=errors):
         origin = f"{source}:{lineno}"
         try:
-            parsed = parse_policy_text(raw, source=tag)
-        except PolicyError as exc:
-            message = str(exc).removeprefix(f"{tag}:1: ")
-            findings.append(LintFinding(ERROR, "parse-error", origin, message, raw.strip()))
-            continue
+            parsed = parse_records([(origin, fields)])
         except Exception as exc:  # noqa: BLE001 - lint reports, it never raises on a policy
-            findings.append(LintFinding(ERROR, "parse-error", origin, f"{type(exc).__name__}: {exc}", raw.strip()))
+            message = str(exc) if isinstance(exc, PolicyError) else f"{type(exc).__name__}: {exc}"
+            findings.append(LintFinding(ERROR, "parse-error", origin, message.removeprefix(f"{origin}: "),
+                                        csv_line(fields)))
             continue
-        rules += [dataclasses.replace(r, origin=origin) for r in parsed.rules]
-        links += [dataclasses.replace(g, origin=origin) for g in parsed.links]
-        lifecycle += [dataclasses.replace(x, origin=origin) for x in parsed.lifecycle]
+        rules += parsed.rules
+        links += parsed.links
+        lifecycle += parsed.lifecycle
+    for lineno, exc in errors:
+        origin = f"{source}:{lineno}"
+        findings.append(LintFinding(ERROR, "parse-error", origin, str(exc).removeprefix(f"{origin}: ")))
     return _sorted(findings + _lint_data(PolicyData(tuple(rules), tuple(links), tuple(lifecycle))))
 
 
