@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import casbin
+from casbin.util import SimpleEval
 
 from memwarden.policies.conditions import UNKNOWN, Condition, Projection, RecordAttributes, parse_condition
 from memwarden.policies.loading import (
@@ -161,12 +162,44 @@ def _cond_match(request: EnforceRequest, condition_text: str, effect: str) -> bo
                    optimistic=request.optimistic)
 
 
+# pycasbin parses the matcher with ``ast.parse`` on every enforce call. CPython 3.11's ast
+# module keeps its recursion-depth counter in interpreter-wide state, so two threads parsing at
+# once can fail with "SystemError: AST constructor recursion depth mismatch" (cpython#106905),
+# and Team workers decide in parallel, each on its own engine. So a matcher is parsed once, under
+# a process-wide lock, and every call evaluates the same (read-only) tree.
+_PARSE_LOCK = threading.Lock()
+_PARSED: dict[str, SimpleEval] = {}
+_PARSED_LIMIT = 256
+
+
+def _expression(expr: str, functions: dict | None = None) -> SimpleEval:
+    """A fresh evaluator (its own names and functions) over the one parsed tree of ``expr``."""
+    parsed = _PARSED.get(expr)
+    if parsed is None:
+        with _PARSE_LOCK:
+            parsed = _PARSED.get(expr)
+            if parsed is None:
+                parsed = casbin.Enforcer._get_expression(expr)  # the only ast.parse of this matcher
+                if len(_PARSED) >= _PARSED_LIMIT:
+                    _PARSED.clear()
+                _PARSED[expr] = parsed
+    evaluator = SimpleEval("", functions)
+    evaluator.expr, evaluator.ast_parsed_value = parsed.expr, parsed.ast_parsed_value
+    return evaluator
+
+
+class _Enforcer(casbin.Enforcer):
+    """pycasbin's enforcer with its matcher parsed once per process (see ``_expression``)."""
+
+    _get_expression = staticmethod(_expression)
+
+
 def new_enforcer(data: PolicyData) -> casbin.Enforcer:
     """A pycasbin enforcer over the bundled model and ``data``, with memwarden's functions.
 
     Requests are ``(subjects, namespace, action, EnforceRequest(attributes))``.
     """
-    enforcer = casbin.Enforcer(bundled_model_path(), PolicyDataAdapter(data))
+    enforcer = _Enforcer(bundled_model_path(), PolicyDataAdapter(data))
     enforcer.add_function("subjectIn", _subject_in)
     enforcer.add_function("nsMatch", _ns_match)
     enforcer.add_function("condMatch", _cond_match)
