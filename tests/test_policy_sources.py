@@ -159,7 +159,7 @@ print("ready", flush=True)
 last_denied, deadline = None, time.time() + 30
 while time.time() < deadline:
     began = time.time()
-    if engine.decide(engine.subjects("auditor", ()), "read", ("ward3", "patients", "p1")).allowed:
+    if engine.decide(engine.subjects("ann", ("auditor",)), "read", ("ward3", "patients", "p1")).allowed:
         print(json.dumps({"last_denied": last_denied, "first_allowed": began}), flush=True)
         break
     last_denied = began

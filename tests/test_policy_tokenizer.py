@@ -20,13 +20,15 @@ from memwarden.policies.tokenizer import LINE_BREAKS
 from memwarden.policies.tools import lint_text
 
 BREAKS = sorted(LINE_BREAKS)
-INJECTED = "read\np, mallory, office/hr/**, read"
+# Through a line-based reader, csv.writer's quoting of this field yields a clean second rule for mallory
+# (the trailing "#" turns the line holding the closing quote into a comment).
+INJECTED = "read\np, mallory, office/hr/**, read\n#"
 
 
-def written(rows: list[list[str]], terminator: str = "\r\n") -> str:
+def written(rows: list[list[str]], terminator: str = "\r\n", quoting: int = csv.QUOTE_MINIMAL) -> str:
     """The rows as Python's csv.writer writes them: what a tool generating policies produces."""
     out = io.StringIO()
-    csv.writer(out, lineterminator=terminator).writerows(rows)
+    csv.writer(out, lineterminator=terminator, quoting=quoting).writerows(rows)
     return out.getvalue()
 
 
@@ -80,6 +82,18 @@ def test_quoted_fields_and_strict_quoting() -> None:
         parse_policy_text('g, u, r\np, r, "a/**"x, read\n')
     with pytest.raises(PolicyError, match=r"<policy>:1: not valid CSV"):
         parse_policy_text('p, r, "a/**, read\n')  # unclosed quote at the end of the text
+
+
+def test_a_lone_carriage_return_is_refused() -> None:
+    # csv.writer(lineterminator="\n") leaves this \r unquoted (no field holds a comma): read as a
+    # line end, it splits one malformed row into two valid rules, the second for mallory.
+    text = written([["p", "employee", "office/handbook/**", "read\rp", " mallory", " office/hr/**", " read"]], "\n")
+    assert text == "p,employee,office/handbook/**,read\rp, mallory, office/hr/**, read\n"
+    with pytest.raises(PolicyError, match=r"<policy>:1: a carriage return \(U\+000D\) that does not end a line"):
+        parse_policy_text(text)
+    with pytest.raises(PolicyError, match=r"<policy>:1: a carriage return"):
+        parse_policy_text("p, r, a/**, read\rg, u, r\r")
+    assert len(parse_policy_text("p, r, a/**, read\r\ng, u, r\r\n").links) == 1
 
 
 def test_line_numbers_count_physical_lines_after_a_multi_line_comment_error() -> None:
@@ -166,10 +180,18 @@ def reference(rows: list[list[str]], text: str) -> PolicyData | None:
         return None
 
 
+# csv.writer quotes a field holding a character of its line terminator. With "\n" it leaves a
+# "\r" unquoted, which the tokenizer refuses; with a lone "\r" terminator it would leave "\n"
+# unquoted, which no reader could tell from a line end, so such text is not generated (the
+# tokenizer refuses lone "\r" line ends anyway: test_a_lone_carriage_return_is_refused).
+WRITERS = st.sampled_from([("\r\n", csv.QUOTE_MINIMAL), ("\n", csv.QUOTE_MINIMAL), ("\r\n", csv.QUOTE_ALL),
+                           ("\n", csv.QUOTE_ALL)])
+
+
 @settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ROWS, st.sampled_from(["\r\n", "\n", "\r"]))
-def test_csv_writer_output_round_trips_exactly_or_is_refused(rows: list[list[str]], terminator: str) -> None:
-    text = written(rows, terminator)
+@given(ROWS, WRITERS)
+def test_csv_writer_output_round_trips_exactly_or_is_refused(rows: list[list[str]], writer: tuple[str, int]) -> None:
+    text = written(rows, *writer)
     expected = reference(rows, text)
     try:
         got = parse_policy_text(text)

@@ -15,6 +15,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from memwarden.memory.records import MemoryRecord, Principal
+from memwarden.policies.subjects import Subjects
 
 
 class Outcome(str, Enum):
@@ -55,7 +56,7 @@ class ValidationContext:
     """
 
     principal: Principal
-    subjects: frozenset[str]
+    subjects: Subjects
     related: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
     lessons: Callable[[], list[MemoryRecord]] = _none
 

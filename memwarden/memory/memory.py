@@ -55,6 +55,7 @@ from memwarden.policies.namespace import Namespace, namespace_text
 from memwarden.policies.sources import open_policy
 from memwarden.policies.partitions import Coverage, Target, plan
 from memwarden.policies.pushdown import all_of, any_of, scope_filter
+from memwarden.policies.subjects import NO_SUBJECTS, Subjects
 
 # Largest number of ids in one provenance look-up (Chroma's filter depth limit is 1,000).
 _LINK_CHUNK = 400
@@ -83,7 +84,7 @@ class _Facts:
 
     op: str
     principal: Principal
-    subjects: frozenset[str] = frozenset()
+    subjects: Subjects = NO_SUBJECTS
     namespace: Namespace | None = None
     decision: str | None = None
     rules: list[str] = field(default_factory=list)
@@ -112,7 +113,7 @@ class _Facts:
         return {
             "op": self.op,
             "principal": self.principal.id,
-            "roles": sorted(self.subjects - {self.principal.id}),
+            "roles": sorted(self.subjects.roles),
             "action": POLICY_ACTION[self.op],
             "namespace": namespace_text(self.namespace) if self.namespace is not None else None,
             "decision": self.decision,
@@ -131,7 +132,7 @@ class _Facts:
             "gen_ai.operation.name": SPAN_NAMES[self.op],
             "memwarden.operation": self.op,
             "memwarden.principal": self.principal.id,
-            "memwarden.roles": sorted(self.subjects - {self.principal.id}),
+            "memwarden.roles": sorted(self.subjects.roles),
             "memwarden.action": POLICY_ACTION[self.op],
             "memwarden.namespace": namespace_text(self.namespace) if self.namespace is not None else None,
             "memwarden.decision": self.decision,
@@ -409,13 +410,12 @@ class Memory:
         vec = vectors.get(text)
         return vec if vec is not None else embed_one(self._embedder, text)
 
-    def _subjects_for(self, principal: Principal) -> frozenset[str]:
+    def _subjects_for(self, principal: Principal) -> Subjects:
         if principal is CORE:
-            return frozenset({CORE.id})  # outside the policy: see _core_decision
+            return Subjects(CORE.id, frozenset())  # outside the policy: see _core_decision
         if not isinstance(principal, Principal):
             raise InvalidRequest(f"principal must be a memwarden Principal, got {type(principal).__name__}")
-        if not self._policy.knows(principal.id, principal.roles):
-            raise InvalidRequest(f"unknown principal {principal.id!r}: it has no roles and the policy does not name it")
+        self._policy.require_known(principal.id, principal.roles)
         return self._policy.subjects(principal.id, principal.roles)
 
     def _run(self, principal: Principal, op: Op, vectors: dict[str, np.ndarray]) -> Any:
@@ -618,7 +618,7 @@ class Memory:
         return record
 
     def _roles(self, facts: _Facts) -> tuple[str, ...]:
-        return tuple(sorted(facts.subjects - {facts.principal.id}))
+        return tuple(sorted(facts.subjects.roles))
 
     # -- handlers, one per operation kind -----------------------------------------------
 

@@ -22,14 +22,13 @@ policy tools use: a condition then evaluates to None when the known attributes d
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from memwarden.errors import InvalidRequest, PolicyError
-from memwarden.policies.namespace import canonical_label
+from memwarden.policies.namespace import canonical_label, exact_name, lookalike_scripts
 
 KINDS = ("fact", "event", "rule", "preference", "lesson")
 SOURCES = ("user", "agent", "tool", "external")
@@ -38,25 +37,11 @@ KIND, SOURCE, WRITER_ROLE, LABEL = "kind", "source", "writer_role", "label."
 _DOMAINS = {KIND: frozenset(KINDS), SOURCE: frozenset(SOURCES)}
 #: Characters the syntax itself uses; a value cannot contain them.
 _RESERVED = "=!&|"
-# Scripts whose letters imitate Latin ones. A value that mixes two of them is almost always a
-# spoof ("rеstricted" with a Cyrillic е), so it is refused rather than compared.
-_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
 
 
 def is_label_name(name: object) -> bool:
     """True for a valid label name (the ``x`` of ``label.x``): ASCII letters, digits or '_'."""
     return isinstance(name, str) and bool(name) and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
-
-
-def lookalike_scripts(text: str) -> tuple[str, ...]:
-    """The look-alike scripts ``text`` mixes (two or more), or () when it mixes none."""
-    scripts = set()
-    for ch in text:
-        if ch.isalpha():
-            script = "LATIN" if ch.isascii() else unicodedata.name(ch, "").split(" ", 1)[0]
-            if script in _LOOKALIKE_SCRIPTS:
-                scripts.add(script)
-    return tuple(sorted(scripts)) if len(scripts) > 1 else ()
 
 
 def canonical_value(value: object, *, what: str) -> str:
@@ -334,7 +319,7 @@ def record_attributes(*, kind: str | None = None, source: str | None = None,
         raise InvalidRequest(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     if isinstance(writer_roles, str):
         raise InvalidRequest("writer_roles must be a list of role names, not one string")
-    roles = None if writer_roles is None else frozenset(canonical_value(r, what="writer role") for r in writer_roles)
+    roles = None if writer_roles is None else frozenset(exact_name(r, what="writer role") for r in writer_roles)
     checked = None
     if labels is not None:
         checked = {}

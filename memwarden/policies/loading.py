@@ -1,8 +1,8 @@
 """Reading policy data: the CSV format of the design, validated line by line.
 
-Policy is data. This module turns a file (or text) into validated rules and role links and
-hands them to pycasbin through its Adapter interface, so the enforcer never sees a line that
-did not pass the checks below.
+Policy is data. This module turns a file (or text) into validated rules and role links; the
+engine hands them to pycasbin, so the enforcer never sees a line that did not pass the checks
+below.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from casbin import persist
-
 from memwarden.errors import InvalidRequest, PolicyError
 from memwarden.policies.conditions import KINDS, Condition, parse_condition
-from memwarden.policies.namespace import canonical_label
+from memwarden.policies.namespace import exact_name
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 from memwarden.policies.tokenizer import csv_line, policy_lines
 
@@ -141,7 +139,7 @@ def _rule(args: list[str], where: str) -> Rule:
 
 def _name(value: str, where: str, what: str) -> str:
     try:
-        return canonical_label(value, what=what)
+        return exact_name(value, what=what)
     except InvalidRequest as exc:
         raise PolicyError(f"{where}: {exc}") from None
 
@@ -213,24 +211,3 @@ def read_policy(source: str | Path | None) -> PolicyData:
         return PolicyData((), ())
     path = policy_path(source)
     return parse_policy_text(read_policy_file(path), source=str(path))
-
-
-def casbin_fields(rule: Rule) -> tuple[str, str, str, str, str]:
-    """The rule as Casbin sees it: a review rule allows, and the engine adds the review; an
-    unconditional rule has an empty condition field."""
-    return (rule.subject, rule.pattern.text, rule.action, "deny" if rule.effect == "deny" else "allow",
-            rule.condition.text if rule.condition is not None else "")
-
-
-class PolicyDataAdapter(persist.Adapter):
-    """A read-only pycasbin adapter over already validated PolicyData."""
-
-    def __init__(self, data: PolicyData) -> None:
-        self.data = data
-
-    def load_policy(self, model) -> None:  # noqa: ANN001 - pycasbin's Model has no public type
-        """Load every validated rule and role link into the Casbin model."""
-        for rule in self.data.rules:
-            model.add_policy("p", "p", list(casbin_fields(rule)))
-        for link in self.data.links:
-            model.add_policy("g", "g", [link.member, link.role])

@@ -11,6 +11,9 @@ record starts. No policy field ever needs one, and a viewer that breaks lines on
 U+0085 would otherwise show a rule that is not there, or hide one that is.
 
 Other rules of the format, in one place:
+- a record ends at ``\n`` or ``\r\n``. A lone ``\r`` that does not end the text is refused, not
+  read as a line end: ``csv.writer(..., lineterminator="\n")`` leaves a ``\r`` inside a field
+  unquoted, so reading it as a line end would let that field start a new rule;
 - a UTF-8 byte-order mark at the very start of the text is an encoding signature, not content;
 - a record whose first field starts with ``#`` is a comment, and a blank record is ignored
   (the line-break rule holds for them too: a comment cannot hide a line);
@@ -62,7 +65,8 @@ def policy_lines(text: str, *, source: str = "<policy>",
     """
     if text.startswith(BOM):
         text = text[len(BOM):]
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True, strict=True)
+    # newline="\n": lines are split at \n only, and the csv module refuses a \r inside one.
+    reader = csv.reader(io.StringIO(text, newline="\n"), skipinitialspace=True, strict=True)
     consumed = 0
     while True:
         start = consumed + 1
@@ -74,13 +78,20 @@ def policy_lines(text: str, *, source: str = "<policy>",
             fields = record_fields(raw, f"{source}:{start}")
         except (csv.Error, PolicyError) as exc:
             consumed = reader.line_num
-            error = exc if isinstance(exc, PolicyError) else PolicyError(f"{source}:{start}: not valid CSV: {exc}")
+            error = exc if isinstance(exc, PolicyError) else PolicyError(f"{source}:{start}: {_csv_problem(exc)}")
             if errors is None:
                 raise error from None
             errors.append((start, error))
             continue
         if fields is not None:
             yield start, fields
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    if "new-line character" in str(exc):
+        return ("a carriage return (U+000D) that does not end a line; policy lines end with \\n or \\r\\n, and "
+                "a field that needs one is refused")
+    return f"not valid CSV: {exc}"
 
 
 def csv_line(fields: Sequence[str]) -> str:

@@ -28,8 +28,9 @@ from memwarden.policies.engine import Decision, PolicyEngine
 from memwarden.policies.loading import (
     ACTIONS, LifecycleRule, PolicyData, RoleLink, Rule, parse_records, read_policy_file,
 )
-from memwarden.policies.namespace import MAX_DEPTH, canonical_label, canonical_namespace
+from memwarden.policies.namespace import MAX_DEPTH, canonical_namespace, exact_name
 from memwarden.policies.patterns import ONE, NamespacePattern
+from memwarden.policies.subjects import Names
 from memwarden.policies.tokenizer import csv_line, policy_lines
 
 __all__ = ["LintFinding", "can_match", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps"]
@@ -44,9 +45,10 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
             labels: Mapping[str, str] | None = None, writer_roles: Iterable[str] | None = None) -> Decision:
     """Decide one request exactly as the governed path would, and return the Decision.
 
-    The principal id, roles and namespace are canonicalised first (bad input raises
-    InvalidRequest, as it would for a real operation); the principal's subjects are its id,
-    its given roles and everything the policy's ``g`` lines add, transitively.
+    The principal id and roles are checked exactly and the namespace canonicalised first (bad
+    input raises InvalidRequest, as it would for a real operation, and so does a principal with
+    no roles at all); the principal acts as itself (for the rules of a declared principal) and
+    as its given roles and everything the policy's ``g`` lines add, transitively.
     ``kind``, ``source``, ``labels`` and ``writer_roles`` describe the record (the stored one
     for a read, the one being written for a write); an attribute left None is unknown, and a
     request whose answer depends on unknown attributes is decided fail-closed, with
@@ -57,12 +59,13 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
         raise InvalidRequest(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
     if isinstance(roles, str):
         raise InvalidRequest("roles must be a list of role names, not one string")
-    pid = canonical_label(principal_id, what="principal id")
-    given = tuple(dict.fromkeys(canonical_label(r, what="role") for r in roles))
+    pid = exact_name(principal_id, what="principal id")
+    given = tuple(dict.fromkeys(exact_name(r, what="role") for r in roles))
     ns = canonical_namespace(namespace)
     attributes = None
     if (kind, source, labels, writer_roles) != (None, None, None, None):
         attributes = record_attributes(kind=kind, source=source, labels=labels, writer_roles=writer_roles)
+    engine.require_known(pid, given)
     decision = engine.decide(engine.subjects(pid, given), action, ns, attributes)
     return dataclasses.replace(decision, attributes=attributes) if attributes is not None else decision
 
@@ -127,23 +130,6 @@ def overlaps(a: NamespacePattern, b: NamespacePattern) -> bool:
 
 
 # -- lint ------------------------------------------------------------------------------------
-
-def _closure(links: Iterable[RoleLink]) -> dict[str, frozenset[str]]:
-    """For each name, every role it holds through ``g`` lines, transitively (itself included)."""
-    parents: dict[str, set[str]] = {}
-    for link in links:
-        parents.setdefault(link.member, set()).add(link.role)
-    out: dict[str, frozenset[str]] = {}
-    for start in {*parents, *(r for rs in parents.values() for r in rs)}:
-        seen, todo = {start}, [start]
-        while todo:
-            for role in parents.get(todo.pop(), ()):
-                if role not in seen:
-                    seen.add(role)
-                    todo.append(role)
-        out[start] = frozenset(seen)
-    return out
-
 
 def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[LintFinding]:
     """Check a policy and return every finding, errors first, then by line.
@@ -232,11 +218,14 @@ def _sorted(findings: list[LintFinding]) -> list[LintFinding]:
 
 def _lint_data(data: PolicyData) -> list[LintFinding]:
     findings: list[LintFinding] = []
-    closure = _closure(data.links)
+    names = Names.of(data)
+    closure = names.closure(data.links)
     named = {g.member for g in data.links} | {g.role for g in data.links}
 
-    def holds(subject: str) -> frozenset[str]:
-        return closure.get(subject, frozenset({subject}))
+    def holds(rule: Rule) -> frozenset[str]:
+        """The tagged subjects that whoever a rule applies to always holds."""
+        tag = names.subject(rule)
+        return closure.get(tag, frozenset({tag}))
 
     def add(severity: str, code: str, item: Rule | RoleLink, message: str) -> None:
         text = item.text if isinstance(item, Rule) else f"g, {item.member}, {item.role}"
@@ -266,11 +255,11 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
         if rule.subject not in named:
             add(WARNING, "unknown-subject", rule,
                 f"subject {rule.subject!r} is in no g line: the rule applies only to principals given role "
-                f"{rule.subject!r} at run time or whose id is {rule.subject!r}")
+                f"{rule.subject!r} at run time (never to a principal whose id is {rule.subject!r})")
         live.append(rule)
 
     for rule in live:
-        same = [o for o in live if o is not rule and o.action == rule.action and o.subject in holds(rule.subject)]
+        same = [o for o in live if o is not rule and o.action == rule.action and names.subject(o) in holds(rule)]
         if rule.effect != "deny":
             deny = next((o for o in same if o.effect == "deny" and _rule_covers(o, rule)), None)
             if deny is not None:
@@ -281,7 +270,7 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
         # a role cycle): only the later one is redundant, so removing every finding is safe.
         broader = next((o for o in same if _stands_in(o.effect, rule.effect) and _rule_covers(o, rule)
                         and not (_stands_in(rule.effect, o.effect) and _rule_covers(rule, o)
-                                 and rule.subject in holds(o.subject) and _index(data, o) > _index(data, rule))),
+                                 and names.subject(rule) in holds(o) and _index(data, o) > _index(data, rule))),
                        None)
         if broader is not None:
             add(INFO, f"redundant-{rule.effect}", rule,
@@ -307,7 +296,8 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
             add(WARNING, "duplicate-link", link, f"duplicate of {seen_links[key].origin}")
             continue
         seen_links[key] = link
-        if link.member == link.role or link.member in _closure(seen_links.values()).get(link.role, ()):
+        member, role = names.link(link)
+        if member == role or member in names.closure(list(seen_links.values())).get(role, ()):
             add(WARNING, "role-cycle", link, f"{link.role!r} already holds {link.member!r}: this line closes a cycle")
     return findings
 
