@@ -11,10 +11,15 @@ the engine is built from the result exactly as from a file.
 
 Hot reload. Every change to the table, by memwarden or by anyone else (the adapter, ``psql``),
 bumps a counter row in ``memwarden_policy_version`` through a trigger in the same transaction.
-:class:`SQLPolicyEngine` reads that counter (one indexed row) before a decision when its last
-read started ``poll`` seconds ago or more, and re-reads the rows when it moved. So a change is
-in force in every process for every decision that starts ``poll`` seconds (default 1) or more
-after the change committed; the check is inline, so an idle process costs the database nothing.
+Triggers do not always run, though: a logical replica applies changes with
+``session_replication_role = replica``, and ``pg_restore --disable-triggers`` restores rows
+without them. So the state a poll reads is the counter *and* a checksum of every row (computed
+by PostgreSQL in the same statement: one round trip and a 32-character answer, whatever the
+size of the policy; SQLite, a local file, hashes the rows in the process). :class:`SQLPolicyEngine`
+reads that state before a decision when its last read started ``poll`` seconds ago or more, and
+re-reads the rows when either part moved. So a change is in force in every process for every
+decision that starts ``poll`` seconds (default 1) or more after the change committed, whether or
+not its triggers ran; the check is inline, so an idle process costs the database nothing.
 
 Failing closed. When the rows cannot be read (the database is unreachable) or do not validate
 (a malformed row, a row with a line break in a field, an empty row), the engine denies every
@@ -28,13 +33,15 @@ anything, so malformed rows only come from editing the table by other means.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memwarden.databases import is_database_url, kind, redacted, sqlalchemy_url
 from memwarden.errors import PolicyError
@@ -42,11 +49,11 @@ from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import PolicyData, parse_policy_text, parse_records, read_policy_file
 from memwarden.policies.tokenizer import csv_line, policy_lines, record_fields
 
-__all__ = ["DEFAULT_POLL", "DEFAULT_TABLE", "SQLPolicyEngine", "SQLPolicyStore", "export_policy", "import_policy",
-           "open_policy"]
+__all__ = ["DEFAULT_POLL", "DEFAULT_TABLE", "PolicyState", "SQLPolicyEngine", "SQLPolicyStore", "export_policy",
+           "import_policy", "open_policy"]
 
 DEFAULT_TABLE = "casbin_rule"
-#: Seconds between two reads of the version counter: the propagation bound of a policy change.
+#: Seconds between two polls of the policy state: the propagation bound of a policy change.
 DEFAULT_POLL = 1.0
 VERSION_TABLE = "memwarden_policy_version"
 _FIELDS = 6  # v0..v5 in the adapter's table
@@ -56,6 +63,13 @@ _PG_SETUP_LOCK = 0x6D656D77_706F6C00  # "memwpol\0": serialises first-time table
 _EMPTY = PolicyData((), ())
 
 log = logging.getLogger("memwarden.policy")
+
+
+class PolicyState(NamedTuple):
+    """What a poll compares: the trigger-moved counter and a checksum of the rows."""
+
+    version: int
+    checksum: str
 
 
 class SQLPolicyStore:
@@ -127,9 +141,31 @@ class SQLPolicyStore:
         return int(value)
 
     def version(self) -> int:
-        """The change counter: it moves whenever any row of the table changes."""
+        """The change counter: the trigger moves it whenever any row of the table changes."""
         with self._engine.connect() as conn:
             return self._version(conn)
+
+    def _state(self, conn: Any) -> PolicyState:
+        import sqlalchemy as sa
+
+        if self._kind == "postgresql":
+            rows = ", ".join(["id", "ptype"] + [f"v{i}" for i in range(_FIELDS)])
+            version, checksum = conn.execute(sa.text(
+                f"SELECT (SELECT version FROM {VERSION_TABLE} WHERE name = :t), "
+                f"(SELECT md5(coalesce(string_agg(json_build_array({rows})::text, ',' ORDER BY id), '')) "
+                f"FROM {self.table})"), {"t": self.table}).one()
+            if version is None:
+                raise PolicyError(f"the version row of {self.where} is missing (deleted?); cannot tell whether "
+                                  "the policy changed")
+            return PolicyState(int(version), checksum)
+        digest = hashlib.sha256(json.dumps(self._rows(conn)).encode("utf-8")).hexdigest()
+        return PolicyState(self._version(conn), digest)
+
+    def state(self) -> PolicyState:
+        """The change counter and a checksum of every row: it moves whenever any row changes,
+        whether or not the change ran the table's triggers."""
+        with self._engine.connect() as conn:
+            return self._state(conn)
 
     def _rows(self, conn: Any) -> list[tuple[int, list[str | None]]]:
         import sqlalchemy as sa
@@ -155,14 +191,14 @@ class SQLPolicyStore:
         with self._engine.connect() as conn:
             return [csv_line(self._fields(rid, values)) for rid, values in self._rows(conn)]
 
-    def read(self) -> tuple[int, PolicyData]:
-        """(version, validated policy). Raises PolicyError naming the row of the first problem."""
+    def read(self) -> tuple[PolicyState, PolicyData]:
+        """(state, validated policy). Raises PolicyError naming the row of the first problem."""
         with self._engine.connect() as conn:
-            # The version first: rows newer than it only cause one needless re-read later;
+            # The state first: rows newer than it only cause one needless re-read later;
             # rows older than it would hide a change until the next one.
-            version = self._version(conn)
+            state = self._state(conn)
             rows = self._rows(conn)
-        return version, parse_records((f"{self.where} row id {rid}", self._fields(rid, values)) for rid, values in rows)
+        return state, parse_records((f"{self.where} row id {rid}", self._fields(rid, values)) for rid, values in rows)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -212,16 +248,16 @@ class SQLPolicyEngine(PolicyEngine):
         self._error: str | None = None
         started = time.monotonic()
         try:
-            version, data = self._store.read()
+            state, data = self._store.read()
         except Exception as exc:  # PolicyError, or the database driver's own errors
             if owned:
                 self._store.close()
             if isinstance(exc, PolicyError):
                 raise
             raise PolicyError(f"cannot read the policy at {self._store.where}: {exc}") from exc
-        # The last version read (valid or not), and the last valid policy with its version.
-        self._seen: int | None = version
-        self._good_version, self._good = version, data
+        # The last state read (valid or not), and the last valid policy with its state.
+        self._seen: PolicyState | None = state
+        self._good_state, self._good = state, data
         self._checked = started
         super().__init__(None, data=data)
 
@@ -236,29 +272,30 @@ class SQLPolicyEngine(PolicyEngine):
         return self._error
 
     def refresh(self, *, force: bool = False) -> bool:
-        """Poll the version counter if the last poll started ``poll`` seconds ago or more (or
-        ``force``); install the new policy if it moved. True when this poll changed what is in
-        force: a new policy, a failure (deny everything) or the recovery from one."""
+        """Poll the policy state (counter and checksum) if the last poll started ``poll``
+        seconds ago or more (or ``force``); install the new policy if it moved. True when this
+        poll changed what is in force: a new policy, a failure (deny everything) or the recovery
+        from one."""
         if not force and time.monotonic() - self._checked < self.poll:
             return False
         with self._poll_lock:
             started = time.monotonic()
             if not force and started - self._checked < self.poll:
                 return False  # another thread polled while this one waited
-            version: int | None = None
+            state: PolicyState | None = None
             try:
-                version = self._store.version()
-                if version == self._seen:
+                state = self._store.state()
+                if state == self._seen:
                     # Unchanged. After an outage that is the policy last in force: use it again.
-                    if self._error is not None and version == self._good_version:
+                    if self._error is not None and state == self._good_state:
                         self._restore(self._good, "the policy database answers again")
                         return True
                     return False
-                version, data = self._store.read()
+                state, data = self._store.read()
             except PolicyError as exc:
-                # Malformed rows: remember the version, so the same rows are not re-read every
+                # Malformed rows: remember the state, so the same rows are not re-read every
                 # poll; any later change to the table is read again.
-                self._seen = version
+                self._seen = state
                 self._fail(str(exc))
                 return True
             except Exception as exc:  # the database driver's errors: unreachable, timed out, ...
@@ -266,9 +303,9 @@ class SQLPolicyEngine(PolicyEngine):
                 return True
             finally:
                 self._checked = started
-            self._seen = self._good_version = version
+            self._seen = self._good_state = state
             self._good = data
-            self._restore(data, f"version {version} read")
+            self._restore(data, f"version {state.version} read")
             return True
 
     def _fail(self, message: str) -> None:
