@@ -8,8 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from memwarden.errors import MemwardenError
+
+
+def _styled(label: str, style: str, rest: str = "") -> Text:
+    """``label`` in ``style`` followed by plain ``rest``: styling without markup, so no user
+    string in ``rest`` is ever interpreted."""
+    return Text.assemble((label, style), rest)
 
 
 def _demo(args: argparse.Namespace, console: Console) -> int:
@@ -25,7 +32,7 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
         telemetry = setup_tracing(otlp=args.otlp, service_name="memwarden-demo", project="memwarden-demo",
                                   set_global=False)
     except (ValueError, RuntimeError) as exc:
-        console.print(f"[red]error:[/] --otlp: {exc}")
+        console.print(_styled("error:", "red", f" --otlp: {exc}"))
         return 2
     try:
         # One root span, so the whole demo is one trace with a span per memory operation.
@@ -34,8 +41,8 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     finally:
         flushed = telemetry.shutdown()
         if telemetry.failed or not flushed:
-            console.print(f"[yellow]traces:[/] {telemetry.exported} spans exported to {args.otlp}, "
-                          f"{telemetry.failed} could not be delivered" + ("" if flushed else " (flush timed out)"))
+            console.print(_styled("traces:", "yellow", f" {telemetry.exported} spans exported to {args.otlp}, "
+                                  f"{telemetry.failed} could not be delivered" + ("" if flushed else " (flush timed out)")))
         else:
             console.print(f"traces: {telemetry.exported} spans exported to {args.otlp}")
     return 0 if result.audit_ok else 1
@@ -47,12 +54,12 @@ def _audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - Au
 
     if args.audit is not None:
         if not is_database_url(args.audit) and not Path(args.audit).is_file():
-            console.print(f"[red]no audit log at {args.audit}[/]")
+            console.print(Text(f"no audit log at {args.audit}", style="red"))
             return None
         return AuditLog(args.audit, key_path=args.key)
     path = Path(args.data) / "audit.sqlite3"
     if not path.is_file():
-        console.print(f"[red]no audit log at {path}[/]")
+        console.print(Text(f"no audit log at {path}", style="red"))
         return None
     return AuditLog(path, key_path=args.key)
 
@@ -67,12 +74,12 @@ def _audit_verify(args: argparse.Namespace, console: Console) -> int:
         log.close()
     if report.ok:
         signed = f", {report.authenticated} signed" if report.authenticated else ""
-        console.print(f"[green]ok[/]: {report.entries} entries{signed}, hash chain and MACs intact")
+        console.print(_styled("ok", "green", f": {report.entries} entries{signed}, hash chain and MACs intact"))
         return 0
-    console.print(f"[red]TAMPERED[/]: {len(report.problems)} problem(s) in {report.entries} entries"
-                  + (f"; first bad entry: {report.bad_entries[0]}" if report.bad_entries else ""))
+    console.print(_styled("TAMPERED", "red", f": {len(report.problems)} problem(s) in {report.entries} entries"
+                          + (f"; first bad entry: {report.bad_entries[0]}" if report.bad_entries else "")))
     for problem in report.problems[:50]:
-        console.print(f"  - {problem}", markup=False)
+        console.print(Text(f"  - {problem}"))
     if len(report.problems) > 50:
         console.print(f"  ... and {len(report.problems) - 50} more")
     return 1
@@ -93,7 +100,7 @@ def _audit_flows(args: argparse.Namespace, console: Console) -> int:
         out = Path(args.html)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render_html(report, title=f"memwarden audit flows: {args.data}"), encoding="utf-8")
-        console.print(f"flow graph written to {out}")
+        console.print(Text(f"flow graph written to {out}"))
     return 0 if report.verify is None or report.verify.ok else 1
 
 
@@ -119,7 +126,7 @@ def _policy_check(args: argparse.Namespace, console: Console) -> int:
                            writer_roles=args.writer_role if args.writer_role else None)
     finally:
         close()
-    console.print(decision.explain(), markup=False, soft_wrap=True)
+    console.print(Text(decision.explain()), soft_wrap=True)
     return 0 if decision.allowed else 1
 
 
@@ -132,10 +139,10 @@ def _policy_lint(args: argparse.Namespace, console: Console) -> int:
     findings = lint_file(path)
     for finding in findings:
         colour = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
-        console.print(f"[{colour}]{finding.severity}[/] {finding.origin} {finding.code}: ", end="")
-        console.print(finding.message, markup=False, soft_wrap=True)
+        console.print(_styled(finding.severity, colour, f" {finding.origin} {finding.code}: {finding.message}"),
+                      soft_wrap=True)
     errors = sum(f.severity == "error" for f in findings)
-    console.print(f"{len(findings)} finding(s), {errors} error(s) in {path}")
+    console.print(Text(f"{len(findings)} finding(s), {errors} error(s) in {path}"))
     return 1 if errors else 0
 
 
@@ -147,8 +154,8 @@ def _policy_import(args: argparse.Namespace, console: Console) -> int:
     path = bundled_policy_path(args.file) if args.file in BUNDLED_POLICIES and not Path(args.file).exists() \
         else Path(args.file)
     rows, version = import_policy(path, args.db, table=args.table)
-    console.print(f"{rows} policy line(s) from {path} now make up {redacted(args.db)}#{args.table} "
-                  f"(version {version})", markup=False, soft_wrap=True)
+    console.print(Text(f"{rows} policy line(s) from {path} now make up {redacted(args.db)}#{args.table} "
+                       f"(version {version})"), soft_wrap=True)
     return 0
 
 
@@ -160,8 +167,8 @@ def _policy_export(args: argparse.Namespace, console: Console) -> int:
     text = "".join(line + "\n" for line in lines)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        console.print(f"{len(lines)} policy line(s) from {redacted(args.db)}#{args.table} written to {args.out}",
-                      markup=False, soft_wrap=True)
+        console.print(Text(f"{len(lines)} policy line(s) from {redacted(args.db)}#{args.table} written to {args.out}"),
+                      soft_wrap=True)
     else:
         sys.stdout.write(text)
     return 0
@@ -187,7 +194,7 @@ def _sweep(args: argparse.Namespace, console: Console) -> int:
     memory, session = _acting_session(args)
     with memory:
         removed = session.sweep(args.namespace or ())
-    console.print(f"{removed} invisible record(s) removed")
+    console.print(Text(f"{removed} invisible record(s) removed"))
     return 0
 
 
@@ -198,7 +205,8 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     # Benchmarks live beside the package in a source checkout (they are not installed).
     root = Path(__file__).resolve().parent.parent
     if not (root / "benchmarks" / f"{args.name}.py").is_file():
-        console.print(f"[red]error:[/] benchmarks/{args.name}.py is not here; run from a memwarden source checkout")
+        console.print(_styled("error:", "red", f" benchmarks/{args.name}.py is not here; run from a memwarden source "
+                              "checkout"))
         return 2
     sys.path.insert(0, str(root))
     return importlib.import_module(f"benchmarks.{args.name}").main(args.rest)
@@ -293,11 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; bad input prints a one-line error and exits with status 2."""
     args = build_parser().parse_args(argv)
-    console = Console()
+    # markup=False: nothing printed is ever read as rich markup, whatever a user string holds
+    # (a principal "[/x]" or "[link=...]"); styling is done with Text only (see _styled).
+    console = Console(markup=False)
     try:
         return args.run(args, console)
     except MemwardenError as exc:
-        console.print(f"[red]error:[/] {exc}", markup=True)
+        console.print(_styled("error:", "red", f" {exc}"), soft_wrap=True)
         return 2
 
 

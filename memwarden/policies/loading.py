@@ -18,7 +18,10 @@ from memwarden.policies.namespace import exact_name
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 from memwarden.policies.tokenizer import csv_line, policy_lines
 
-ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin", "history")
+#: ``claim`` governs what a writer may declare about a record instead of having it set from its
+#: binding: its ``source`` (and a trust above its session's). Its condition is evaluated on the
+#: record as claimed, so ``p, R, P, claim, allow, source=tool`` lets R declare source=tool in P.
+ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin", "history", "claim")
 #: ``review`` allows the action but holds the result for quorum approval (writes are stored
 #: quarantined); like deny over allow, review wins over a plain allow.
 EFFECTS = ("allow", "deny", "review")
