@@ -126,7 +126,7 @@ def _policy_check(args: argparse.Namespace, console: Console) -> int:
                            writer_roles=args.writer_role if args.writer_role else None)
     finally:
         close()
-    console.print(Text(decision.explain()), soft_wrap=True)
+    console.print(Text(decision.explain()))
     return 0 if decision.allowed else 1
 
 
@@ -139,8 +139,7 @@ def _policy_lint(args: argparse.Namespace, console: Console) -> int:
     findings = lint_file(path)
     for finding in findings:
         colour = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
-        console.print(_styled(finding.severity, colour, f" {finding.origin} {finding.code}: {finding.message}"),
-                      soft_wrap=True)
+        console.print(_styled(finding.severity, colour, f" {finding.origin} {finding.code}: {finding.message}"))
     errors = sum(f.severity == "error" for f in findings)
     console.print(Text(f"{len(findings)} finding(s), {errors} error(s) in {path}"))
     return 1 if errors else 0
@@ -155,7 +154,7 @@ def _policy_import(args: argparse.Namespace, console: Console) -> int:
         else Path(args.file)
     rows, version = import_policy(path, args.db, table=args.table)
     console.print(Text(f"{rows} policy line(s) from {path} now make up {redacted(args.db)}#{args.table} "
-                       f"(version {version})"), soft_wrap=True)
+                       f"(version {version})"))
     return 0
 
 
@@ -167,8 +166,7 @@ def _policy_export(args: argparse.Namespace, console: Console) -> int:
     text = "".join(line + "\n" for line in lines)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        console.print(Text(f"{len(lines)} policy line(s) from {redacted(args.db)}#{args.table} written to {args.out}"),
-                      soft_wrap=True)
+        console.print(Text(f"{len(lines)} policy line(s) from {redacted(args.db)}#{args.table} written to {args.out}"))
     else:
         sys.stdout.write(text)
     return 0
@@ -303,11 +301,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # markup=False: nothing printed is ever read as rich markup, whatever a user string holds
     # (a principal "[/x]" or "[link=...]"); styling is done with Text only (see _styled).
-    console = Console(markup=False)
+    # soft_wrap: paths, ids and messages are printed whole, never broken at the terminal width.
+    console = Console(markup=False, soft_wrap=True)
     try:
         return args.run(args, console)
     except MemwardenError as exc:
-        console.print(_styled("error:", "red", f" {exc}"), soft_wrap=True)
+        console.print(_styled("error:", "red", f" {exc}"))
         return 2
 
 

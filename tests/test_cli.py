@@ -78,8 +78,11 @@ def test_user_strings_are_never_read_as_markup(tmp_path: Path, capsys) -> None:
     assert code == 1 and "unknown action '[/x]'" in out and "[bold]p.csv" in out, out
 
 
-def test_audit_flows_prints_principals_and_namespaces_literally(tmp_path: Path, policy_file: Path, capsys) -> None:
+def test_audit_flows_prints_principals_and_namespaces_literally(tmp_path: Path, policy_file: Path, capsys,
+                                                                monkeypatch) -> None:
     from memwarden.memory.embeddings import HashingEmbedding
+
+    monkeypatch.setenv("COLUMNS", "200")  # a table folds its cells to the terminal's width
 
     with Memory.open(tmp_path / "data", policy=policy_file, embedding=HashingEmbedding()) as mem:
         writer = mem.session(Principal("[bold]eve", roles=["physician"]))
