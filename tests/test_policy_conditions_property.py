@@ -22,7 +22,7 @@ from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 from memwarden.policies.tools import lint
 # the same namespace and subject reference model
-from tests.test_policy_property import engine_subjects, ref_holds, ref_match
+from tests.test_policy_property import engine_subjects, ref_holds, ref_match, ref_name
 
 # -- the reference model (pure Python) ----------------------------------------------------------
 
@@ -160,13 +160,14 @@ def instantiate(pattern, rnd):
     return tuple(labels)
 
 
-def decode_request(code, rules):
+def decode_request(code, rules, links):
     """Half the requests aim at one rule (its subject, action and a namespace it matches), so
     that conditions, not subjects or patterns, decide them; the rest are random."""
     rnd = random.Random(code)
     if rules and rnd.random() < 0.5:
         subject, pattern, action, _, _ = rnd.choice(rules)
-        who, given_roles = ("u9", (subject,)) if subject in ROLES else (subject, ())
+        # the rule's own principal when the links declare it one, else a holder of the role
+        who, given_roles = (subject, ()) if ref_name(subject, links)[0] == "principal" else ("u9", (subject,))
         return who, given_roles, action, instantiate(pattern, rnd), random_record(rnd)
     namespace = tuple(rnd.choice(("a", "b", "c")) for _ in range(rnd.randint(1, 3)))
     given_roles = tuple(r for r in ROLES if rnd.random() < 0.5)
@@ -214,7 +215,7 @@ def test_decide_agrees_with_the_reference_model_on_10000_requests() -> None:
         rules, links = policy
         engine = engine_for(rules, links)
         for code in reqs:
-            principal, given_roles, action, namespace, record = decode_request(code, rules)
+            principal, given_roles, action, namespace, record = decode_request(code, rules, links)
             subjects = engine_subjects(engine, principal, given_roles, links)
             if subjects is None:
                 stats["refused"] += 1
@@ -271,7 +272,7 @@ def test_removing_a_rule_or_narrowing_an_allow_never_grants() -> None:
         for variant in variants:
             after = engine_for(variant, links)
             for code in reqs:
-                principal, given_roles, action, namespace, record = decode_request(code, rules)
+                principal, given_roles, action, namespace, record = decode_request(code, rules, links)
                 if engine_subjects(before, principal, given_roles, links) is None:
                     continue
                 a = attributes(record)
@@ -292,11 +293,11 @@ def test_pushdown_filter_agrees_with_the_reference_model() -> None:
     def prop(policy, who, prefix_len, req_codes):
         rules, links = policy
         engine = engine_for(rules, links)
-        principal, given_roles, action, namespace, _ = decode_request(who, rules)
+        principal, given_roles, action, namespace, _ = decode_request(who, rules, links)
         subjects = engine_subjects(engine, principal, given_roles, links)
         if subjects is None:
             return
-        requests = [decode_request(c, rules) for c in req_codes]
+        requests = [decode_request(c, rules, links) for c in req_codes]
         prefix = namespace[:prefix_len]
         scope = engine.scope(subjects, action, prefix)
         if scope.empty:
@@ -337,7 +338,7 @@ def test_lint_findings_with_conditions_are_safe_to_remove() -> None:
         drop = {f.lineno for f in findings if f.code in removable}
         kept = [r for i, r in enumerate(rules, start=1) if i not in drop]
         for code in reqs:
-            request = decode_request(code, rules)
+            request = decode_request(code, rules, links)
             assert ref_decide(rules, links, *request) == ref_decide(kept, links, *request), (text, sorted(drop), request)
             assert ref_review(rules, links, *request) == ref_review(kept, links, *request), (text, sorted(drop), request)
         stats["dropped"] += len(drop)
@@ -375,7 +376,7 @@ def test_unknown_attributes_are_decided_fail_closed() -> None:
         rules, links = policy
         engine = engine_for(rules, links)
         for code, mask in reqs:
-            principal, given_roles, action, namespace, record = decode_request(code, rules)
+            principal, given_roles, action, namespace, record = decode_request(code, rules, links)
             unknown = {f for i, f in enumerate(fields) if mask >> i & 1}
             kind, source, roles, labels = record
             partial = RecordAttributes(None if "kind" in unknown else kind, None if "source" in unknown else source,
