@@ -202,8 +202,17 @@ def decode_namespace(code, rules):
     return tuple(labels)
 
 
-def decode_request(code, rules):
+def decode_request(code, rules, links):
+    """Half the requests act as the subject of one rule (the declared principal itself, or a
+    requester given that role) with its action, so that rules do apply; the rest are random."""
+    aim, code = take(code, 2)
     principal, code = take(code, len(REQUESTERS))
+    if aim and rules:
+        index, code = take(code, len(rules))
+        subject, _, action, _ = rules[index]
+        if ref_name(subject, links)[0] == "principal":
+            return subject, (), action, decode_namespace(code, rules)
+        return REQUESTERS[principal], (subject,), action, decode_namespace(code, rules)
     mask, code = take(code, 8)
     action, code = take(code, 2)
     given_roles = tuple(r for i, r in enumerate(ROLES) if mask >> i & 1)
@@ -238,7 +247,7 @@ def test_decide_agrees_with_reference_model() -> None:
         rules, links = policy
         engine = engine_for(rules, links)
         for code in reqs:
-            principal, given_roles, action, namespace = decode_request(code, rules)
+            principal, given_roles, action, namespace = decode_request(code, rules, links)
             subjects = engine_subjects(engine, principal, given_roles, links)
             if subjects is None:
                 stats["refused"] += 1
@@ -279,7 +288,7 @@ def test_scope_contains_agrees_with_decide() -> None:
     def prop(policy, who, prefix_len, ns_codes):
         rules, links = policy
         engine = engine_for(rules, links)
-        principal, given_roles, _, _ = decode_request(who, rules)
+        principal, given_roles, _, _ = decode_request(who, rules, links)
         subjects = engine_subjects(engine, principal, given_roles, links)
         if subjects is None:
             return
@@ -317,7 +326,7 @@ def test_removing_an_allow_or_review_rule_never_grants_and_adding_a_deny_never_g
         for variant in variants:
             after = engine_for(variant, links)
             for code in reqs:
-                principal, given_roles, action, namespace = decode_request(code, rules)
+                principal, given_roles, action, namespace = decode_request(code, rules, links)
                 if engine_subjects(before, principal, given_roles, links) is None:
                     continue
                 was = before.decide(before.subjects(principal, given_roles), action, namespace).allowed
@@ -337,7 +346,7 @@ def test_pushdown_filter_agrees_with_decide() -> None:
     def prop(policy, who, prefix_len, ns_codes):
         rules, links = policy
         engine = engine_for(rules, links)
-        principal, given_roles, action, _ = decode_request(who, rules)
+        principal, given_roles, action, _ = decode_request(who, rules, links)
         subjects = engine_subjects(engine, principal, given_roles, links)
         if subjects is None:
             return
@@ -385,7 +394,7 @@ def test_lint_findings_are_safe_to_remove() -> None:
         kept = [r for i, r in enumerate(rules, start=1) if i not in drop]
         shadowed = [rules[f.lineno - 1] for f in findings if f.code.startswith("shadowed-")]
         for code in reqs:
-            principal, given_roles, action, namespace = decode_request(code, rules)
+            principal, given_roles, action, namespace = decode_request(code, rules, links)
             decision = ref_decide(rules, links, principal, given_roles, action, namespace)
             assert decision == ref_decide(kept, links, principal, given_roles, action, namespace), \
                 (text, sorted(drop), principal, given_roles, action, namespace)
