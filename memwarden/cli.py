@@ -131,11 +131,10 @@ def _policy_check(args: argparse.Namespace, console: Console) -> int:
 
 
 def _policy_lint(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.policies.loading import BUNDLED_POLICIES, bundled_policy_path
+    from memwarden.policies.loading import policy_path
     from memwarden.policies.tools import lint_file
 
-    path = bundled_policy_path(args.policy) if args.policy in BUNDLED_POLICIES and not Path(args.policy).exists() \
-        else Path(args.policy)
+    path = policy_path(args.policy)
     findings = lint_file(path)
     for finding in findings:
         colour = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
@@ -147,11 +146,10 @@ def _policy_lint(args: argparse.Namespace, console: Console) -> int:
 
 def _policy_import(args: argparse.Namespace, console: Console) -> int:
     from memwarden.databases import redacted
-    from memwarden.policies.loading import BUNDLED_POLICIES, bundled_policy_path
+    from memwarden.policies.loading import policy_path
     from memwarden.policies.sources import import_policy
 
-    path = bundled_policy_path(args.file) if args.file in BUNDLED_POLICIES and not Path(args.file).exists() \
-        else Path(args.file)
+    path = policy_path(args.file)
     rows, version = import_policy(path, args.db, table=args.table)
     console.print(Text(f"{rows} policy line(s) from {path} now make up {redacted(args.db)}#{args.table} "
                        f"(version {version})"))

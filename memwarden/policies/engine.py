@@ -3,7 +3,9 @@
 Decisions are made by pycasbin's enforcer over the bundled model; the cache in front of it
 is keyed by the request (subjects, action, namespace, and the part of the record's attributes
 that some rule's condition can tell apart) and is dropped whenever the policy changes, so a
-cached answer can never outlive the policy that produced it.
+cached answer can never outlive the policy that produced it. A request's subjects are its
+principal and its roles, in two name spaces (:mod:`memwarden.policies.subjects`): the enforcer
+compares tagged names, so a principal id never matches a role's rule.
 
 A request about a record whose attributes are not (all) known, which only the policy tools
 make, is decided fail-closed: a conditional allow counts only if the known attributes satisfy
@@ -18,16 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import casbin
+from casbin import persist
 from casbin.util import SimpleEval
 
-from memwarden.policies.conditions import UNKNOWN, Condition, Projection, RecordAttributes, parse_condition
-from casbin import persist
-
 from memwarden.errors import InvalidRequest
+from memwarden.policies.conditions import UNKNOWN, Condition, Projection, RecordAttributes, parse_condition
 from memwarden.policies.loading import PolicyData, Rule, bundled_model_path, read_policy
 from memwarden.policies.namespace import Namespace, namespace_text
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
-from memwarden.policies.subjects import ROLE, Names, Subjects
+from memwarden.policies.subjects import PRINCIPAL, ROLE, Names, Subjects
 
 # Bounded so that a caller cycling through namespaces cannot grow memory without limit.
 _CACHE_LIMIT = 65_536
@@ -306,9 +307,9 @@ class PolicyEngine:
                     raise InvalidRequest(
                         f"role {role!r} is a principal in this policy ({link.origin}: 'g, {link.member}, {link.role}' "
                         f"declares it, and no g line gives {role!r} as a role), so it cannot be given as a role")
-            starts = [names.tag(principal_id) if principal_id in names.principals else None,
-                      *(ROLE + r for r in roles)]
-            held = {t for start in starts if start is not None for t in closure.get(start, {start})}
+            # An undeclared principal is in no g line: its own tag adds nothing.
+            held = {t for start in (PRINCIPAL + principal_id, *(ROLE + r for r in roles))
+                    for t in closure.get(start, {start})}
             result = Subjects(principal_id, frozenset(t[len(ROLE):] for t in held if t.startswith(ROLE)))
             if len(self._subjects) < _CACHE_LIMIT:
                 self._subjects[key] = result

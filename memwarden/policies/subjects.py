@@ -20,6 +20,7 @@ principal: giving a principal a "role" that the policy declares as a principal i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memwarden.policies.loading import PolicyData, RoleLink, Rule
@@ -76,7 +77,7 @@ class Names:
         """A ``g`` line as tagged (member, role)."""
         return self.tag(link.member), ROLE + link.role
 
-    def closure(self, links: tuple[RoleLink, ...] | list[RoleLink]) -> dict[str, frozenset[str]]:
+    def closure(self, links: Iterable[RoleLink]) -> dict[str, frozenset[str]]:
         """For each tagged name of ``links``, every tagged name it holds through them,
         transitively (itself included)."""
         parents: dict[str, set[str]] = {}

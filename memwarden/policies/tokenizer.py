@@ -50,6 +50,8 @@ def record_fields(raw: Sequence[str], where: str) -> list[str] | None:
             raise PolicyError(f"{where}: field {number} holds a line break, U+{ord(brk):04X} ({name}); a policy "
                               f"field is always on one line{hint}")
     fields = [value.strip(_PAD) for value in raw]
+    # Only whole-record comments: a trailing "#" could silently cut off a field (a typo like
+    # "read#, deny" would turn a deny into an allow), so "#" after the first field is literal.
     if not fields or fields == [""] or fields[0].startswith("#"):
         return None
     return fields

@@ -151,7 +151,7 @@ def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[Li
       ``shadowed-review``  this allow, for the same subject or a role that subject always holds:
                            it never allows
       ``unknown-subject``  the subject is not named in any ``g`` line, so only a principal given
-                           that role at run time (or with that id) can use the rule
+                           that role at run time can use the rule (never one whose id it is)
       ``duplicate-link``   the same ``g`` line appears earlier
       ``role-cycle``       the ``g`` line closes a cycle (harmless, but never intended)
     info
@@ -297,7 +297,7 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
             continue
         seen_links[key] = link
         member, role = names.link(link)
-        if member == role or member in names.closure(list(seen_links.values())).get(role, ()):
+        if member == role or member in names.closure(seen_links.values()).get(role, ()):
             add(WARNING, "role-cycle", link, f"{link.role!r} already holds {link.member!r}: this line closes a cycle")
     return findings
 
