@@ -640,8 +640,8 @@ def decision_costs(progress: Progress, task: Any) -> dict[str, Any]:
     # What decide does on a cache miss (PolicyEngine._narrow): the same model and effect over
     # only the rules that can match these subjects and this action (the matcher rejects every
     # other line); measured bare here, beside the full enforcer.
-    relevant = PolicyData(tuple(r for r in data.rules if r.subject in subjects and r.action == "read"), data.links)
-    small = new_enforcer(relevant)
+    relevant = PolicyData(engine.rules_for(subjects, "read"), data.links)
+    small = new_enforcer(relevant, engine.names)
     assert all(small.enforce_ex(subjects, ns, "read", record)[0] == enforcer.enforce_ex(subjects, ns, "read", record)[0]
                for ns in requests[:200])
     filtered = timed(lambda i: small.enforce_ex(subjects, requests[i], "read", record), 200)
@@ -665,7 +665,7 @@ def decision_costs(progress: Progress, task: Any) -> dict[str, Any]:
     with_record = timed(lambda i: engine.decide(subjects, "read", requests[i % 100], records[i % 8]), 20_000)
     with_conditions = timed(lambda i: conditional.decide(subjects, "read", requests[i % 100], records[i % 8]), 20_000)
     return {
-        "rules": rules, "subjects": sorted(subjects),
+        "rules": rules, "subjects": sorted(subjects.roles),
         "casbin_enforce_uncached_us": {"p50": pct(uncached, 50), "p95": pct(uncached, 95)},
         "memwarden_decide_cold_us": {"p50": pct(cold, 50), "p95": pct(cold, 95)},
         "casbin_enforce_relevant_rules_only_us": {"p50": pct(filtered, 50), "p95": pct(filtered, 95),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
+from memwarden.cli_common import audit_log, print_report, styled
 from memwarden.core.errors import MemwardenError
 
 
@@ -26,7 +27,7 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
         telemetry = setup_tracing(otlp=args.otlp, service_name="memwarden-demo", project="memwarden-demo",
                                   set_global=False)
     except (ValueError, RuntimeError) as exc:
-        console.print(f"[red]error:[/] --otlp: {exc}")
+        console.print(styled("error:", "red", f" --otlp: {exc}"))
         return 2
     try:
         # One root span, so the whole demo is one trace with a span per memory operation.
@@ -35,49 +36,11 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     finally:
         flushed = telemetry.shutdown()
         if telemetry.failed or not flushed:
-            console.print(f"[yellow]traces:[/] {telemetry.exported} spans exported to {args.otlp}, "
-                          f"{telemetry.failed} could not be delivered" + ("" if flushed else " (flush timed out)"))
+            console.print(styled("traces:", "yellow", f" {telemetry.exported} spans exported to {args.otlp}, "
+                                  f"{telemetry.failed} could not be delivered" + ("" if flushed else " (flush timed out)")))
         else:
             console.print(f"traces: {telemetry.exported} spans exported to {args.otlp}")
     return 0 if result.audit_ok else 1
-
-
-def _audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - AuditLog | exit code
-    """The log ``--data``/``--audit`` names, or the exit code when there is none to open: 2 for
-    nothing there, 1 for a SQLite log that is gone although its key is still beside it."""
-    from memwarden.databases import is_database_url, kind, sqlite_path
-    from memwarden.memory.audit import KEY_ENV, KEY_FILE, AuditLog
-
-    if args.audit is None:
-        path = Path(args.data) / "audit.sqlite3"
-    elif not is_database_url(args.audit):
-        path = Path(args.audit)
-    elif kind(args.audit) == "sqlite":
-        path = sqlite_path(args.audit)
-    else:
-        return AuditLog(args.audit, key_path=args.key)
-    if not path.is_file():
-        key = Path(args.key or os.environ.get(KEY_ENV) or path.parent / KEY_FILE)
-        if key.is_file():
-            console.print(f"[red]TAMPERED[/]: there is no audit log at {path}, but its key {key} exists "
-                          "(the log was deleted)", soft_wrap=True)
-            return 1
-        console.print(f"[red]no audit log at {path}[/]")
-        return 2
-    return AuditLog(path, key_path=args.key)
-
-
-def _print_report(report, console: Console, what: str) -> int:  # noqa: ANN001 - VerifyReport
-    if report.ok:
-        console.print(f"[green]ok[/]: {report.entries} entries{what}", soft_wrap=True)
-        return 0
-    console.print(f"[red]TAMPERED[/]: {len(report.problems)} problem(s) in {report.entries} entries"
-                  + (f"; first bad entry: {report.bad_entries[0]}" if report.bad_entries else ""), soft_wrap=True)
-    for problem in report.problems[:50]:
-        console.print(f"  - {problem}", markup=False, soft_wrap=True)
-    if len(report.problems) > 50:
-        console.print(f"  ... and {len(report.problems) - 50} more")
-    return 1
 
 
 def _audit_verify(args: argparse.Namespace, console: Console) -> int:
@@ -86,9 +49,9 @@ def _audit_verify(args: argparse.Namespace, console: Console) -> int:
 
         return verify_exported(args, console)
     if args.head is not None:
-        console.print("[red]error:[/] --head goes with --log and --public-key (an exported log)")
+        console.print(styled("error:", "red", " --head goes with --log and --public-key (an exported log)"))
         return 2
-    log = _audit_log(args, console)
+    log = audit_log(args, console)
     if isinstance(log, int):
         return log
     try:
@@ -96,13 +59,13 @@ def _audit_verify(args: argparse.Namespace, console: Console) -> int:
     finally:
         log.close()
     signed = f", {report.authenticated} signed" if report.authenticated else ""
-    return _print_report(report, console, f"{signed}, hash chain, MACs and anchored head intact")
+    return print_report(report, console, f"{signed}, hash chain, MACs and anchored head intact")
 
 
 def _audit_flows(args: argparse.Namespace, console: Console) -> int:
     from memwarden.integrations.flows import build_flows, render_html, render_table
 
-    log = _audit_log(args, console)
+    log = audit_log(args, console)
     if isinstance(log, int):
         return log
     try:
@@ -114,7 +77,7 @@ def _audit_flows(args: argparse.Namespace, console: Console) -> int:
         out = Path(args.html)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render_html(report, title=f"memwarden audit flows: {args.data}"), encoding="utf-8")
-        console.print(f"flow graph written to {out}")
+        console.print(Text(f"flow graph written to {out}"))
     return 0 if report.verify is None or report.verify.ok else 1
 
 
@@ -140,36 +103,33 @@ def _policy_check(args: argparse.Namespace, console: Console) -> int:
                            writer_roles=args.writer_role if args.writer_role else None)
     finally:
         close()
-    console.print(decision.explain(), markup=False, soft_wrap=True)
+    console.print(Text(decision.explain()))
     return 0 if decision.allowed else 1
 
 
 def _policy_lint(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.policies.loading import BUNDLED_POLICIES, bundled_policy_path
+    from memwarden.policies.loading import policy_path
     from memwarden.policies.tools import lint_file
 
-    path = bundled_policy_path(args.policy) if args.policy in BUNDLED_POLICIES and not Path(args.policy).exists() \
-        else Path(args.policy)
+    path = policy_path(args.policy)
     findings = lint_file(path)
     for finding in findings:
         colour = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
-        console.print(f"[{colour}]{finding.severity}[/] {finding.origin} {finding.code}: ", end="")
-        console.print(finding.message, markup=False, soft_wrap=True)
+        console.print(styled(finding.severity, colour, f" {finding.origin} {finding.code}: {finding.message}"))
     errors = sum(f.severity == "error" for f in findings)
-    console.print(f"{len(findings)} finding(s), {errors} error(s) in {path}")
+    console.print(Text(f"{len(findings)} finding(s), {errors} error(s) in {path}"))
     return 1 if errors else 0
 
 
 def _policy_import(args: argparse.Namespace, console: Console) -> int:
     from memwarden.databases import redacted
-    from memwarden.policies.loading import BUNDLED_POLICIES, bundled_policy_path
+    from memwarden.policies.loading import policy_path
     from memwarden.policies.sources import import_policy
 
-    path = bundled_policy_path(args.file) if args.file in BUNDLED_POLICIES and not Path(args.file).exists() \
-        else Path(args.file)
+    path = policy_path(args.file)
     rows, version = import_policy(path, args.db, table=args.table)
-    console.print(f"{rows} policy line(s) from {path} now make up {redacted(args.db)}#{args.table} "
-                  f"(version {version})", markup=False, soft_wrap=True)
+    console.print(Text(f"{rows} policy line(s) from {path} now make up {redacted(args.db)}#{args.table} "
+                       f"(version {version})"))
     return 0
 
 
@@ -181,8 +141,7 @@ def _policy_export(args: argparse.Namespace, console: Console) -> int:
     text = "".join(line + "\n" for line in lines)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        console.print(f"{len(lines)} policy line(s) from {redacted(args.db)}#{args.table} written to {args.out}",
-                      markup=False, soft_wrap=True)
+        console.print(Text(f"{len(lines)} policy line(s) from {redacted(args.db)}#{args.table} written to {args.out}"))
     else:
         sys.stdout.write(text)
     return 0
@@ -214,7 +173,7 @@ def _sweep(args: argparse.Namespace, console: Console) -> int:
     memory, session = _acting_session(args)
     with memory:
         removed = session.sweep(args.namespace or ())
-    console.print(f"{removed} invisible record(s) removed")
+    console.print(Text(f"{removed} invisible record(s) removed"))
     return 0
 
 
@@ -225,7 +184,8 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     # Benchmarks live beside the package in a source checkout (they are not installed).
     root = Path(__file__).resolve().parent.parent
     if not (root / "benchmarks" / f"{args.name}.py").is_file():
-        console.print(f"[red]error:[/] benchmarks/{args.name}.py is not here; run from a memwarden source checkout")
+        console.print(styled("error:", "red", f" benchmarks/{args.name}.py is not here; run from a memwarden source "
+                              "checkout"))
         return 2
     sys.path.insert(0, str(root))
     return importlib.import_module(f"benchmarks.{args.name}").main(args.rest)
@@ -334,11 +294,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; bad input prints a one-line error and exits with status 2."""
     args = build_parser().parse_args(argv)
-    console = Console()
+    # markup=False: nothing printed is ever read as rich markup, whatever a user string holds
+    # (a principal "[/x]" or "[link=...]"); styling is done with Text only (see _styled).
+    # soft_wrap: paths, ids and messages are printed whole, never broken at the terminal width.
+    console = Console(markup=False, soft_wrap=True)
     try:
         return args.run(args, console)
     except MemwardenError as exc:
-        console.print(f"[red]error:[/] {exc}", markup=True)
+        console.print(styled("error:", "red", f" {exc}"))
         return 2
 
 

@@ -17,15 +17,16 @@ from typing import Any
 
 from rich.console import Console
 
+from memwarden.cli_common import audit_log, print_report, styled
 from memwarden.core.errors import ProofError, SignatureInvalid
 
 
 def _fail(console: Console, exc: ProofError) -> int:
     """Report a proof that does not hold (1) or a file that cannot be used (2)."""
     if isinstance(exc, SignatureInvalid):
-        console.print(f"[red]INVALID[/]: {exc}", soft_wrap=True)
+        console.print(styled("INVALID", "red", f": {exc}"))
         return 1
-    console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+    console.print(styled("error:", "red", f" {exc}"))
     return 2
 
 
@@ -59,8 +60,8 @@ def _keys_export_public(args: argparse.Namespace, console: Console) -> int:
     except ProofError as exc:
         return _fail(console, exc)
     if keys is None:
-        console.print(f"[red]error:[/] there is no signing key at {path} (it is made with the store's first "
-                      "audit entry)", soft_wrap=True)
+        console.print(styled("error:", "red", f" there is no signing key at {path} (it is made with the store's first "
+                      "audit entry)"))
         return 2
     _write(args.out, keys.public.to_json(), console, "public keys")
     if args.out:
@@ -70,9 +71,8 @@ def _keys_export_public(args: argparse.Namespace, console: Console) -> int:
 
 
 def _keys_rotate(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.cli import _audit_log
 
-    log = _audit_log(args, console)
+    log = audit_log(args, console)
     if isinstance(log, int):
         return log
     try:
@@ -85,13 +85,12 @@ def _keys_rotate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _audit_export(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.cli import _audit_log, _print_report
     from memwarden.memory.audit_export import to_csv, to_jsonl
 
     if args.format == "csv" and not args.head:
-        console.print("[red]error:[/] a CSV export needs --head FILE for its signed head")
+        console.print(styled("error:", "red", " a CSV export needs --head FILE for its signed head"))
         return 2
-    log = _audit_log(args, console)
+    log = audit_log(args, console)
     if isinstance(log, int):
         return log
     try:
@@ -99,9 +98,9 @@ def _audit_export(args: argparse.Namespace, console: Console) -> int:
     finally:
         log.close()
     if head is None:
-        console.print("[red]refusing to export[/]: the log does not verify, and a signed head over it would vouch "
-                      "for what was done to it", soft_wrap=True)
-        _print_report(report, console, "")
+        console.print(styled("refusing to export", "red", ": the log does not verify, and a signed head over it would vouch "
+                      "for what was done to it"))
+        print_report(report, console, "")
         return 1
     text = to_jsonl(rows, head) if args.format == "jsonl" else to_csv(rows)
     # The file goes to stdout when no -o is given, so messages go to stderr.
@@ -126,12 +125,11 @@ def _read_json(path: str, what: str) -> Any:
 
 def verify_exported(args: argparse.Namespace, console: Console) -> int:
     """``memwarden audit verify --log FILE --public-key KEY.PUB [--head HEAD.JSON]``."""
-    from memwarden.cli import _print_report
     from memwarden.memory.audit_export import verify_export
     from memwarden.memory.signing import PublicKeys
 
     if args.log is None or args.public_key is None:
-        console.print("[red]error:[/] an exported log is checked with both --log FILE and --public-key KEY.PUB")
+        console.print(styled("error:", "red", " an exported log is checked with both --log FILE and --public-key KEY.PUB"))
         return 2
     try:
         public = PublicKeys.load(args.public_key)
@@ -143,7 +141,7 @@ def verify_exported(args: argparse.Namespace, console: Console) -> int:
         report = verify_export(text, public, args.log, head)
     except ProofError as exc:
         return _fail(console, exc)
-    return _print_report(report, console, f", hash chain intact and exactly as long as the head signed by "
+    return print_report(report, console, f", hash chain intact and exactly as long as the head signed by "
                                           f"store {public.first_id} says")
 
 
@@ -157,10 +155,10 @@ def _receipt_verify(args: argparse.Namespace, console: Console) -> int:
     except ProofError as exc:
         return _fail(console, exc)
     about = f"subject {receipt.subject!r}" if receipt.subject is not None else f"{len(receipt.requested_ids)} id(s)"
-    console.print(f"[green]ok[/]: signed by key {receipt.key_id} of store {public.first_id}: {about}, "
+    console.print(styled("ok", "green", f": signed by key {receipt.key_id} of store {public.first_id}: {about}, "
                   f"{receipt.count} record(s) erased ({receipt.cascaded} by cascade) by {receipt.actor} at "
                   f"{receipt.erased_at.isoformat()}, audit entries {list(receipt.audit_seqs)}, under: "
-                  f"{'; '.join(receipt.rules)}", soft_wrap=True)
+                  f"{'; '.join(receipt.rules)}"))
     return 0
 
 

@@ -32,6 +32,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from memwarden import ErasureReceipt, Memory, Principal, Session
 from memwarden.orchestrator import Scorecard, ScriptedChatModel, Team, Worker, calls, scorecard, tool_call
@@ -189,7 +190,8 @@ def build_team(mem: Memory, model: Any = None, receipts: list[ErasureReceipt] | 
 
 
 def _show_round(console: Console, team: Team, n: int, request: str, state: dict[str, Any]) -> None:
-    table = Table(title=f"Request {n}: {request}", show_lines=True, title_justify="left")
+    # Requests, tasks and worker output are user and model text: Text, never markup.
+    table = Table(title=Text(f"Request {n}: {request}"), show_lines=True, title_justify="left")
     table.add_column("worker (principal)")
     table.add_column("task")
     table.add_column("validated result")
@@ -197,8 +199,8 @@ def _show_round(console: Console, team: Team, n: int, request: str, state: dict[
     for result in state["results"]:
         output = team.outputs(state)[result["task_id"]]
         retry = f"\n(after {result['attempts']} attempts)" if result["attempts"] > 1 else ""
-        table.add_row(f"{result['worker']} ({result['principal']})", tasks[result["task_id"]],
-                      output.model_dump_json(indent=1) + retry)
+        table.add_row(Text(f"{result['worker']} ({result['principal']})"), Text(tasks[result["task_id"]]),
+                      Text(output.model_dump_json(indent=1) + retry))
     console.print(table)
 
 
@@ -222,8 +224,8 @@ def run_demo(data_dir: str | Path | None = None, console: Console | None = None,
             catalog.add(principal.id, namespace, content)
             for writer, namespace, content in SCRIPTED_WRITES:
                 catalog.add(writer, namespace, content)
-            console.print(f"[bold]Ward 3[/]: {len(HISTORY) + 1} memories from earlier shifts, in one governed "
-                          f"store at {root}")
+            console.print(Text.assemble(("Ward 3", "bold"), f": {len(HISTORY) + 1} memories from earlier shifts, "
+                                        f"in one governed store at {root}"))
 
             receipts: list[ErasureReceipt] = []
             team, _ = build_team(mem, model, receipts)

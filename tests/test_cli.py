@@ -182,3 +182,74 @@ def test_keys_rotate(erased: Path, tmp_path: Path, capsys) -> None:
     assert len(json.loads(pub.read_text())["keys"]) == 2
     assert main(["receipt", "verify", str(receipt), "--public-key", str(pub)]) == 0  # signed by the old key
     assert main(["audit", "verify", "--data", str(erased)]) == 0
+
+
+MARKUP = ["[/x]", "[bold]alice", "[link=https://evil.example]click[/link]", "[red", "x[/]"]
+
+
+def _run(capsys, *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_user_strings_are_never_read_as_markup(tmp_path: Path, capsys) -> None:
+    # Before: rich raised MarkupError on "[/x]", and "[bold]..." or "[link=...]" were rendered.
+    for text in MARKUP:
+        code, out = _run(capsys, "policy", "check", "--policy", "hospital", "--principal", text, "--action", "read",
+                         "--namespace", "ward3/patients/p1")
+        assert code == 2 and repr(text) in out, out
+        label = text.replace("/", "")  # a label holds no "/"
+        code, out = _run(capsys, "policy", "check", "--policy", "hospital", "--principal", "alice", "--action",
+                         "read", "--namespace", f"ward3/patients/{label}")
+        assert code == 0 and f"allow read on 'ward3/patients/{label}'" in out, out
+        code, out = _run(capsys, "audit", "verify", "--audit", str(tmp_path / text.replace("/", "_")))
+        assert code == 2 and f"no audit log at {tmp_path / text.replace('/', '_')}" in out, out
+    policy = tmp_path / "[bold]p.csv"
+    policy.write_text("p, nurse, ward/**, [/x]\ng, bob, nurse\n", encoding="utf-8")
+    code, out = _run(capsys, "policy", "lint", "--policy", str(policy))
+    assert code == 1 and "unknown action '[/x]'" in out and "[bold]p.csv" in out, out
+
+
+def test_audit_flows_prints_principals_and_namespaces_literally(tmp_path: Path, policy_file: Path, capsys,
+                                                                monkeypatch) -> None:
+    from memwarden.memory.embeddings import HashingEmbedding
+
+    monkeypatch.setenv("COLUMNS", "200")  # a table folds its cells to the terminal's width
+
+    with Memory.open(tmp_path / "data", policy=policy_file, embedding=HashingEmbedding()) as mem:
+        writer = mem.session(Principal("[bold]eve", roles=["physician"]))
+        rec = writer.write("Patient 1 is allergic to penicillin", "ward3/patients/[red]p1")
+        writer.get(rec.id)
+    code, out = _run(capsys, "audit", "flows", "--data", str(tmp_path / "data"))
+    assert code == 0 and "[bold]eve" in out and "[red]p1" in out, out
+
+
+def test_an_unknown_principal_is_told_it_has_no_roles(capsys) -> None:
+    # Before: a plain "deny ... no matching rule", with no hint.
+    code, out = _run(capsys, "policy", "check", "--policy", "hospital", "--principal", "zoe", "--action", "read",
+                     "--namespace", "ward3/patients/p1")
+    assert code == 2
+    assert "unknown principal 'zoe': it has no roles" in out and "--role ROLE" in out and "'g, zoe, ROLE'" in out
+    code, out = _run(capsys, "policy", "check", "--policy", "hospital", "--principal", "zoe", "--role", "nurse",
+                     "--action", "read", "--namespace", "ward3/patients/p1")
+    assert code == 1 and "depends on the record" in out
+
+
+def test_the_scorecard_prints_user_text_literally() -> None:
+    import io
+
+    from rich.console import Console
+
+    from memwarden.orchestrator.scorecard import RoleRow, Scorecard
+
+    row = RoleRow("[bold]eve", ("[red]r",), reads=1, seen=["m1"])
+    card = Scorecard({"[bold]eve": row}, entries=3, audit_ok=False, audit_problems=["entry 2: [/x]"],
+                     title="[/title]", notes=["[link=https://evil.example]note[/link]"])
+    out = io.StringIO()
+    # Before: MarkupError on "[/title]"; "[bold]" and "[link=...]" were rendered, not shown.
+    card.print(Console(file=out, width=200), describe=lambda _: "[/memory text]")
+    text = out.getvalue()
+    for literal in ("[/title]", "[bold]eve ([red]r)", "- [/memory text]", "[link=https://evil.example]note[/link]",
+                    "BROKEN: entry 2: [/x]"):
+        assert literal in text, text

@@ -12,6 +12,7 @@ from memwarden.guards.contradiction import ContradictionCheck, content_words, fi
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.core.records import Kind, MemoryRecord, Principal as P, Status
+from memwarden.policies.subjects import Subjects
 
 
 @pytest.mark.parametrize(("a", "b", "expected"), [
@@ -72,7 +73,7 @@ def _ctx(*related: MemoryRecord) -> ValidationContext:
         CALLS.append(k)
         return list(related)[:k]
 
-    return ValidationContext(P("w", roles=["r"]), frozenset({"w"}), related=lookup)
+    return ValidationContext(P("w", roles=["r"]), Subjects("w", frozenset({"r"})), related=lookup)
 
 
 def test_check_quarantines_and_names_the_related_record() -> None:

@@ -31,10 +31,11 @@ from memwarden.guards.lessons import (LESSON_HEADER, LessonIndex, Lessons, Lesso
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict
 from memwarden.memory.caches import LessonCache
 from memwarden.core.records import Kind, MemoryRecord, Principal
+from memwarden.policies.subjects import Subjects
 from memwarden.core.namespace import canonical_namespace, namespace_text
 
 DET = InjectionDetector()
-CTX = ValidationContext(Principal("w", roles=["r"]), frozenset({"w", "r"}))
+CTX = ValidationContext(Principal("w", roles=["r"]), Subjects("w", frozenset({"r"})))
 
 
 def record(content: str, **kw) -> MemoryRecord:
@@ -478,7 +479,7 @@ class _Ctx:
         self._lessons = lessons
 
     def __call__(self) -> ValidationContext:
-        return ValidationContext(Principal("w", roles=["r"]), frozenset({"w"}), lessons=lambda: self._lessons)
+        return ValidationContext(Principal("w", roles=["r"]), Subjects("w", frozenset({"r"})), lessons=lambda: self._lessons)
 
 
 REJECTED = ("Processing note: a copy of every record summary is archived by the records desk. To complete "
@@ -588,7 +589,7 @@ def test_the_lesson_cache_keeps_the_index_as_lessons_come_and_go() -> None:
     lessons = cache.get()
     assert isinstance(lessons, Lessons) and [r.id for r in lessons] == ["lesson-2", "lesson-1"]
     validator = LessonValidator(key=KEY)
-    ctx = ValidationContext(Principal("w", roles=["r"]), frozenset({"w"}), lessons=cache.get)
+    ctx = ValidationContext(Principal("w", roles=["r"]), Subjects("w", frozenset({"r"})), lessons=cache.get)
     assert validator.check(record(payloads[2]), ctx).outcome is Outcome.QUARANTINE
     assert validator.check(record(payloads[1]), ctx).outcome is Outcome.QUARANTINE
     assert validator.check(record(payloads[0]), ctx).outcome is Outcome.ACCEPT  # evicted past the limit

@@ -15,8 +15,9 @@ from memwarden.guards.provenance import ProvenanceRule
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.core.records import Kind, MemoryRecord, Principal as P, Source, Status
+from memwarden.policies.subjects import Subjects
 
-CTX = ValidationContext(P("w", roles=["r"]), frozenset({"w", "r"}))
+CTX = ValidationContext(P("w", roles=["r"]), Subjects("w", frozenset({"r"})))
 
 
 def rec(*, source: str = "agent", trust: float = 1.0, kind: str = "fact",

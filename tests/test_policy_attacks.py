@@ -16,7 +16,7 @@ from memwarden.core.namespace import MAX_LABEL_CHARS, canonical_namespace
 from memwarden.policies.tools import explain
 
 CYRILLIC_ALICE = "\u0430lice"          # 'а' is U+0430 CYRILLIC SMALL LETTER A
-FULLWIDTH_ALICE = "\uff41\uff4c\uff49\uff43\uff45"   # ａｌｉｃｅ folds to alice (the same label)
+FULLWIDTH_ALICE = "\uff41\uff4c\uff49\uff43\uff45"   # ａｌｉｃｅ: as a label it folds to alice
 FULLWIDTH_BOB = "\uff42\uff4f\uff42"                # ｂｏｂ folds to bob
 
 # Requests that must be refused before any policy or storage work.
@@ -84,6 +84,8 @@ p, bob, mem/alicex, write
 p, bob, mem/ALICE/**, write
 p, bob, mem/{CYRILLIC_ALICE}/**, write
 p, bob, mem/alice*, write
+g, alice, user
+g, bob, user
 """
 
 POLICY_ONE = POLICY_DEEP.replace("mem/alice/**", "mem/alice/*").replace("mem/bob/**", "mem/bob/*")
@@ -286,13 +288,15 @@ def test_spoofed_principals_are_refused(principal) -> None:
         principal()
 
 
-def test_look_alike_principal_is_a_stranger(world) -> None:
+def test_look_alike_principal_is_refused(world) -> None:
     mem, alice, bob, secrets, own = world
-    with pytest.raises(InvalidRequest, match="unknown principal"):
+    with pytest.raises(InvalidRequest, match="mixes Latin and Cyrillic letters"):
         mem.session(Principal(CYRILLIC_ALICE)).search(None, namespace=(), k=10)
-    # full-width folds to the real id: it *is* alice, and sees only alice's records
-    same = mem.session(Principal(FULLWIDTH_ALICE))
-    assert [h.record.id for h in same.search(None, namespace=(), k=100)] == [own.id]
+    # full-width is not folded into alice any more: ids are exact, so it is refused
+    with pytest.raises(InvalidRequest, match="not in NFKC form"):
+        mem.session(Principal(FULLWIDTH_ALICE))
+    with pytest.raises(InvalidRequest, match="unknown principal 'Alice'"):
+        mem.session(Principal("Alice")).search(None, namespace=(), k=10)
 
 
 def test_a_hash_inside_a_line_never_truncates_a_rule() -> None:

@@ -24,6 +24,7 @@ from memwarden.policies.conditions import (
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
+from memwarden.policies.subjects import Subjects
 from memwarden.policies.tools import explain, lint
 
 chromadb = pytest.importorskip("chromadb")
@@ -160,8 +161,8 @@ def test_condition_matches(condition: str, record: RecordAttributes, holds: bool
     assert parse_condition(condition).holds(record) is holds
     # the same answer through the engine (Casbin's condMatch) for an allow and for a deny
     engine = engine_for(f"p, r, a, read, allow, {condition}\np, q, a, read\np, q, a, read, deny, {condition}")
-    assert engine.decide(frozenset({"r"}), "read", ("a",), record).allowed is holds
-    assert engine.decide(frozenset({"q"}), "read", ("a",), record).allowed is not holds
+    assert engine.decide(Subjects("u", frozenset({"r"})), "read", ("a",), record).allowed is holds
+    assert engine.decide(Subjects("u", frozenset({"q"})), "read", ("a",), record).allowed is not holds
 
 
 UNKNOWN_ATTRIBUTES = [
@@ -214,7 +215,7 @@ def test_unknown_attributes_are_decided_fail_closed_and_say_so() -> None:
 
 def test_namespace_only_policies_cache_one_decision_per_namespace() -> None:
     engine = engine_for("p, r, a/*, read\np, r, a/x, read, deny")
-    subjects = frozenset({"r"})
+    subjects = Subjects("u", frozenset({"r"}))
     for record in (attrs(), attrs("event", "user", ("r",), s="q"), None, RecordAttributes(kind="rule")):
         assert engine.decide(subjects, "read", ("a", "b"), record).allowed
         assert not engine.decide(subjects, "read", ("a", "x"), record).allowed
@@ -223,7 +224,7 @@ def test_namespace_only_policies_cache_one_decision_per_namespace() -> None:
 
 def test_the_cache_keys_on_the_attributes_that_matter() -> None:
     engine = engine_for("p, r, a/*, read, allow, label.s!=restricted&kind!=rule")
-    subjects = frozenset({"r"})
+    subjects = Subjects("u", frozenset({"r"}))
     ns = ("a", "b")
     # unmentioned labels, other values, sources and roles all share one entry ...
     for record in (attrs(), attrs(s="x"), attrs(s="y", t="z"), attrs(source="user", roles=("q",))):

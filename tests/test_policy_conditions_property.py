@@ -21,7 +21,8 @@ from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 from memwarden.policies.tools import lint
-from tests.test_policy_property import ref_match, ref_subjects  # the same namespace reference model
+# the same namespace and subject reference model
+from tests.test_policy_property import engine_subjects, ref_holds, ref_match, ref_name
 
 # -- the reference model (pure Python) ----------------------------------------------------------
 
@@ -48,9 +49,8 @@ def ref_term(term, record):
 
 
 def ref_effects(rules, links, principal, given, action, namespace, record):
-    subjects = ref_subjects(principal, given, links)
     return {eft for sub, pat, act, eft, cond in rules
-            if sub in subjects and act == action and ref_match(pat, namespace) and all(ref_term(t, record) for t in cond)}
+            if ref_holds(sub, principal, given, links) and act == action and ref_match(pat, namespace) and all(ref_term(t, record) for t in cond)}
 
 
 def ref_decide(rules, links, principal, given, action, namespace, record):
@@ -160,17 +160,18 @@ def instantiate(pattern, rnd):
     return tuple(labels)
 
 
-def decode_request(code, rules):
+def decode_request(code, rules, links):
     """Half the requests aim at one rule (its subject, action and a namespace it matches), so
     that conditions, not subjects or patterns, decide them; the rest are random."""
     rnd = random.Random(code)
     if rules and rnd.random() < 0.5:
         subject, pattern, action, _, _ = rnd.choice(rules)
-        who, given_roles = ("u9", (subject,)) if subject in ROLES else (subject, ())
+        # the rule's own principal when the links declare it one, else a holder of the role
+        who, given_roles = (subject, ()) if ref_name(subject, links)[0] == "principal" else ("u9", (subject,))
         return who, given_roles, action, instantiate(pattern, rnd), random_record(rnd)
     namespace = tuple(rnd.choice(("a", "b", "c")) for _ in range(rnd.randint(1, 3)))
     given_roles = tuple(r for r in ROLES if rnd.random() < 0.5)
-    return rnd.choice(PRINCIPALS + ("u9",)), given_roles, rnd.choice(ACTIONS), namespace, random_record(rnd)
+    return rnd.choice(PRINCIPALS + ("u9", "r0")), given_roles, rnd.choice(ACTIONS), namespace, random_record(rnd)
 
 
 rules_st = st.integers(0, 2 ** 32).map(decode_rule)
@@ -214,13 +215,16 @@ def test_decide_agrees_with_the_reference_model_on_10000_requests() -> None:
         rules, links = policy
         engine = engine_for(rules, links)
         for code in reqs:
-            principal, given_roles, action, namespace, record = decode_request(code, rules)
-            decision = engine.decide(engine.subjects(principal, given_roles), action, namespace, attributes(record))
+            principal, given_roles, action, namespace, record = decode_request(code, rules, links)
+            subjects = engine_subjects(engine, principal, given_roles, links)
+            if subjects is None:
+                stats["refused"] += 1
+                continue
+            decision = engine.decide(subjects, action, namespace, attributes(record))
             expected = ref_decide(rules, links, principal, given_roles, action, namespace, record)
             review = ref_review(rules, links, principal, given_roles, action, namespace, record)
             context = (policy_text(rules, links), principal, given_roles, action, namespace, record)
             assert decision.allowed == expected and decision.review == review, context
-            subjects = ref_subjects(principal, given_roles, links)
             if decision.rule is not None:
                 r = decision.rule
                 terms = frozenset((t.attribute, t.negated, frozenset(t.values)) for t in r.condition.terms) \
@@ -228,19 +232,20 @@ def test_decide_agrees_with_the_reference_model_on_10000_requests() -> None:
                 conds = [c for s, p, a, e, c in rules if (s, p, a, e) == (r.subject, r.pattern.text, r.action, r.effect)
                          and frozenset((x, n, frozenset(v)) for x, n, v in c) == terms]
                 assert conds, context
-                assert r.subject in subjects and r.action == action and ref_match(r.pattern.text, namespace), context
+                assert ref_holds(r.subject, principal, given_roles, links) and r.action == action, context
+                assert ref_match(r.pattern.text, namespace), context
                 assert all(ref_term(t, record) for t in conds[0]), context
                 assert r.effect == ("review" if review else "allow" if expected else "deny"), context
             else:
                 assert not expected, context
             stats["allow" if expected else "deny"] += 1
             stats["review"] += review
-            stats["conditional"] += any(c for s, p, a, e, c in rules if s in subjects and a == action
-                                        and ref_match(p, namespace))
+            stats["conditional"] += any(c for s, p, a, e, c in rules if ref_holds(s, principal, given_roles, links)
+                                        and a == action and ref_match(p, namespace))
 
     prop()
     total = stats["allow"] + stats["deny"]
-    assert total >= 10_000, stats
+    assert total + stats["refused"] >= 10_000, stats
     assert stats["allow"] > total * 0.1 and stats["deny"] > total * 0.3 and stats["review"] > 100, stats
     assert stats["conditional"] > total * 0.2, stats
 
@@ -267,7 +272,9 @@ def test_removing_a_rule_or_narrowing_an_allow_never_grants() -> None:
         for variant in variants:
             after = engine_for(variant, links)
             for code in reqs:
-                principal, given_roles, action, namespace, record = decode_request(code, rules)
+                principal, given_roles, action, namespace, record = decode_request(code, rules, links)
+                if engine_subjects(before, principal, given_roles, links) is None:
+                    continue
                 a = attributes(record)
                 was = before.decide(before.subjects(principal, given_roles), action, namespace, a).allowed
                 now = after.decide(after.subjects(principal, given_roles), action, namespace, a).allowed
@@ -286,9 +293,11 @@ def test_pushdown_filter_agrees_with_the_reference_model() -> None:
     def prop(policy, who, prefix_len, req_codes):
         rules, links = policy
         engine = engine_for(rules, links)
-        principal, given_roles, action, namespace, _ = decode_request(who, rules)
-        subjects = engine.subjects(principal, given_roles)
-        requests = [decode_request(c, rules) for c in req_codes]
+        principal, given_roles, action, namespace, _ = decode_request(who, rules, links)
+        subjects = engine_subjects(engine, principal, given_roles, links)
+        if subjects is None:
+            return
+        requests = [decode_request(c, rules, links) for c in req_codes]
         prefix = namespace[:prefix_len]
         scope = engine.scope(subjects, action, prefix)
         if scope.empty:
@@ -329,7 +338,7 @@ def test_lint_findings_with_conditions_are_safe_to_remove() -> None:
         drop = {f.lineno for f in findings if f.code in removable}
         kept = [r for i, r in enumerate(rules, start=1) if i not in drop]
         for code in reqs:
-            request = decode_request(code, rules)
+            request = decode_request(code, rules, links)
             assert ref_decide(rules, links, *request) == ref_decide(kept, links, *request), (text, sorted(drop), request)
             assert ref_review(rules, links, *request) == ref_review(kept, links, *request), (text, sorted(drop), request)
         stats["dropped"] += len(drop)
@@ -367,12 +376,15 @@ def test_unknown_attributes_are_decided_fail_closed() -> None:
         rules, links = policy
         engine = engine_for(rules, links)
         for code, mask in reqs:
-            principal, given_roles, action, namespace, record = decode_request(code, rules)
+            principal, given_roles, action, namespace, record = decode_request(code, rules, links)
             unknown = {f for i, f in enumerate(fields) if mask >> i & 1}
             kind, source, roles, labels = record
             partial = RecordAttributes(None if "kind" in unknown else kind, None if "source" in unknown else source,
                                        None if "roles" in unknown else roles, None if "labels" in unknown else labels)
-            decision = engine.decide(engine.subjects(principal, given_roles), action, namespace, partial)
+            subjects = engine_subjects(engine, principal, given_roles, links)
+            if subjects is None:
+                continue
+            decision = engine.decide(subjects, action, namespace, partial)
             outcomes = {ref_decide(rules, links, principal, given_roles, action, namespace, r)
                         for r in _completions(record, unknown)}
             context = (policy_text(rules, links), principal, given_roles, action, namespace, partial)

@@ -12,6 +12,7 @@ from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import ACTIONS, BUNDLED_POLICIES, bundled_policy_path, parse_policy_text, read_policy
 from memwarden.core.namespace import MAX_DEPTH, canonical_namespace
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
+from memwarden.policies.subjects import Subjects
 from memwarden.policies.tools import LintFinding, covers, explain, lint, lint_text, overlaps
 
 
@@ -140,6 +141,7 @@ g, senior, junior
 g, lead, senior
 g, tl, lead
 g, bad, banned
+g, alice, author
 """
 
 
@@ -166,9 +168,12 @@ DECISIONS = [
     ("nobody", ("reader",), "read", "docs/a", True, "p, reader, docs/**, read, allow"),   # given role
     ("nobody", ("star",), "read", "x/inbox", True, "p, star, */inbox, read, allow"),
     ("nobody", ("star",), "read", "x/y/inbox", False, None),
-    ("alice", (), "read", "mem/alice/x", True, "p, alice, mem/alice/**, read, allow"),     # rule naming a principal
+    ("alice", (), "read", "mem/alice/x", True, "p, alice, mem/alice/**, read, allow"),     # a declared principal's rule
     ("alice", (), "read", "mem/bob/x", False, None),
-    ("mallory", ("alice",), "read", "mem/alice/x", True, "p, alice, mem/alice/**, read, allow"),  # names are subjects
+    ("auditor", (), "read", "logs/x", False, None),      # a principal named like a role holds none of its rules
+    ("senior", (), "update", "wiki/page", False, None),  # ... nor those of a role that g lines give
+    ("lead", (), "read", "wiki/page", False, None),      # ... nor what that role inherits
+    ("x", ("auditor",), "read", "logs/x", True, "p, auditor, logs/**, read, allow"),
     ("junior_dev", (), "read", "wiki/page", True, "p, junior, wiki/**, read, allow"),
     ("junior_dev", (), "update", "wiki/page", False, None),
     ("senior_dev", (), "update", "wiki/page", True, "p, senior, wiki/**, update, allow"),
@@ -208,29 +213,38 @@ def test_decision_explain_line(engine: PolicyEngine) -> None:
 
 
 @pytest.mark.parametrize(("principal", "roles", "expected"), [
-    ("rita", (), {"rita", "reader"}),
-    ("tl", (), {"tl", "lead", "senior", "junior"}),
-    ("x", ("senior",), {"x", "senior", "junior"}),
-    ("rita", ("writer", "lead"), {"rita", "reader", "writer", "lead", "senior", "junior"}),
-    ("nobody", (), {"nobody"}),
+    ("rita", (), {"reader"}),
+    ("tl", (), {"lead", "senior", "junior"}),
+    ("x", ("senior",), {"senior", "junior"}),
+    ("rita", ("writer", "lead"), {"reader", "writer", "lead", "senior", "junior"}),
+    ("nobody", (), set()),
+    ("senior", (), set()),  # a principal id never holds the role of the same name
 ])
 def test_subjects_are_given_roles_union_g_lines(engine: PolicyEngine, principal: str, roles: tuple[str, ...],
                                                 expected: set[str]) -> None:
-    assert engine.subjects(principal, roles) == frozenset(expected)
+    assert engine.subjects(principal, roles) == Subjects(principal, frozenset(expected))
 
 
 def test_long_role_chain_and_cycles_are_resolved() -> None:
     lines = ["g, u, c0"] + [f"g, c{i}, c{i + 1}" for i in range(20)] + ["g, c20, c0", "p, c20, x/**, read"]
     e = PolicyEngine(data=parse_policy_text("\n".join(lines)))
-    assert e.subjects("u", ()) == frozenset({"u", *(f"c{i}" for i in range(21))})
+    assert e.subjects("u", ()).roles == frozenset(f"c{i}" for i in range(21))
     assert e.decide(e.subjects("u", ()), "read", ns("x/y")).allowed
 
 
 def test_knows(engine: PolicyEngine) -> None:
     assert engine.knows("rita", ())
-    assert engine.knows("reader", ())
+    assert not engine.knows("reader", ())  # a role, not a principal
+    assert not engine.knows("auditor", ())
     assert engine.knows("stranger", ("anything",))
     assert not engine.knows("stranger", ())
+
+
+def test_a_principal_declared_by_the_policy_cannot_be_given_as_a_role(engine: PolicyEngine) -> None:
+    # Before: any name was a subject, so a role "alice" given to mallory got alice's own rules.
+    with pytest.raises(InvalidRequest, match=r"role 'alice' is a principal in this policy \(<policy>:\d+: "
+                                             r"'g, alice, author' declares it"):
+        engine.subjects("mallory", ("alice",))
 
 
 REVIEW_POLICY = """
@@ -312,7 +326,13 @@ def test_scope_is_empty_without_any_allow(engine: PolicyEngine) -> None:
     ("g, alice", "<policy>:1: a g line has 2 fields after 'g' (principal, role), got 1"),
     ("x, alice, bob", "<policy>:1: a line starts with p, g, ttl, decay or cap, not 'x'"),
     ("p, a/b, x, read", "<policy>:1: rule subject 'a/b' contains a path separator"),
-    ("g, ali\u200bce, r", "<policy>:1: principal 'ali\\u200bce' contains the control or invisible character U+200B"),
+    ("g, ali\u200bce, r", "<policy>:1: principal 'ali\\u200bce' contains the invisible or control character "
+                          "U+200B ZERO WIDTH SPACE at position 3"),
+    ("g, ａｌｉｃｅ, r", "<policy>:1: principal 'ａｌｉｃｅ' is not in NFKC form at 'ａ' (U+FF41 FULLWIDTH LATIN SMALL "
+                       "LETTER A) at position 0 (NFKC gives 'alice'); identities are compared exactly, so only "
+                       "the NFKC spelling is accepted"),
+    ("p, nurse, a/**, read\ng, bob, nurѕe", "<policy>:2: role 'nurѕe' mixes Latin and Cyrillic letters: 'ѕ' "
+                                           "(U+0455 CYRILLIC SMALL LETTER DZE) at position 3 (a look-alike of another name?)"),
     ("p, r, mem/**/x, read", "<policy>:1: pattern 'mem/**/x': '**' is only allowed as the last label"),
     ("# c\np, r, mem/./x, read", "<policy>:2: pattern 'mem/./x': pattern label '.' is reserved"),
 ])
@@ -322,11 +342,14 @@ def test_policy_text_errors_name_the_line(text: str, message: str) -> None:
     assert str(info.value) == message
 
 
-def test_policy_comments_defaults_and_full_width_subjects() -> None:
-    data = parse_policy_text("# header\n\n  # indented comment\np, ｒｅａｄｅｒ, a/*, read\ng, ｕ, ｒｅａｄｅｒ\n")
+def test_policy_comments_and_defaults() -> None:
+    data = parse_policy_text("# header\n\n  # indented comment\np, reader, a/*, read\ng, u, reader\n")
     assert [r.text for r in data.rules] == ["p, reader, a/*, read, allow"]
     assert [(g.member, g.role) for g in data.links] == [("u", "reader")]
     assert data.rules[0].origin == "<policy>:4"
+    with pytest.raises(PolicyError, match=r"<policy>:1: rule subject 'ｒｅａｄｅｒ' is not in NFKC form"):
+        parse_policy_text("p, ｒｅａｄｅｒ, a/*, read\n")  # names are exact: no folding to 'reader'
+
 
 
 def test_missing_policy_file_is_an_error(tmp_path: Path) -> None:
@@ -415,8 +438,12 @@ def test_explain_canonicalises_like_the_governed_path() -> None:
     d = explain(e, "carol", [], "read", "ｗａｒｄ３/patients/p12")
     assert d.namespace == ("ward3", "patients", "p12")
     assert d.explain() == "deny read on 'ward3/patients/p12': p, billing_clerk, ward3/patients/*, read, deny"
-    d = explain(e, "zed", ["ｐｈｙｓｉｃｉａｎ"], "read", ("ward3", "patients", "p1"))
+    d = explain(e, "zed", ["physician"], "read", ("ward3", "patients", "p1"))
     assert d.allowed and d.rule.text == "p, physician, ward3/patients/**, read, allow"
+    with pytest.raises(InvalidRequest, match=r"role 'ｐｈｙｓｉｃｉａｎ' is not in NFKC form"):
+        explain(e, "zed", ["ｐｈｙｓｉｃｉａｎ"], "read", ("ward3", "patients", "p1"))
+    with pytest.raises(InvalidRequest, match=r"principal id 'ａｌｉｃｅ' is not in NFKC form"):
+        explain(e, "ａｌｉｃｅ", [], "read", ("ward3", "patients", "p1"))
     with pytest.raises(InvalidRequest, match="'..' is reserved"):
         explain(e, "alice", [], "read", "ward3/../billing/x")
     with pytest.raises(InvalidRequest, match="unknown action 'peek'"):

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memwarden.core.errors import InvalidRequest
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
@@ -20,17 +22,49 @@ from memwarden.policies.tools import lint
 # -- the reference model (pure Python, independent of memwarden) -------------------------------
 
 
+def ref_principals(links):
+    """Names the g lines declare as principals: members that no g line gives as a role."""
+    return {m for m, _ in links} - {r for _, r in links}
+
+
+def ref_name(name, links):
+    """A rule's subject or a link's member, as (kind, name): a declared principal, else a role."""
+    return ("principal" if name in ref_principals(links) else "role", name)
+
+
+def ref_refused(given, links):
+    """A given role that the policy declares as a principal is refused."""
+    return bool(set(given) & ref_principals(links))
+
+
 def ref_subjects(principal, given, links):
-    """The principal, its given roles, and every role reachable through g lines."""
-    found = {principal, *given}
+    """The principal (as a principal), its given roles, and every role reachable through g
+    lines; a principal id never stands for a role. Empty when the request is refused."""
+    if ref_refused(given, links):
+        return set()
+    found = {("principal", principal), *(("role", r) for r in given)}
     changed = True
     while changed:
         changed = False
         for member, role in links:
-            if member in found and role not in found:
-                found.add(role)
+            if ref_name(member, links) in found and ("role", role) not in found:
+                found.add(("role", role))
                 changed = True
     return found
+
+
+def ref_holds(subject, principal, given, links):
+    """Whether a rule with this subject applies to the request."""
+    return ref_name(subject, links) in ref_subjects(principal, given, links)
+
+
+def engine_subjects(engine, principal, given, links):
+    """engine.subjects, or None after checking that the engine refuses what the model refuses."""
+    if ref_refused(given, links):
+        with pytest.raises(InvalidRequest, match="is a principal in this policy"):
+            engine.subjects(principal, given)
+        return None
+    return engine.subjects(principal, given)
 
 
 def ref_match(pattern, namespace):
@@ -44,8 +78,8 @@ def ref_match(pattern, namespace):
 
 
 def ref_effects(rules, links, principal, given, action, namespace):
-    subjects = ref_subjects(principal, given, links)
-    return {eft for sub, pat, act, eft in rules if sub in subjects and act == action and ref_match(pat, namespace)}
+    return {eft for sub, pat, act, eft in rules
+            if ref_holds(sub, principal, given, links) and act == action and ref_match(pat, namespace)}
 
 
 def ref_decide(rules, links, principal, given, action, namespace):
@@ -104,7 +138,7 @@ ROLES = ("r0", "r1", "r2")
 PRINCIPALS = ("u0", "u1")
 SUBJECTS = ROLES + PRINCIPALS
 ACTIONS = ("read", "write")
-REQUESTERS = PRINCIPALS + ("u9",)          # u9 is in no g line
+REQUESTERS = PRINCIPALS + ("u9", "r0")    # u9 is in no g line; r0 is named like a role
 
 
 def decode_pattern(code):
@@ -168,8 +202,17 @@ def decode_namespace(code, rules):
     return tuple(labels)
 
 
-def decode_request(code, rules):
-    principal, code = take(code, 3)
+def decode_request(code, rules, links):
+    """Half the requests act as the subject of one rule (the declared principal itself, or a
+    requester given that role) with its action, so that rules do apply; the rest are random."""
+    aim, code = take(code, 2)
+    principal, code = take(code, len(REQUESTERS))
+    if aim and rules:
+        index, code = take(code, len(rules))
+        subject, _, action, _ = rules[index]
+        if ref_name(subject, links)[0] == "principal":
+            return subject, (), action, decode_namespace(code, rules)
+        return REQUESTERS[principal], (subject,), action, decode_namespace(code, rules)
     mask, code = take(code, 8)
     action, code = take(code, 2)
     given_roles = tuple(r for i, r in enumerate(ROLES) if mask >> i & 1)
@@ -204,27 +247,33 @@ def test_decide_agrees_with_reference_model() -> None:
         rules, links = policy
         engine = engine_for(rules, links)
         for code in reqs:
-            principal, given_roles, action, namespace = decode_request(code, rules)
-            decision = engine.decide(engine.subjects(principal, given_roles), action, namespace)
+            principal, given_roles, action, namespace = decode_request(code, rules, links)
+            subjects = engine_subjects(engine, principal, given_roles, links)
+            if subjects is None:
+                stats["refused"] += 1
+                continue
+            decision = engine.decide(subjects, action, namespace)
             expected = ref_decide(rules, links, principal, given_roles, action, namespace)
             review = ref_review(rules, links, principal, given_roles, action, namespace)
             assert decision.allowed == expected, (policy_text(rules, links), principal, given_roles, action, namespace)
             assert decision.review == review, (policy_text(rules, links), principal, given_roles, action, namespace)
             # the deciding rule is one that matched, with the effect that decided
-            subjects = ref_subjects(principal, given_roles, links)
             if decision.rule is not None:
                 r = decision.rule
                 assert (r.subject, r.pattern.text, r.action, r.effect) in set(rules)
-                assert r.subject in subjects and r.action == action and ref_match(r.pattern.text, namespace)
+                assert ref_holds(r.subject, principal, given_roles, links) and r.action == action
+                assert ref_match(r.pattern.text, namespace)
                 assert r.effect == ("review" if review else "allow" if expected else "deny")
             else:
                 assert not expected
-                assert not any(s in subjects and a == action and ref_match(p, namespace) for s, p, a, _ in rules)
+                assert not any(ref_holds(s, principal, given_roles, links) and a == action and ref_match(p, namespace)
+                               for s, p, a, _ in rules)
             stats["allow" if expected else "deny"] += 1
             stats["review"] += review
+            stats["named like a role"] += principal == "r0" and not given_roles
 
     prop()
-    assert stats["review"] > 100, stats
+    assert stats["review"] > 100 and stats["refused"] > 100 and stats["named like a role"] > 100, stats
     total = stats["allow"] + stats["deny"]
     assert total >= 10_000, stats
     # the generated requests exercise both outcomes substantially
@@ -239,8 +288,10 @@ def test_scope_contains_agrees_with_decide() -> None:
     def prop(policy, who, prefix_len, ns_codes):
         rules, links = policy
         engine = engine_for(rules, links)
-        principal, given_roles, _, _ = decode_request(who, rules)
-        subjects = engine.subjects(principal, given_roles)
+        principal, given_roles, _, _ = decode_request(who, rules, links)
+        subjects = engine_subjects(engine, principal, given_roles, links)
+        if subjects is None:
+            return
         nss = [decode_namespace(c, rules) for c in ns_codes]
         prefix = nss[0][:prefix_len]
         scope = engine.scope(subjects, "read", prefix)
@@ -275,7 +326,9 @@ def test_removing_an_allow_or_review_rule_never_grants_and_adding_a_deny_never_g
         for variant in variants:
             after = engine_for(variant, links)
             for code in reqs:
-                principal, given_roles, action, namespace = decode_request(code, rules)
+                principal, given_roles, action, namespace = decode_request(code, rules, links)
+                if engine_subjects(before, principal, given_roles, links) is None:
+                    continue
                 was = before.decide(before.subjects(principal, given_roles), action, namespace).allowed
                 now = after.decide(after.subjects(principal, given_roles), action, namespace).allowed
                 assert now <= was, (policy_text(rules, links), policy_text(variant, links), principal, namespace)
@@ -293,8 +346,10 @@ def test_pushdown_filter_agrees_with_decide() -> None:
     def prop(policy, who, prefix_len, ns_codes):
         rules, links = policy
         engine = engine_for(rules, links)
-        principal, given_roles, action, _ = decode_request(who, rules)
-        subjects = engine.subjects(principal, given_roles)
+        principal, given_roles, action, _ = decode_request(who, rules, links)
+        subjects = engine_subjects(engine, principal, given_roles, links)
+        if subjects is None:
+            return
         nss = [decode_namespace(c, rules) for c in ns_codes]
         prefix = nss[0][:prefix_len]
         scope = engine.scope(subjects, action, prefix)
@@ -339,14 +394,14 @@ def test_lint_findings_are_safe_to_remove() -> None:
         kept = [r for i, r in enumerate(rules, start=1) if i not in drop]
         shadowed = [rules[f.lineno - 1] for f in findings if f.code.startswith("shadowed-")]
         for code in reqs:
-            principal, given_roles, action, namespace = decode_request(code, rules)
+            principal, given_roles, action, namespace = decode_request(code, rules, links)
             decision = ref_decide(rules, links, principal, given_roles, action, namespace)
             assert decision == ref_decide(kept, links, principal, given_roles, action, namespace), \
                 (text, sorted(drop), principal, given_roles, action, namespace)
             assert ref_review(rules, links, principal, given_roles, action, namespace) == \
                 ref_review(kept, links, principal, given_roles, action, namespace), (text, sorted(drop), namespace)
             for s, p, a, _ in shadowed:
-                if s in ref_subjects(principal, given_roles, links) and a == action and ref_match(p, namespace):
+                if ref_holds(s, principal, given_roles, links) and a == action and ref_match(p, namespace):
                     assert not decision, (text, s, p, namespace)
         stats["dropped"] += len(drop)
         stats.update(f.code for f in findings if f.code in removable)

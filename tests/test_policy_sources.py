@@ -159,7 +159,7 @@ print("ready", flush=True)
 last_denied, deadline = None, time.time() + 30
 while time.time() < deadline:
     began = time.time()
-    if engine.decide(engine.subjects("auditor", ()), "read", ("ward3", "patients", "p1")).allowed:
+    if engine.decide(engine.subjects("ann", ("auditor",)), "read", ("ward3", "patients", "p1")).allowed:
         print(json.dumps({"last_denied": last_denied, "first_allowed": began}), flush=True)
         break
     last_denied = began
@@ -190,3 +190,60 @@ def test_a_change_by_another_pycasbin_process_is_in_force_within_the_bound(pg_ur
         watcher.kill()
     assert seen["last_denied"] is not None and seen["last_denied"] < committed + DEFAULT_POLL, seen
     assert seen["first_allowed"] - committed < DEFAULT_POLL + 1.0
+
+
+def _without_triggers(url: str, *statements: str) -> None:
+    """Apply ``statements`` the way a logical replica or ``pg_restore --disable-triggers`` does:
+    with ``session_replication_role = replica``, so no trigger (the version bump) runs."""
+    with psycopg.connect(url) as conn:
+        conn.execute("SET session_replication_role = replica")
+        for statement in statements:
+            conn.execute(statement)
+        conn.commit()
+
+
+def test_a_change_made_with_triggers_off_is_in_force_within_the_bound(pg_url: str) -> None:
+    """Before: the version counter is moved only by a trigger, so these changes never reached a
+    running process (the watcher timed out; the revoked grant stayed in force)."""
+    store = SQLPolicyStore(pg_url)
+    store.replace(HOSPITAL)
+    version = store.version()
+    engine = SQLPolicyEngine(pg_url)  # the default poll: the documented bound
+    assert _allowed(engine, "alice")
+    watcher = subprocess.Popen([sys.executable, "-c", WATCHER, pg_url], stdout=subprocess.PIPE, text=True)
+    try:
+        assert watcher.stdout.readline().strip() == "ready"
+        time.sleep(DEFAULT_POLL + 0.2)  # the watcher is denied for a while first
+        _without_triggers(pg_url, "INSERT INTO casbin_rule(ptype, v0, v1, v2, v3) "
+                                  "VALUES ('p', 'auditor', 'ward3/**', 'read', 'allow')",
+                          "DELETE FROM casbin_rule WHERE ptype = 'g' AND v0 = 'alice'")
+        committed = time.time()
+        revoked_at = None
+        while time.time() < committed + 10:
+            began = time.time()
+            if not _allowed(engine, "alice"):
+                revoked_at = began
+                break
+            assert began < committed + DEFAULT_POLL, "alice was still allowed after the bound"
+            time.sleep(0.005)
+        seen = json.loads(watcher.stdout.readline())
+        assert watcher.wait(timeout=30) == 0
+    finally:
+        watcher.kill()
+        engine.close()
+    assert store.version() == version, "the trigger ran: this test would not show anything"
+    store.close()
+    assert revoked_at is not None and revoked_at - committed < DEFAULT_POLL + 1.0
+    assert seen["last_denied"] is not None and seen["last_denied"] < committed + DEFAULT_POLL, seen
+    assert seen["first_allowed"] - committed < DEFAULT_POLL + 1.0
+
+
+def test_the_poll_reads_one_short_row_whatever_the_size_of_the_policy(pg_url: str) -> None:
+    text = HOSPITAL + "".join(f"p, role{i}, ward{i}/**, read\n" for i in range(2000))
+    store = SQLPolicyStore(pg_url)
+    store.replace(text)
+    state = store.state()
+    assert len(state.checksum) == 32 and state == store.state()
+    _without_triggers(pg_url, "UPDATE casbin_rule SET v1 = 'ward0/x/**' WHERE v0 = 'role0'")
+    assert store.state().version == state.version and store.state().checksum != state.checksum
+    store.close()

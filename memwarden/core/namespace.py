@@ -9,6 +9,7 @@ these tuples, never on raw strings.
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from urllib.parse import unquote
 
@@ -36,6 +37,9 @@ _DEFAULT_IGNORABLE = (
 )
 #: Percent-decoding rounds tried on a label (catches double and triple encoding).
 _MAX_DECODE_ROUNDS = 4
+# Scripts whose letters imitate Latin ones. A value that mixes two of them is almost always a
+# spoof ("rеstricted" with a Cyrillic е), so it is refused rather than compared.
+_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
 
 
 def _invisible(ch: str) -> bool:
@@ -84,6 +88,58 @@ def canonical_label(label: object, *, what: str = "namespace label") -> str:
     return text
 
 
+def _lookalike_script(ch: str) -> str | None:
+    """The look-alike script of a letter (LATIN, CYRILLIC, ...), or None."""
+    if not ch.isalpha():
+        return None
+    script = "LATIN" if ch.isascii() else unicodedata.name(ch, "").split(" ", 1)[0]
+    return script if script in _LOOKALIKE_SCRIPTS else None
+
+
+def lookalike_scripts(text: str) -> tuple[str, ...]:
+    """The look-alike scripts ``text`` mixes (two or more), or () when it mixes none."""
+    scripts = {s for s in map(_lookalike_script, text) if s is not None}
+    return tuple(sorted(scripts)) if len(scripts) > 1 else ()
+
+
+def _char(text: str, i: int) -> str:
+    """Character ``i`` of ``text`` for a message: shown itself only when it would be visible."""
+    ch = text[i]
+    code = f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}"
+    shown = ch.isprintable() and not _invisible(ch) and not unicodedata.combining(ch)
+    return f"{ch!r} ({code}) at position {i}" if shown else f"{code} at position {i}"
+
+
+def exact_name(value: object, *, what: str) -> str:
+    """An identity (a principal id, a role name) as given, or InvalidRequest naming the
+    character and its position.
+
+    Identities are compared exactly, never folded: "ａｌｉｃｅ" is not alice, it is refused. A name
+    must already be in NFKC form, hold no invisible, format or control character, not mix
+    look-alike scripts (a Cyrillic "а" among Latin letters), and be a valid label otherwise.
+    """
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{what} must be a string, got {type(value).__name__}")
+    for i, ch in enumerate(value):
+        if _invisible(ch):
+            raise InvalidRequest(f"{what} {value!r} contains the invisible or control character {_char(value, i)}")
+    if not unicodedata.is_normalized("NFKC", value):
+        i = next(i for i in range(len(value)) if not unicodedata.is_normalized("NFKC", value[: i + 1]))
+        raise InvalidRequest(f"{what} {value!r} is not in NFKC form at {_char(value, i)} (NFKC gives "
+                             f"{unicodedata.normalize('NFKC', value)!r}); identities are compared exactly, so only "
+                             "the NFKC spelling is accepted")
+    canonical_label(value, what=what)
+    scripts = [(i, s) for i, s in enumerate(map(_lookalike_script, value)) if s is not None]
+    counts = Counter(s for _, s in scripts)
+    if len(counts) > 1:
+        # Name a letter of the rarer script: the spoofed one, in "аlice" the Cyrillic а.
+        main = max(counts, key=lambda s: (counts[s], -min(i for i, t in scripts if t == s)))
+        odd, script = next((i, s) for i, s in scripts if s != main)
+        raise InvalidRequest(f"{what} {value!r} mixes {main.title()} and {script.title()} letters: "
+                             f"{_char(value, odd)} (a look-alike of another name?)")
+    return value
+
+
 def split_namespace(namespace: object, *, what: str = "namespace") -> tuple[object, ...]:
     """Turn the accepted input forms (tuple, list or "a/b/c") into a raw tuple of labels;
     ``what`` names the argument in the error."""
@@ -110,25 +166,9 @@ def namespace_text(namespace: Sequence[str]) -> str:
     return "/".join(namespace)
 
 
-# Scripts whose letters imitate Latin ones. A value that mixes two of them is almost always a
-# spoof ("rеstricted" with a Cyrillic е), so it is refused rather than compared.
-_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
-
-
 def is_label_name(name: object) -> bool:
     """True for a valid label name (the ``x`` of ``label.x``): ASCII letters, digits or '_'."""
     return isinstance(name, str) and bool(name) and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
-
-
-def lookalike_scripts(text: str) -> tuple[str, ...]:
-    """The look-alike scripts ``text`` mixes (two or more), or () when it mixes none."""
-    scripts = set()
-    for ch in text:
-        if ch.isalpha():
-            script = "LATIN" if ch.isascii() else unicodedata.name(ch, "").split(" ", 1)[0]
-            if script in _LOOKALIKE_SCRIPTS:
-                scripts.add(script)
-    return tuple(sorted(scripts)) if len(scripts) > 1 else ()
 
 
 def canonical_value(value: object, *, what: str) -> str:

@@ -7,11 +7,11 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memwarden.core.errors import InvalidRequest
+from memwarden.core.namespace import Namespace, exact_name, namespace_text
 from memwarden.core.arguments import sequence_argument
-from memwarden.core.namespace import Namespace, canonical_label, namespace_text
 
 
 class Kind(str, Enum):
@@ -48,7 +48,12 @@ def utcnow() -> datetime:
 
 
 class Principal(BaseModel):
-    """Who is acting: an id and the roles it is given (the policy's ``g`` lines add more)."""
+    """Who is acting: an id and the roles it is given (the policy's ``g`` lines add more).
+
+    Ids and role names are compared exactly, never folded (see ``exact_name``): an id that is
+    not in NFKC form, mixes look-alike scripts or holds an invisible character is refused with
+    InvalidRequest, as is anything else malformed.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -58,14 +63,17 @@ class Principal(BaseModel):
     def __init__(self, id: str, roles: list[str] | tuple[str, ...] = (), **kwargs: object) -> None:  # noqa: A002
         # Checked here, not by pydantic: tuple("physician") would be nine one-letter roles,
         # and an error raised inside a validator would surface as a raw ValidationError.
-        super().__init__(id=id, roles=_role_names(roles), **kwargs)
+        try:
+            super().__init__(id=id, roles=_role_names(roles), **kwargs)
+        except ValidationError as exc:
+            raise InvalidRequest(_validation_message("Principal", exc)) from None
 
-    @field_validator("id")
+    @field_validator("id", mode="before")
     @classmethod
-    def _check_id(cls, value: str) -> str:
-        return canonical_label(value, what="principal id")
+    def _check_id(cls, value: object) -> str:
+        return exact_name(value, what="principal id")
 
-    @field_validator("roles")
+    @field_validator("roles", mode="before")
     @classmethod
     def _check_roles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return _role_names(value)
@@ -73,7 +81,18 @@ class Principal(BaseModel):
 
 def _role_names(roles: object) -> tuple[str, ...]:
     items = sequence_argument(roles, "roles", of="role names")
-    return tuple(dict.fromkeys(canonical_label(r, what=f"roles[{i}]") for i, r in enumerate(items)))
+    return tuple(dict.fromkeys(exact_name(r, what=f"roles[{i}]") for i, r in enumerate(items)))
+
+
+def _validation_message(model: str, exc: ValidationError) -> str:
+    """The first problem of a pydantic ValidationError as one precise sentence: memwarden's own
+    message when one of its checks failed, else the field and pydantic's description."""
+    error = exc.errors()[0]
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, InvalidRequest):
+        return str(cause)
+    where = ".".join(str(part) for part in error["loc"]) or "input"
+    return f"{model} {where}: {error['msg']}"
 
 
 def _hashed_id(*parts: str) -> str:

@@ -14,8 +14,9 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from memwarden.core.errors import InvalidRequest
 from memwarden.core.records import MemoryRecord, Principal
+from memwarden.policies.subjects import Subjects
+from memwarden.core.errors import InvalidRequest
 
 
 class Outcome(str, Enum):
@@ -56,7 +57,7 @@ class ValidationContext:
     """
 
     principal: Principal
-    subjects: frozenset[str]
+    subjects: Subjects
     related: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
     lessons: Callable[[], list[MemoryRecord]] = _none
 

@@ -21,8 +21,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 #: Record states, strongest last: a later state replaces an earlier one.
 STATUSES = ("active", "quarantined", "superseded", "forgotten", "erasing", "erased", "swept")
@@ -234,11 +234,13 @@ def _who(principal: str, roles: Mapping[str, tuple[str, ...]]) -> str:
 def render_table(report: FlowReport, console: Console | None = None) -> Table:
     """Print (and return) the writer -> record -> readers table."""
     console = console or Console()
-    status = ""
+    # Principals, namespaces and ids come from the audit log, i.e. from users: cells are Text,
+    # never markup.
+    title = Text(f"Memory flows: {len(report.records)} records from {report.entries} audit entries")
     if report.verify is not None:
-        status = " - audit log [green]verified[/]" if report.verify.ok else " - audit log [red]TAMPERED[/]"
-    table = Table(title=f"Memory flows: {len(report.records)} records from {report.entries} audit entries{status}",
-                  show_lines=False)
+        title.append(" - audit log ")
+        title.append("verified" if report.verify.ok else "TAMPERED", style="green" if report.verify.ok else "red")
+    table = Table(title=title, show_lines=False)
     for col in ("written by", "record", "namespace", "read by", "status"):
         table.add_column(col, overflow="fold")
     for flow in report.records:
@@ -249,12 +251,12 @@ def render_table(report: FlowReport, console: Console | None = None) -> Table:
             state += f" by {flow.removed_by.principal}"
         if flow.superseded_by:
             state += f" → {short_id(flow.superseded_by)}"
-        table.add_row(escape(writers), short_id(flow.id), escape(flow.namespace or "?"), escape(readers),
-                      f"[{_STATUS_STYLE.get(flow.status, 'white')}]{escape(state)}[/]")
+        table.add_row(Text(writers), Text(short_id(flow.id)), Text(flow.namespace or "?"), Text(readers),
+                      Text(state, style=_STATUS_STYLE.get(flow.status, "white")))
     console.print(table)
     if report.denied:
         counts = Counter((a.principal, a.op) for a in report.denied)
-        console.print("denied: " + ", ".join(f"{p} {op} ×{n}" for (p, op), n in counts.items()), markup=False)
+        console.print(Text("denied: " + ", ".join(f"{p} {op} ×{n}" for (p, op), n in counts.items())))
     if report.unmatched_erasures:
         console.print(f"{report.unmatched_erasures} erased record(s) were never written or read in this log")
     return table

@@ -12,6 +12,7 @@ from memwarden.core.records import Principal
 from memwarden.core.schema import OP_KINDS
 from memwarden.guards.validators import Verdict
 from memwarden.policies.engine import Decision
+from memwarden.policies.subjects import NO_SUBJECTS, Subjects
 
 
 @dataclass
@@ -24,7 +25,7 @@ class OpFacts:
 
     op: str
     principal: Principal
-    subjects: frozenset[str] = frozenset()
+    subjects: Subjects = NO_SUBJECTS
     namespace: Namespace | None = None
     decision: str | None = None
     rules: list[str] = field(default_factory=list)
@@ -61,8 +62,8 @@ class OpFacts:
         return OP_KINDS[self.op].action
 
     def roles(self) -> list[str]:
-        """The roles the principal acted with (its subjects but its own id)."""
-        return sorted(self.subjects - {self.principal.id})
+        """The roles the principal acted with."""
+        return sorted(self.subjects.roles)
 
     def audit_entry(self) -> dict[str, Any]:
         """The audit log entry (content-free: ids, counts, decisions and verdicts)."""

@@ -56,6 +56,7 @@ from memwarden.memory.tracing import finish_operation, start_operation, use_oper
 from memwarden.memory.view import StoreView
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
+from memwarden.policies.subjects import Subjects
 
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
@@ -110,12 +111,12 @@ class Pipeline:
         """True for the core's own principal object (never another with the same id)."""
         return principal is self.core
 
-    def decide(self, subjects: frozenset[str], action: str, namespace: Namespace,
+    def decide(self, subjects: Subjects, action: str, namespace: Namespace,
                attributes: RecordAttributes | None) -> Decision:
         """The policy engine's decision."""
         return self._policy.decide(subjects, action, namespace, attributes)
 
-    def scope(self, subjects: frozenset[str], action: str, prefix: Namespace) -> ReadScope:
+    def scope(self, subjects: Subjects, action: str, prefix: Namespace) -> ReadScope:
         """The policy engine's scope for ``action`` at or below ``prefix``."""
         return self._policy.scope(subjects, action, prefix)
 
@@ -237,13 +238,14 @@ class Pipeline:
         self._unfinished = False
         return len(pending)
 
-    def subjects_for(self, principal: object) -> frozenset[str]:
+    def subjects_for(self, principal: object) -> Subjects:
+        """Who ``principal`` acts as: its id and every role it holds (InvalidRequest, saying
+        how to fix it, for a principal the policy gives no role)."""
         if principal is self.core:
-            return frozenset({self.core.id})  # outside the policy: system operations only
+            return Subjects(self.core.id, frozenset())  # outside the policy: system operations only
         if not isinstance(principal, Principal):
             raise InvalidRequest(f"principal must be a memwarden Principal, got {type(principal).__name__}")
-        if not self._policy.knows(principal.id, principal.roles):
-            raise InvalidRequest(f"unknown principal {principal.id!r}: it has no roles and the policy does not name it")
+        self._policy.require_known(principal.id, principal.roles)
         return self._policy.subjects(principal.id, principal.roles)
 
     def _run(self, principal: Principal, op: Any, binding: Binding, deferred: list[Any]) -> Any:

@@ -90,9 +90,11 @@ class Scorecard:
         """Render the scorecard; ``describe`` maps a record id to a short text to list."""
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
+        # Labels, memory texts and notes come from users: rendered as Text, never as markup.
         console = console or Console()
-        table = Table(title=self.title, show_lines=False)
+        table = Table(title=Text(self.title), show_lines=False)
         table.add_column("principal (roles)", no_wrap=True)
         always = ("reads", "returned", "withheld", "denied", "writes")
         optional = ("replays", "rejected", "updates", "forgets", "erased")
@@ -100,7 +102,7 @@ class Scorecard:
         for col in shown:
             table.add_column({"returned": "shown"}.get(col, col), justify="right")
         for row in self.rows.values():
-            table.add_row(row.label, *(str(getattr(row, c)) for c in shown))
+            table.add_row(Text(row.label), *(str(getattr(row, c)) for c in shown))
         console.print(table)
         if describe is not None:
             seen = Table(title="What each principal was shown", show_lines=True)
@@ -111,13 +113,14 @@ class Scorecard:
                 if not row.reads:
                     continue
                 texts = [describe(i) or f"{i} (written during the run)" for i in row.seen]
-                seen.add_row(row.label, "\n".join(f"- {t}" for t in texts) or "(nothing)", str(row.withheld))
+                seen.add_row(Text(row.label), Text("\n".join(f"- {t}" for t in texts) or "(nothing)"), str(row.withheld))
             console.print(seen)
         for note in self.notes:
-            console.print(note)
-        chain = "[green]verified[/]" if self.audit_ok else f"[red]BROKEN[/]: {'; '.join(self.audit_problems)}"
+            console.print(Text(note))
+        chain = Text("verified", style="green") if self.audit_ok else Text.assemble(
+            ("BROKEN", "red"), f": {'; '.join(self.audit_problems)}")
         timing = f", {self.seconds:.1f} s" if self.seconds is not None else ""
-        console.print(f"audit log: {self.entries} entries, hash chain {chain}{timing}")
+        console.print(Text.assemble(f"audit log: {self.entries} entries, hash chain ", chain, timing))
 
 
 def scorecard(memory: Memory, *, since: int = 0, title: str = "memwarden scorecard",

@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from memwarden.core.errors import InvalidRequest, PolicyError
-from memwarden.core.namespace import canonical_value, is_label_name
+from memwarden.core.namespace import canonical_value, exact_name, is_label_name
 
 KINDS = ("fact", "event", "rule", "preference", "lesson")
 SOURCES = ("user", "agent", "tool", "external")
@@ -298,7 +298,7 @@ def record_attributes(*, kind: str | None = None, source: str | None = None,
         raise InvalidRequest(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     if isinstance(writer_roles, str):
         raise InvalidRequest("writer_roles must be a list of role names, not one string")
-    roles = None if writer_roles is None else frozenset(canonical_value(r, what="writer role") for r in writer_roles)
+    roles = None if writer_roles is None else frozenset(exact_name(r, what="writer role") for r in writer_roles)
     checked = None
     if labels is not None:
         checked = {}

@@ -3,7 +3,9 @@
 Decisions are made by pycasbin's enforcer over the bundled model; the cache in front of it
 is keyed by the request (subjects, action, namespace, and the part of the record's attributes
 that some rule's condition can tell apart) and is dropped whenever the policy changes, so a
-cached answer can never outlive the policy that produced it.
+cached answer can never outlive the policy that produced it. A request's subjects are its
+principal and its roles, in two name spaces (:mod:`memwarden.policies.subjects`): the enforcer
+compares tagged names, so a principal id never matches a role's rule.
 
 A request about a record whose attributes are not (all) known, which only the policy tools
 make, is decided fail-closed: a conditional allow counts only if the known attributes satisfy
@@ -18,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import casbin
+from casbin import persist
+from casbin.util import SimpleEval
 
+from memwarden.core.errors import InvalidRequest
 from memwarden.policies.conditions import UNKNOWN, Condition, Projection, RecordAttributes, parse_condition
-from memwarden.policies.loading import (
-    LifecycleRule, PolicyData, PolicyDataAdapter, Rule, bundled_model_path, casbin_fields, read_policy,
-)
+from memwarden.policies.loading import LifecycleRule, PolicyData, Rule, bundled_model_path, read_policy
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
-
-Subjects = frozenset[str]
+from memwarden.policies.subjects import PRINCIPAL, ROLE, Names, Subjects
 
 # Bounded so that a caller cycling through namespaces cannot grow memory without limit.
 _CACHE_LIMIT = 65_536
@@ -149,7 +151,7 @@ class EnforceRequest:
 
 
 def _subject_in(rule_subject: str, subjects: Subjects) -> bool:
-    return rule_subject in subjects
+    return rule_subject in subjects.tags
 
 
 def _ns_match(namespace: Namespace, pattern_text: str) -> bool:
@@ -163,12 +165,67 @@ def _cond_match(request: EnforceRequest, condition_text: str, effect: str) -> bo
                    optimistic=request.optimistic)
 
 
-def new_enforcer(data: PolicyData) -> casbin.Enforcer:
-    """A pycasbin enforcer over the bundled model and ``data``, with memwarden's functions.
+# pycasbin parses the matcher with ``ast.parse`` on every enforce call. CPython 3.11's ast
+# module keeps its recursion-depth counter in interpreter-wide state, so two threads parsing at
+# once can fail with "SystemError: AST constructor recursion depth mismatch" (cpython#106905),
+# and Team workers decide in parallel, each on its own engine. So a matcher is parsed once, under
+# a process-wide lock, and every call evaluates the same (read-only) tree.
+_PARSE_LOCK = threading.Lock()
+_PARSED: dict[str, SimpleEval] = {}
+_PARSED_LIMIT = 256
 
-    Requests are ``(subjects, namespace, action, EnforceRequest(attributes))``.
+
+def _expression(expr: str, functions: dict | None = None) -> SimpleEval:
+    """A fresh evaluator (its own names and functions) over the one parsed tree of ``expr``."""
+    parsed = _PARSED.get(expr)
+    if parsed is None:
+        with _PARSE_LOCK:
+            parsed = _PARSED.get(expr)
+            if parsed is None:
+                parsed = casbin.Enforcer._get_expression(expr)  # the only ast.parse of this matcher
+                if len(_PARSED) >= _PARSED_LIMIT:
+                    _PARSED.clear()
+                _PARSED[expr] = parsed
+    evaluator = SimpleEval("", functions)
+    evaluator.expr, evaluator.ast_parsed_value = parsed.expr, parsed.ast_parsed_value
+    return evaluator
+
+
+class _Enforcer(casbin.Enforcer):
+    """pycasbin's enforcer with its matcher parsed once per process (see ``_expression``)."""
+
+    _get_expression = staticmethod(_expression)
+
+
+def casbin_fields(rule: Rule, names: Names) -> tuple[str, str, str, str, str]:
+    """The rule as Casbin sees it: its subject tagged as a principal or a role (``names``), a
+    review rule as an allow (the engine adds the review), no condition as an empty field."""
+    return (names.subject(rule), rule.pattern.text, rule.action, "deny" if rule.effect == "deny" else "allow",
+            rule.condition.text if rule.condition is not None else "")
+
+
+class PolicyDataAdapter(persist.Adapter):
+    """A read-only pycasbin adapter over already validated PolicyData, with tagged names."""
+
+    def __init__(self, data: PolicyData, names: Names) -> None:
+        self.data = data
+        self.names = names
+
+    def load_policy(self, model) -> None:  # noqa: ANN001 - pycasbin's Model has no public type
+        """Load every validated rule and role link into the Casbin model."""
+        for rule in self.data.rules:
+            model.add_policy("p", "p", list(casbin_fields(rule, self.names)))
+        for link in self.data.links:
+            model.add_policy("g", "g", list(self.names.link(link)))
+
+
+def new_enforcer(data: PolicyData, names: Names | None = None) -> casbin.Enforcer:
+    """A pycasbin enforcer over the bundled model and ``data``, with memwarden's functions;
+    ``names`` says which names are principals (default: those of ``data`` itself).
+
+    Requests are ``(Subjects, namespace, action, EnforceRequest(attributes))``.
     """
-    enforcer = casbin.Enforcer(bundled_model_path(), PolicyDataAdapter(data))
+    enforcer = _Enforcer(bundled_model_path(), PolicyDataAdapter(data, names or Names.of(data)))
     enforcer.add_function("subjectIn", _subject_in)
     enforcer.add_function("nsMatch", _ns_match)
     enforcer.add_function("condMatch", _cond_match)
@@ -185,15 +242,17 @@ class PolicyEngine:
         self._install(data if data is not None else read_policy(source))
 
     def _install(self, data: PolicyData) -> None:
-        enforcer = new_enforcer(data)
-        by_fields = {casbin_fields(r): r for r in data.rules}
+        names = Names.of(data)
+        enforcer = new_enforcer(data, names)
+        by_fields = {casbin_fields(r, names): r for r in data.rules}
         conditions = [r.condition for r in data.rules if r.condition is not None]
-        named = {r.subject for r in data.rules} | {l.member for l in data.links} | {l.role for l in data.links}
+        closure = names.closure(data.links)
         with self._lock:
             self._enforcer = enforcer
             self._data = data
+            self._names = names
+            self._closure = closure
             self._by_fields = by_fields
-            self._named = frozenset(named)
             self._decisions: dict[tuple, Decision] = {}
             # Read together, without the lock, by decide: a key is only ever looked up in the
             # cache of the projection that made it, even while a reload swaps both.
@@ -212,25 +271,56 @@ class PolicyEngine:
         """The validated policy currently in force."""
         return self._data
 
+    @property
+    def names(self) -> Names:
+        """Which names of the policy in force are principals and which are roles."""
+        return self._names
+
     def knows(self, principal_id: str, roles: Iterable[str]) -> bool:
-        """True when the principal has given roles or is named anywhere in the policy."""
-        return bool(tuple(roles)) or principal_id in self._named
+        """True when the principal has given roles or the policy declares it (a ``g`` line)."""
+        return bool(tuple(roles)) or principal_id in self._names.principals
+
+    def require_known(self, principal_id: str, roles: Iterable[str]) -> None:
+        """Raise InvalidRequest, saying how to fix it, for a principal with no roles at all."""
+        if self.knows(principal_id, roles):
+            return
+        note = ""
+        if principal_id in self._names.roles:
+            note = (f"; {principal_id!r} is a role in this policy, and a principal id never holds the role of the "
+                    "same name")
+        raise InvalidRequest(f"unknown principal {principal_id!r}: it has no roles (none were given, and no g line "
+                             f"of the policy gives it one){note}. Give it roles: Principal({principal_id!r}, "
+                             f"roles=[...]), --role ROLE on the command line, or a policy line "
+                             f"'g, {principal_id}, ROLE'")
 
     def subjects(self, principal_id: str, roles: tuple[str, ...]) -> Subjects:
-        """The principal's id plus the union of its given roles and the policy's ``g`` lines."""
+        """The principal and its roles: the given roles and everything the policy's ``g``
+        lines add to the principal or to those roles, transitively. A given role that the
+        policy declares as a principal is refused (InvalidRequest)."""
         key = (principal_id, roles)
         cached = self._subjects.get(key)
         if cached is not None:
             return cached
         with self._lock:
-            enforcer = self._enforcer
-            found = {principal_id, *roles}
-            for name in (principal_id, *roles):
-                found.update(enforcer.get_implicit_roles_for_user(name))
-            result = frozenset(found)
+            names, closure = self._names, self._closure
+            for role in roles:
+                if role in names.principals:
+                    link = names.declared_by[role]
+                    raise InvalidRequest(
+                        f"role {role!r} is a principal in this policy ({link.origin}: 'g, {link.member}, {link.role}' "
+                        f"declares it, and no g line gives {role!r} as a role), so it cannot be given as a role")
+            # An undeclared principal is in no g line: its own tag adds nothing.
+            held = {t for start in (PRINCIPAL + principal_id, *(ROLE + r for r in roles))
+                    for t in closure.get(start, {start})}
+            result = Subjects(principal_id, frozenset(t[len(ROLE):] for t in held if t.startswith(ROLE)))
             if len(self._subjects) < _CACHE_LIMIT:
                 self._subjects[key] = result
             return result
+
+    def rules_for(self, subjects: Subjects, action: str) -> tuple[Rule, ...]:
+        """The rules of ``action`` whose subject is the principal or one of its roles."""
+        tags = subjects.tags
+        return tuple(r for r in self._data.rules if r.action == action and self._names.subject(r) in tags)
 
     def decide(self, subjects: Subjects, action: str, namespace: Namespace,
                attributes: RecordAttributes | None = None) -> Decision:
@@ -264,8 +354,7 @@ class PolicyEngine:
         key = (subjects, action)
         enforcer = self._narrowed.get(key)
         if enforcer is None:
-            rules = tuple(r for r in self._data.rules if r.subject in subjects and r.action == action)
-            enforcer = new_enforcer(PolicyData(rules, ()))
+            enforcer = new_enforcer(PolicyData(self.rules_for(subjects, action), ()), self._names)
             if len(self._narrowed) >= _NARROWED_LIMIT:
                 self._narrowed.clear()
             self._narrowed[key] = enforcer
@@ -276,8 +365,8 @@ class PolicyEngine:
         allowed, explain = self._narrow(subjects, action).enforce_ex(subjects, namespace, action,
                                                                     EnforceRequest(attrs, optimistic))
         rule = self._by_fields.get(tuple(explain)) if explain else None
-        review = next((r for r in self._data.rules if r.effect == "review" and r.action == action
-                       and r.subject in subjects and r.pattern.matches(namespace)
+        review = next((r for r in self.rules_for(subjects, action) if r.effect == "review"
+                       and r.pattern.matches(namespace)
                        # review restricts: with unknown attributes it counts like a deny
                        and _counts(r.condition, attrs, deny=True, optimistic=optimistic)),
                       None) if allowed else None
@@ -304,9 +393,8 @@ class PolicyEngine:
             return cached
         with self._lock:
             relevant = [
-                r for r in self._data.rules
-                if r.action == action and r.subject in subjects and r.pattern.may_overlap_prefix(prefix)
-                and (r.condition is None or r.condition.satisfiable)
+                r for r in self.rules_for(subjects, action)
+                if r.pattern.may_overlap_prefix(prefix) and (r.condition is None or r.condition.satisfiable)
             ]
             scope = ReadScope(
                 prefix,

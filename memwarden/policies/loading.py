@@ -1,27 +1,27 @@
 """Reading policy data: the CSV format of the design, validated line by line.
 
-Policy is data. This module turns a file (or text) into validated rules and role links and
-hands them to pycasbin through its Adapter interface, so the enforcer never sees a line that
-did not pass the checks below.
+Policy is data. This module turns a file (or text) into validated rules and role links; the
+engine hands them to pycasbin, so the enforcer never sees a line that did not pass the checks
+below.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from casbin import persist
-
 from memwarden.core.errors import InvalidRequest, PolicyError
 from memwarden.policies.conditions import KINDS, Condition, parse_condition
-from memwarden.core.namespace import canonical_label
+from memwarden.core.namespace import exact_name
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
+from memwarden.policies.tokenizer import csv_line, policy_lines
 
-ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin", "history")
+#: ``claim`` governs what a writer may declare about a record instead of having it set from its
+#: binding: its ``source`` (and a trust above its session's). Its condition is evaluated on the
+#: record as claimed, so ``p, R, P, claim, allow, source=tool`` lets R declare source=tool in P.
+ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin", "history", "claim")
 #: ``review`` allows the action but holds the result for quorum approval (writes are stored
 #: quarantined); like deny over allow, review wins over a plain allow.
 EFFECTS = ("allow", "deny", "review")
@@ -44,13 +44,8 @@ class Rule:
     @property
     def text(self) -> str:
         """The rule as a policy line (normalised), for explanations and audit."""
-        line = f"p, {self.subject}, {self.pattern.text}, {self.action}, {self.effect}"
-        return f"{line}, {_csv_field(self.condition.text)}" if self.condition is not None else line
-
-
-def _csv_field(text: str) -> str:
-    """A field as CSV writes it: quoted only when it holds a comma or a quote."""
-    return f'"{text.replace(chr(34), chr(34) * 2)}"' if "," in text or '"' in text else text
+        fields = ["p", self.subject, self.pattern.text, self.action, self.effect]
+        return csv_line(fields + ([self.condition.text] if self.condition is not None else []))
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,33 +142,23 @@ def _rule(args: list[str], where: str) -> Rule:
 
 def _name(value: str, where: str, what: str) -> str:
     try:
-        return canonical_label(value, what=what)
+        return exact_name(value, what=what)
     except InvalidRequest as exc:
         raise PolicyError(f"{where}: {exc}") from None
 
 
-def policy_lines(text: str, *, source: str = "<policy>") -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of every line that is not blank or a comment: the CSV split every
-    policy source goes through, with the spaces around each field dropped."""
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        # Only whole-line comments: a trailing "#" could silently cut off a field (a typo like
-        # "read#, deny" would turn a deny into an allow), so "#" inside a line is literal.
-        if not line or line.startswith("#"):
-            continue
-        try:
-            yield lineno, [f.strip() for f in next(csv.reader(io.StringIO(line), skipinitialspace=True))]
-        except csv.Error as exc:
-            raise PolicyError(f"{source}:{lineno}: not a CSV line: {exc}") from None
-
-
 def parse_policy_text(text: str, *, source: str = "<policy>") -> PolicyData:
     """Parse policy CSV text; raise PolicyError naming the source line of the first problem."""
+    return parse_records((f"{source}:{lineno}", fields) for lineno, fields in policy_lines(text, source=source))
+
+
+def parse_records(records: Iterable[tuple[str, list[str]]]) -> PolicyData:
+    """Validate records, each ``(where, fields)`` as :mod:`memwarden.policies.tokenizer` gives
+    them, into PolicyData; raise PolicyError naming ``where`` of the first problem."""
     rules: list[Rule] = []
     links: list[RoleLink] = []
     lifecycle: list[LifecycleRule] = []
-    for lineno, fields in policy_lines(text, source=source):
-        where = f"{source}:{lineno}"
+    for where, fields in records:
         kind, args = fields[0], fields[1:]
         if kind == "p":
             rules.append(_rule(args, where))
@@ -200,38 +185,32 @@ def bundled_model_path() -> str:
     return str(resources.files("memwarden.policies") / "bundled" / "model.conf")
 
 
+def policy_path(source: str | Path) -> Path:
+    """The file a policy argument names: a path, or the name of a bundled policy when no such
+    path exists."""
+    path = Path(source)
+    if not path.exists() and isinstance(source, str) and source in BUNDLED_POLICIES:
+        return bundled_policy_path(source)
+    return path
+
+
+def read_policy_file(path: str | Path) -> str:
+    """The text of a policy file; PolicyError when it is missing or not UTF-8."""
+    path = Path(path)
+    try:
+        # newline="": the tokenizer sees the line breaks as written (a \r inside a quoted field
+        # is reported as such, not as the \n universal newlines would make of it).
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except (FileNotFoundError, IsADirectoryError):
+        raise PolicyError(f"policy file {str(path)!r} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"policy file {str(path)!r} is not UTF-8: {exc}") from None
+
+
 def read_policy(source: str | Path | None) -> PolicyData:
     """Load policy data from a CSV path, a bundled policy name, or nothing (deny everything)."""
     if source is None:
         return PolicyData((), ())
-    path = Path(source)
-    if not path.exists() and isinstance(source, str) and source in BUNDLED_POLICIES:
-        path = bundled_policy_path(source)
-    if not path.is_file():
-        raise PolicyError(f"policy file {str(source)!r} does not exist")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"policy file {str(path)!r} is not UTF-8: {exc}") from None
-    return parse_policy_text(text, source=str(path))
-
-
-def casbin_fields(rule: Rule) -> tuple[str, str, str, str, str]:
-    """The rule as Casbin sees it: a review rule allows, and the engine adds the review; an
-    unconditional rule has an empty condition field."""
-    return (rule.subject, rule.pattern.text, rule.action, "deny" if rule.effect == "deny" else "allow",
-            rule.condition.text if rule.condition is not None else "")
-
-
-class PolicyDataAdapter(persist.Adapter):
-    """A read-only pycasbin adapter over already validated PolicyData."""
-
-    def __init__(self, data: PolicyData) -> None:
-        self.data = data
-
-    def load_policy(self, model) -> None:  # noqa: ANN001 - pycasbin's Model has no public type
-        """Load every validated rule and role link into the Casbin model."""
-        for rule in self.data.rules:
-            model.add_policy("p", "p", list(casbin_fields(rule)))
-        for link in self.data.links:
-            model.add_policy("g", "g", [link.member, link.role])
+    path = policy_path(source)
+    return parse_policy_text(read_policy_file(path), source=str(path))

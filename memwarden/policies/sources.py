@@ -3,17 +3,23 @@
 The rows live in pycasbin's ``sqlalchemy-adapter`` table (``casbin_rule``: ``ptype, v0..v5``),
 one policy line per row: ``p, physician, ward3/patients/**, read`` is the row
 ``("p", "physician", "ward3/patients/**", "read")``. Any pycasbin application using the same
-adapter and table edits the same policy. Rows are never trusted as they are: each is rendered
-back into a CSV policy line and the whole table goes through :func:`parse_policy_text`, the
+adapter and table edits the same policy. Rows are never trusted as they are: each row's fields
+go through the checks of the tokenizer that every policy file's records go through
+(:func:`memwarden.policies.tokenizer.record_fields`: no line break in any field) and then the
 same validation a policy file gets (``p``, ``g``, ``ttl``, ``decay`` and ``cap`` lines alike), and
 the engine is built from the result exactly as from a file.
 
 Hot reload. Every change to the table, by memwarden or by anyone else (the adapter, ``psql``),
 bumps a counter row in ``memwarden_policy_version`` through a trigger in the same transaction.
-:class:`SQLPolicyEngine` reads that counter (one indexed row) before a decision when its last
-read started ``poll`` seconds ago or more, and re-reads the rows when it moved. So a change is
-in force in every process for every decision that starts ``poll`` seconds (default 1) or more
-after the change committed; the check is inline, so an idle process costs the database nothing.
+Triggers do not always run, though: a logical replica applies changes with
+``session_replication_role = replica``, and ``pg_restore --disable-triggers`` restores rows
+without them. So the state a poll reads is the counter *and* a checksum of every row (computed
+by PostgreSQL in the same statement: one round trip and a 32-character answer, whatever the
+size of the policy; SQLite, a local file, hashes the rows in the process). :class:`SQLPolicyEngine`
+reads that state before a decision when its last read started ``poll`` seconds ago or more, and
+re-reads the rows when either part moved. So a change is in force in every process for every
+decision that starts ``poll`` seconds (default 1) or more after the change committed, whether or
+not its triggers ran; the check is inline, so an idle process costs the database nothing.
 
 Failing closed. When the rows cannot be read (the database is unreachable) or do not validate
 (a malformed row, a row with a line break in a field, an empty row), the engine denies every
@@ -27,6 +33,8 @@ anything, so malformed rows only come from editing the table by other means.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import re
@@ -34,18 +42,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memwarden.databases import is_database_url, kind, redacted, sqlalchemy_url
 from memwarden.core.errors import InvalidRequest, PolicyError
 from memwarden.policies.engine import PolicyEngine
-from memwarden.policies.loading import PolicyData, parse_policy_text, policy_lines
+from memwarden.policies.loading import PolicyData, parse_policy_text, parse_records, read_policy_file
+from memwarden.policies.tokenizer import csv_line, policy_lines, record_fields
 
-__all__ = ["DEFAULT_POLL", "DEFAULT_TABLE", "SQLPolicyEngine", "SQLPolicyStore", "export_policy", "import_policy",
-           "open_policy"]
+__all__ = ["DEFAULT_POLL", "DEFAULT_TABLE", "PolicyState", "SQLPolicyEngine", "SQLPolicyStore", "export_policy",
+           "import_policy", "open_policy"]
 
 DEFAULT_TABLE = "casbin_rule"
-#: Seconds between two reads of the version counter: the propagation bound of a policy change.
+#: Seconds between two polls of the policy state: the propagation bound of a policy change.
 DEFAULT_POLL = 1.0
 VERSION_TABLE = "memwarden_policy_version"
 _FIELDS = 6  # v0..v5 in the adapter's table
@@ -55,6 +64,13 @@ _PG_SETUP_LOCK = 0x6D656D77_706F6C00  # "memwpol\0": serialises first-time table
 _EMPTY = PolicyData((), ())
 
 log = logging.getLogger("memwarden.policy")
+
+
+class PolicyState(NamedTuple):
+    """What a poll compares: the trigger-moved counter and a checksum of the rows."""
+
+    version: int
+    checksum: str
 
 
 class SQLPolicyStore:
@@ -126,9 +142,31 @@ class SQLPolicyStore:
         return int(value)
 
     def version(self) -> int:
-        """The change counter: it moves whenever any row of the table changes."""
+        """The change counter: the trigger moves it whenever any row of the table changes."""
         with self._engine.connect() as conn:
             return self._version(conn)
+
+    def _state(self, conn: Any) -> PolicyState:
+        import sqlalchemy as sa
+
+        if self._kind == "postgresql":
+            rows = ", ".join(["id", "ptype"] + [f"v{i}" for i in range(_FIELDS)])
+            version, checksum = conn.execute(sa.text(
+                f"SELECT (SELECT version FROM {VERSION_TABLE} WHERE name = :t), "
+                f"(SELECT md5(coalesce(string_agg(json_build_array({rows})::text, ',' ORDER BY id), '')) "
+                f"FROM {self.table})"), {"t": self.table}).one()
+            if version is None:
+                raise PolicyError(f"the version row of {self.where} is missing (deleted?); cannot tell whether "
+                                  "the policy changed")
+            return PolicyState(int(version), checksum)
+        digest = hashlib.sha256(json.dumps(self._rows(conn)).encode("utf-8")).hexdigest()
+        return PolicyState(self._version(conn), digest)
+
+    def state(self) -> PolicyState:
+        """The change counter and a checksum of every row: it moves whenever any row changes,
+        whether or not the change ran the table's triggers."""
+        with self._engine.connect() as conn:
+            return self._state(conn)
 
     def _rows(self, conn: Any) -> list[tuple[int, list[str | None]]]:
         import sqlalchemy as sa
@@ -137,42 +175,31 @@ class SQLPolicyStore:
         found = conn.execute(sa.select(self._rules.c.id, *columns).order_by(self._rules.c.id)).all()
         return [(row[0], list(row[1:])) for row in found]
 
-    def _line(self, rid: int, values: list[str | None]) -> str:
-        """One row as a policy line. Refuses what the CSV parser would not see as one whole line."""
-        while len(values) > 1 and values[-1] is None:
+    def _fields(self, rid: int, values: list[str | None]) -> list[str]:
+        """One row as the fields of a policy line: the checks of the tokenizer every policy
+        file goes through, and no comments or blank lines (a row is always a line)."""
+        values = list(values)
+        while values and values[-1] is None:
             values.pop()
-        fields = ["" if v is None else v for v in values]
-        if any("".join(f.splitlines()) != f for f in fields):
-            # A line break would let one row smuggle a second policy line past the row count.
-            raise PolicyError(f"{self.where} row id {rid}: a field holds a line break")
-        line = ", ".join(f'"{f.replace(chr(34), 2 * chr(34))}"' if f == "" or "," in f or '"' in f else f for f in fields)
-        if not line.strip() or line.strip().startswith("#"):
-            raise PolicyError(f"{self.where} row id {rid}: empty, or its type starts with '#' (it would be "
-                              "ignored as a comment)")
-        return line
+        where = f"{self.where} row id {rid}"
+        fields = record_fields(["" if v is None else v for v in values], where)
+        if fields is None:
+            raise PolicyError(f"{where}: empty, or its type starts with '#' (a file would ignore it as a comment)")
+        return fields
 
     def lines(self) -> list[str]:
         """Every row as a policy line, in row id order (``memwarden policy export``)."""
         with self._engine.connect() as conn:
-            return [self._line(rid, values) for rid, values in self._rows(conn)]
+            return [csv_line(self._fields(rid, values)) for rid, values in self._rows(conn)]
 
-    def read(self) -> tuple[int, PolicyData]:
-        """(version, validated policy). Raises PolicyError naming the row of the first problem."""
+    def read(self) -> tuple[PolicyState, PolicyData]:
+        """(state, validated policy). Raises PolicyError naming the row of the first problem."""
         with self._engine.connect() as conn:
-            # The version first: rows newer than it only cause one needless re-read later;
+            # The state first: rows newer than it only cause one needless re-read later;
             # rows older than it would hide a change until the next one.
-            version = self._version(conn)
+            state = self._state(conn)
             rows = self._rows(conn)
-        text = "\n".join(self._line(rid, values) for rid, values in rows)
-        try:
-            return version, parse_policy_text(text, source=self.where)
-        except PolicyError as exc:
-            # parse_policy_text counts lines; the n-th line is the n-th row in id order.
-            match = re.match(re.escape(self.where) + r":(\d+):", str(exc))
-            if match and 0 < int(match[1]) <= len(rows):
-                raise PolicyError(str(exc).replace(match[0], f"{match[0][:-1]} (row id {rows[int(match[1]) - 1][0]}):",
-                                                   1)) from None
-            raise
+        return state, parse_records((f"{self.where} row id {rid}", self._fields(rid, values)) for rid, values in rows)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -222,16 +249,16 @@ class SQLPolicyEngine(PolicyEngine):
         self._error: str | None = None
         started = time.monotonic()
         try:
-            version, data = self._store.read()
+            state, data = self._store.read()
         except Exception as exc:  # PolicyError, or the database driver's own errors
             if owned:
                 self._store.close()
             if isinstance(exc, PolicyError):
                 raise
             raise PolicyError(f"cannot read the policy at {self._store.where}: {exc}") from exc
-        # The last version read (valid or not), and the last valid policy with its version.
-        self._seen: int | None = version
-        self._good_version, self._good = version, data
+        # The last state read (valid or not), and the last valid policy with its state.
+        self._seen: PolicyState | None = state
+        self._good_state, self._good = state, data
         self._checked = started
         super().__init__(None, data=data)
 
@@ -246,29 +273,30 @@ class SQLPolicyEngine(PolicyEngine):
         return self._error
 
     def refresh(self, *, force: bool = False) -> bool:
-        """Poll the version counter if the last poll started ``poll`` seconds ago or more (or
-        ``force``); install the new policy if it moved. True when this poll changed what is in
-        force: a new policy, a failure (deny everything) or the recovery from one."""
+        """Poll the policy state (counter and checksum) if the last poll started ``poll``
+        seconds ago or more (or ``force``); install the new policy if it moved. True when this
+        poll changed what is in force: a new policy, a failure (deny everything) or the recovery
+        from one."""
         if not force and time.monotonic() - self._checked < self.poll:
             return False
         with self._poll_lock:
             started = time.monotonic()
             if not force and started - self._checked < self.poll:
                 return False  # another thread polled while this one waited
-            version: int | None = None
+            state: PolicyState | None = None
             try:
-                version = self._store.version()
-                if version == self._seen:
+                state = self._store.state()
+                if state == self._seen:
                     # Unchanged. After an outage that is the policy last in force: use it again.
-                    if self._error is not None and version == self._good_version:
+                    if self._error is not None and state == self._good_state:
                         self._restore(self._good, "the policy database answers again")
                         return True
                     return False
-                version, data = self._store.read()
+                state, data = self._store.read()
             except PolicyError as exc:
-                # Malformed rows: remember the version, so the same rows are not re-read every
+                # Malformed rows: remember the state, so the same rows are not re-read every
                 # poll; any later change to the table is read again.
-                self._seen = version
+                self._seen = state
                 self._fail(str(exc))
                 return True
             except Exception as exc:  # the database driver's errors: unreachable, timed out, ...
@@ -276,9 +304,9 @@ class SQLPolicyEngine(PolicyEngine):
                 return True
             finally:
                 self._checked = started
-            self._seen = self._good_version = version
+            self._seen = self._good_state = state
             self._good = data
-            self._restore(data, f"version {version} read")
+            self._restore(data, f"version {state.version} read")
             return True
 
     def _fail(self, message: str) -> None:
@@ -379,7 +407,7 @@ def _nothing() -> None:
 
 def import_policy(path: str | Path, url: str, *, table: str = DEFAULT_TABLE) -> tuple[int, int]:
     """Replace the policy in database ``url`` with policy file ``path``; (rows, version)."""
-    text = _read_text(Path(path))
+    text = read_policy_file(path)
     store = SQLPolicyStore(url, table=table)
     try:
         version = store.replace(text, source=str(path))
@@ -395,13 +423,3 @@ def export_policy(url: str, *, table: str = DEFAULT_TABLE) -> list[str]:
         return store.lines()
     finally:
         store.close()
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PolicyError(f"policy file {str(path)!r} does not exist") from None
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"policy file {str(path)!r} is not UTF-8: {exc}") from None
-

@@ -25,9 +25,13 @@ from pathlib import Path
 from memwarden.core.errors import InvalidRequest, PolicyError
 from memwarden.policies.conditions import TRUE, record_attributes
 from memwarden.policies.engine import Decision, PolicyEngine
-from memwarden.policies.loading import ACTIONS, PolicyData, RoleLink, Rule, parse_policy_text
-from memwarden.core.namespace import MAX_DEPTH, canonical_label, canonical_namespace
+from memwarden.policies.loading import (
+    ACTIONS, LifecycleRule, PolicyData, RoleLink, Rule, parse_records, read_policy_file,
+)
+from memwarden.core.namespace import MAX_DEPTH, canonical_namespace, exact_name
 from memwarden.policies.patterns import ONE, NamespacePattern
+from memwarden.policies.subjects import Names
+from memwarden.policies.tokenizer import csv_line, policy_lines
 
 __all__ = ["LintFinding", "can_match", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps"]
 
@@ -41,9 +45,10 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
             labels: Mapping[str, str] | None = None, writer_roles: Iterable[str] | None = None) -> Decision:
     """Decide one request exactly as the governed path would, and return the Decision.
 
-    The principal id, roles and namespace are canonicalised first (bad input raises
-    InvalidRequest, as it would for a real operation); the principal's subjects are its id,
-    its given roles and everything the policy's ``g`` lines add, transitively.
+    The principal id and roles are checked exactly and the namespace canonicalised first (bad
+    input raises InvalidRequest, as it would for a real operation, and so does a principal with
+    no roles at all); the principal acts as itself (for the rules of a declared principal) and
+    as its given roles and everything the policy's ``g`` lines add, transitively.
     ``kind``, ``source``, ``labels`` and ``writer_roles`` describe the record (the stored one
     for a read, the one being written for a write); an attribute left None is unknown, and a
     request whose answer depends on unknown attributes is decided fail-closed, with
@@ -54,12 +59,13 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
         raise InvalidRequest(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
     if isinstance(roles, str):
         raise InvalidRequest("roles must be a list of role names, not one string")
-    pid = canonical_label(principal_id, what="principal id")
-    given = tuple(dict.fromkeys(canonical_label(r, what="role") for r in roles))
+    pid = exact_name(principal_id, what="principal id")
+    given = tuple(dict.fromkeys(exact_name(r, what="role") for r in roles))
     ns = canonical_namespace(namespace)
     attributes = None
     if (kind, source, labels, writer_roles) != (None, None, None, None):
         attributes = record_attributes(kind=kind, source=source, labels=labels, writer_roles=writer_roles)
+    engine.require_known(pid, given)
     decision = engine.decide(engine.subjects(pid, given), action, ns, attributes)
     return dataclasses.replace(decision, attributes=attributes) if attributes is not None else decision
 
@@ -125,23 +131,6 @@ def overlaps(a: NamespacePattern, b: NamespacePattern) -> bool:
 
 # -- lint ------------------------------------------------------------------------------------
 
-def _closure(links: Iterable[RoleLink]) -> dict[str, frozenset[str]]:
-    """For each name, every role it holds through ``g`` lines, transitively (itself included)."""
-    parents: dict[str, set[str]] = {}
-    for link in links:
-        parents.setdefault(link.member, set()).add(link.role)
-    out: dict[str, frozenset[str]] = {}
-    for start in {*parents, *(r for rs in parents.values() for r in rs)}:
-        seen, todo = {start}, [start]
-        while todo:
-            for role in parents.get(todo.pop(), ()):
-                if role not in seen:
-                    seen.add(role)
-                    todo.append(role)
-        out[start] = frozenset(seen)
-    return out
-
-
 def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[LintFinding]:
     """Check a policy and return every finding, errors first, then by line.
 
@@ -162,7 +151,7 @@ def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[Li
       ``shadowed-review``  this allow, for the same subject or a role that subject always holds:
                            it never allows
       ``unknown-subject``  the subject is not named in any ``g`` line, so only a principal given
-                           that role at run time (or with that id) can use the rule
+                           that role at run time can use the rule (never one whose id it is)
       ``duplicate-link``   the same ``g`` line appears earlier
       ``role-cycle``       the ``g`` line closes a cycle (harmless, but never intended)
     info
@@ -190,36 +179,36 @@ def lint(data: PolicyData | str | Path, *, source: str | None = None) -> list[Li
 
 def lint_file(path: str | Path) -> list[LintFinding]:
     """Lint a policy file; an unreadable file is a single ``parse-error`` finding."""
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_policy_file(path)
+    except (OSError, PolicyError) as exc:
         return [LintFinding(ERROR, "parse-error", str(path), f"cannot read policy file: {exc}")]
     return lint_text(text, source=str(path))
 
 
 def lint_text(text: str, *, source: str = "<policy>") -> list[LintFinding]:
-    """Lint policy text line by line: every malformed line is reported (not only the first),
-    and the lines that do parse are checked as a policy of their own."""
+    """Lint policy text record by record: every malformed line is reported (not only the
+    first), and the lines that do parse are checked as a policy of their own."""
     findings: list[LintFinding] = []
     rules: list[Rule] = []
     links: list[RoleLink] = []
-    lifecycle: list = []
-    tag = "\x00lint\x00"
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lifecycle: list[LifecycleRule] = []
+    errors: list[tuple[int, PolicyError]] = []
+    for lineno, fields in policy_lines(text, source=source, errors=errors):
         origin = f"{source}:{lineno}"
         try:
-            parsed = parse_policy_text(raw, source=tag)
-        except PolicyError as exc:
-            message = str(exc).removeprefix(f"{tag}:1: ")
-            findings.append(LintFinding(ERROR, "parse-error", origin, message, raw.strip()))
-            continue
+            parsed = parse_records([(origin, fields)])
         except Exception as exc:  # noqa: BLE001 - lint reports, it never raises on a policy
-            findings.append(LintFinding(ERROR, "parse-error", origin, f"{type(exc).__name__}: {exc}", raw.strip()))
+            message = str(exc) if isinstance(exc, PolicyError) else f"{type(exc).__name__}: {exc}"
+            findings.append(LintFinding(ERROR, "parse-error", origin, message.removeprefix(f"{origin}: "),
+                                        csv_line(fields)))
             continue
-        rules += [dataclasses.replace(r, origin=origin) for r in parsed.rules]
-        links += [dataclasses.replace(g, origin=origin) for g in parsed.links]
-        lifecycle += [dataclasses.replace(x, origin=origin) for x in parsed.lifecycle]
+        rules += parsed.rules
+        links += parsed.links
+        lifecycle += parsed.lifecycle
+    for lineno, exc in errors:
+        origin = f"{source}:{lineno}"
+        findings.append(LintFinding(ERROR, "parse-error", origin, str(exc).removeprefix(f"{origin}: ")))
     return _sorted(findings + _lint_data(PolicyData(tuple(rules), tuple(links), tuple(lifecycle))))
 
 
@@ -229,11 +218,14 @@ def _sorted(findings: list[LintFinding]) -> list[LintFinding]:
 
 def _lint_data(data: PolicyData) -> list[LintFinding]:
     findings: list[LintFinding] = []
-    closure = _closure(data.links)
+    names = Names.of(data)
+    closure = names.closure(data.links)
     named = {g.member for g in data.links} | {g.role for g in data.links}
 
-    def holds(subject: str) -> frozenset[str]:
-        return closure.get(subject, frozenset({subject}))
+    def holds(rule: Rule) -> frozenset[str]:
+        """The tagged subjects that whoever a rule applies to always holds."""
+        tag = names.subject(rule)
+        return closure.get(tag, frozenset({tag}))
 
     def add(severity: str, code: str, item: Rule | RoleLink, message: str) -> None:
         text = item.text if isinstance(item, Rule) else f"g, {item.member}, {item.role}"
@@ -263,11 +255,11 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
         if rule.subject not in named:
             add(WARNING, "unknown-subject", rule,
                 f"subject {rule.subject!r} is in no g line: the rule applies only to principals given role "
-                f"{rule.subject!r} at run time or whose id is {rule.subject!r}")
+                f"{rule.subject!r} at run time (never to a principal whose id is {rule.subject!r})")
         live.append(rule)
 
     for rule in live:
-        same = [o for o in live if o is not rule and o.action == rule.action and o.subject in holds(rule.subject)]
+        same = [o for o in live if o is not rule and o.action == rule.action and names.subject(o) in holds(rule)]
         if rule.effect != "deny":
             deny = next((o for o in same if o.effect == "deny" and _rule_covers(o, rule)), None)
             if deny is not None:
@@ -278,7 +270,7 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
         # a role cycle): only the later one is redundant, so removing every finding is safe.
         broader = next((o for o in same if _stands_in(o.effect, rule.effect) and _rule_covers(o, rule)
                         and not (_stands_in(rule.effect, o.effect) and _rule_covers(rule, o)
-                                 and rule.subject in holds(o.subject) and _index(data, o) > _index(data, rule))),
+                                 and names.subject(rule) in holds(o) and _index(data, o) > _index(data, rule))),
                        None)
         if broader is not None:
             add(INFO, f"redundant-{rule.effect}", rule,
@@ -304,7 +296,8 @@ def _lint_data(data: PolicyData) -> list[LintFinding]:
             add(WARNING, "duplicate-link", link, f"duplicate of {seen_links[key].origin}")
             continue
         seen_links[key] = link
-        if link.member == link.role or link.member in _closure(seen_links.values()).get(link.role, ()):
+        member, role = names.link(link)
+        if member == role or member in names.closure(seen_links.values()).get(role, ()):
             add(WARNING, "role-cycle", link, f"{link.role!r} already holds {link.member!r}: this line closes a cycle")
     return findings
 

@@ -1,0 +1,55 @@
+"""What the CLI's commands share: styled output without markup, opening the audit log a
+command names, and printing a verification report."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+
+def styled(label: str, style: str, rest: str = "") -> Text:
+    """``label`` in ``style`` followed by plain ``rest``: styling without markup, so no user
+    string in ``rest`` is ever interpreted."""
+    return Text.assemble((label, style), rest)
+
+
+def audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - AuditLog | exit code
+    """The log ``--data``/``--audit`` names, or the exit code when there is none to open: 2 for
+    nothing there, 1 for a SQLite log that is gone although its key is still beside it."""
+    from memwarden.databases import is_database_url, kind, sqlite_path
+    from memwarden.memory.audit import KEY_ENV, KEY_FILE, AuditLog
+
+    if args.audit is None:
+        path = Path(args.data) / "audit.sqlite3"
+    elif not is_database_url(args.audit):
+        path = Path(args.audit)
+    elif kind(args.audit) == "sqlite":
+        path = sqlite_path(args.audit)
+    else:
+        return AuditLog(args.audit, key_path=args.key)
+    if not path.is_file():
+        key = Path(args.key or os.environ.get(KEY_ENV) or path.parent / KEY_FILE)
+        if key.is_file():
+            console.print(styled("TAMPERED", "red", f": there is no audit log at {path}, but its key {key} exists "
+                          "(the log was deleted)"))
+            return 1
+        console.print(styled(f"no audit log at {path}", "red"))
+        return 2
+    return AuditLog(path, key_path=args.key)
+
+
+def print_report(report, console: Console, what: str) -> int:  # noqa: ANN001 - VerifyReport
+    if report.ok:
+        console.print(styled("ok", "green", f": {report.entries} entries{what}"))
+        return 0
+    console.print(styled("TAMPERED", "red", f": {len(report.problems)} problem(s) in {report.entries} entries"
+                  + (f"; first bad entry: {report.bad_entries[0]}" if report.bad_entries else "")))
+    for problem in report.problems[:50]:
+        console.print(f"  - {problem}", markup=False, soft_wrap=True)
+    if len(report.problems) > 50:
+        console.print(f"  ... and {len(report.problems) - 50} more")
+    return 1
