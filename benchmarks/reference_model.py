@@ -34,7 +34,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+# This checkout's memwarden, and the harness the stateful test uses.
+sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 from model_harness import OPS, Disagreement, Harness, Step, generate  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def run_sequence(seed: int, length: int, tmp: str | None, ignore: Sequence[str])
     chooser, harness, steps = RandomChooser(seed), Harness(tmp), []
     try:
         for _ in range(length):
-            step = generate(chooser.choice(_WEIGHTED), chooser, harness.known)
+            step = generate(chooser.choice(_WEIGHTED), chooser, harness.pool())
             steps.append(step)
             found = harness.run(step)
             if found is not None and not _ignored(found, ignore):

@@ -24,14 +24,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from memwarden import Memory, Principal
-from memwarden.errors import MemwardenError
-from memwarden.memory import records as mw_records
+from memwarden import ErasureReceipt, Memory, MemoryRecord, MemwardenError, Principal, SearchHit, UpdateOp, WriteOp
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.records import ErasureReceipt, MemoryRecord, SearchHit, keyed_id, record_id
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_model import Clock, Model, Rec, Receipt, ReviewResult  # noqa: E402
+
+from reference_model import Clock, Model, Rec, Receipt, ReviewResult, keyed_id, record_id  # noqa: E402
+
+# The module that holds memwarden's records, and so its clock (utcnow), wherever it lives.
+mw_records = sys.modules[MemoryRecord.__module__]
+
 
 # A small hospital. Each principal has partial rights on purpose: a nurse who may not read
 # restricted or tool-written notes, a contractor who sees only external notes, a reviewer who may
@@ -126,6 +128,9 @@ LABELS = [{}, {"sens": "restricted"}, {"audience": "external"}, {"sens": "restri
 KEYS = ["k1", "k2", "k3"]
 TTLS = [None, None, 60, 3600]
 TICKS = [1, 30, 600, 3601, 86401]
+#: Search queries: None lists; with k above the store's size a query search returns every seen
+#: record too (ranking is not part of the model, so only the sets are compared).
+QUERIES = [None, None, None, "penicillin allergy", "HIV"]
 START = datetime(2031, 1, 1, tzinfo=timezone.utc)
 QUORUM, REVIEW_TIMEOUT = 2, 86400.0
 
@@ -154,11 +159,24 @@ class Step:
 
 # -- generating steps ----------------------------------------------------------------------
 
-def _ids(c: Chooser, known: Sequence[str]) -> str:
-    """An id to aim at: a known one (hidden, erased or visible alike), or a guess computed the
-    way memwarden computes ids (so it may name a record that exists but is hidden)."""
-    how = c.choice(["known"] * 6 + ["guess", "guess", "keyed", "version", "random"])
-    if how == "known" and known:
+@dataclass(frozen=True)
+class Pool:
+    """The ids a run can aim at: every id it has seen (hidden, erased or visible alike), and
+    those awaiting review in the model now (so that votes, re-votes and overwrites of records
+    under review are frequent, not lucky)."""
+
+    known: Sequence[str] = ()
+    pending: Sequence[str] = ()
+
+
+def _ids(c: Chooser, pool: Pool) -> str:
+    """An id to aim at: a known or pending one, or a guess computed the way memwarden computes
+    ids (so it may name a record that exists but is hidden)."""
+    known = pool.known
+    how = c.choice(["known"] * 5 + ["pending", "pending", "guess", "guess", "keyed", "version", "random"])
+    if how == "pending" and pool.pending:
+        return c.choice(pool.pending)
+    if how in ("known", "pending") and known:
         return c.choice(known)
     if how == "keyed":
         return keyed_id(c.choice(NAMESPACES), c.choice(KEYS))
@@ -170,39 +188,47 @@ def _ids(c: Chooser, known: Sequence[str]) -> str:
     return record_id(c.choice(list(PRINCIPALS)), c.choice(NAMESPACES), c.choice(CONTENTS))
 
 
-def _write_args(c: Chooser, known: Sequence[str], keyed: bool) -> dict[str, Any]:
+def _write_args(c: Chooser, pool: Pool, keyed: bool) -> dict[str, Any]:
     args: dict[str, Any] = {"content": c.choice(CONTENTS), "namespace": c.choice(NAMESPACES),
                             "kind": c.choice(KINDS), "subjects": c.choice(SUBJECTS), "labels": c.choice(LABELS),
                             "ttl": c.choice(TTLS)}
     if keyed:
         args["key"] = c.choice(KEYS)
     if c.chance(0.15):
-        args["parents"] = (_ids(c, known),)
+        args["parents"] = (_ids(c, pool),)
     if c.chance(0.1):
         args["allow_reingest"] = True
     return args
 
 
-def generate(op: str, c: Chooser, known: Sequence[str]) -> Step:
-    """A step of kind ``op`` by a chosen principal; ``known`` are ids the run has seen."""
+def generate(op: str, c: Chooser, pool: Pool) -> Step:
+    """A step of kind ``op`` by a chosen principal, aiming at ids from ``pool``."""
     who = c.choice(list(PRINCIPALS))
     if op in ("write", "put"):
-        return Step(op, who, _write_args(c, known, op == "put"))
+        return Step(op, who, _write_args(c, pool, op == "put"))
     if op == "update":
-        args = {"id": _ids(c, known), "content": c.choice(CONTENTS)}
+        args = {"id": _ids(c, pool), "content": c.choice(CONTENTS)}
         if c.chance(0.4):
             args["labels"] = c.choice(LABELS)
         if c.chance(0.2):
             args["kind"] = c.choice(KINDS)
         return Step(op, who, args)
     if op in ("get", "forget", "retract", "approve", "reject", "history"):
-        return Step(op, who, {"id": _ids(c, known)})
-    if op in ("search", "list"):
+        return Step(op, who, {"id": _ids(c, pool)})
+    if op == "search":
+        return Step(op, who, {"prefix": c.choice(PREFIXES), "query": c.choice(QUERIES)})
+    if op == "list":
         return Step(op, who, {"prefix": c.choice(PREFIXES)})
+    if op == "batch":
+        parts = []
+        for _ in range(c.choice([2, 3])):
+            kind = c.choice(["write", "write", "put", "update"])
+            parts.append((kind, generate(kind, c, pool).args))
+        return Step(op, who, {"ops": tuple(parts)})
     if op == "erase_subject":
         return Step(op, who, {"subject": c.choice(["p1", "p2"])})
     if op == "erase_ids":
-        return Step(op, who, {"ids": tuple(dict.fromkeys(_ids(c, known) for _ in range(c.choice([1, 1, 2, 3]))))})
+        return Step(op, who, {"ids": tuple(dict.fromkeys(_ids(c, pool) for _ in range(c.choice([1, 1, 2, 3]))))})
     if op == "tick":
         return Step(op, "clock", {"seconds": c.choice(TICKS)})
     raise ValueError(f"unknown op {op!r}")
@@ -210,7 +236,8 @@ def generate(op: str, c: Chooser, known: Sequence[str]) -> Step:
 
 #: Operation kinds with their weight in a random run.
 OPS = {"write": 6, "put": 5, "update": 3, "get": 4, "search": 3, "list": 1, "forget": 2, "retract": 1,
-       "approve": 3, "reject": 1, "history": 2, "erase_subject": 1, "erase_ids": 1, "tick": 1}
+       "approve": 3, "reject": 1, "history": 2, "erase_subject": 1, "erase_ids": 1, "batch": 1,
+       "tick": 1}
 
 
 # -- the clock -----------------------------------------------------------------------------
@@ -260,6 +287,8 @@ def view(op: str, value: Any) -> Any:
         return None
     if op in ("write", "put", "update", "get"):
         return record_view(value)
+    if op == "batch":
+        return [record_view(r) for r in value]
     if op == "search":
         return {(h.record if isinstance(h, SearchHit) else h).id: record_view(h.record if isinstance(h, SearchHit) else h)
                 for h in value}
@@ -308,7 +337,9 @@ def difference(op: str, real: tuple, expected: tuple) -> str | None:
         if set(want) - set(got):
             return "missing records (hidden, model shows)"
         return next(f"field {f}" for i in want for f in FIELDS if got[i][f] != want[i][f])
-    if op == "history":
+    if op in ("history", "batch"):
+        if op == "batch" and len(got) != len(want):
+            return "result"
         if [r["id"] for r in got] != [r["id"] for r in want]:
             extra = {r["id"] for r in got} - {r["id"] for r in want}
             return "extra versions" if extra else "missing or reordered versions"
@@ -326,6 +357,22 @@ def difference(op: str, real: tuple, expected: tuple) -> str | None:
 
 
 # -- the two sides ---------------------------------------------------------------------------
+
+class RecordingEmbedding(HashingEmbedding):
+    """The offline test embedding, noting every document text it is given (queries aside):
+    a text that reaches the embedder has left the process with a hosted embedding API."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.documents: list[str] = []
+
+    def embed_documents_array(self, texts: Sequence[str]) -> Any:
+        self.documents.extend(texts)
+        return super().embed_documents_array(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return HashingEmbedding.embed_documents_array(self, [text])[0].tolist()
+
 
 @dataclass
 class Disagreement:
@@ -356,9 +403,10 @@ class Harness:
         self.dir = Path(tempfile.mkdtemp(prefix="refmodel-", dir=root))
         (self.dir / "policy.csv").write_text(POLICY, encoding="utf-8")
         self.clock = Clock(START)
+        self.embedder = RecordingEmbedding()
         self._clock = patched_clock(self.clock)
         self._clock.__enter__()
-        self.memory = Memory.open(self.dir / "data", policy=self.dir / "policy.csv", embedding=HashingEmbedding(),
+        self.memory = Memory.open(self.dir / "data", policy=self.dir / "policy.csv", embedding=self.embedder,
                                   validators=[], lessons=False, quorum=QUORUM, review_timeout=REVIEW_TIMEOUT)
         self.model = Model(POLICY, self.clock, quorum=QUORUM, review_timeout=REVIEW_TIMEOUT)
         # The sessions bind their source where memwarden supports it; on older code the
@@ -368,6 +416,11 @@ class Harness:
                              else self.memory.session(Principal(p))) for p, s in PRINCIPALS.items()}
         self.known: list[str] = []
         self.steps = 0
+
+    def pool(self) -> Pool:
+        """What the next step may aim at."""
+        return Pool(tuple(self.known), tuple(sorted(r.id for r in self.model.records.values()
+                                                    if r.status == "quarantined")))
 
     def close(self) -> None:
         """Close the memory, restore the clock, remove the directory."""
@@ -387,15 +440,24 @@ class Harness:
         if step.op == "update":
             rid = a.pop("id")
             return lambda: s.update(rid, a.pop("content"), **a)
-        if step.op in ("search", "list"):
-            if step.op == "list":
-                return lambda: s.list_namespaces(a["prefix"], limit=1000)
-            return lambda: s.search(None, a["prefix"], k=1000)
+        if step.op == "list":
+            return lambda: s.list_namespaces(a["prefix"], limit=1000)
+        if step.op == "search":
+            return lambda: s.search(a["query"], a["prefix"], k=1000)
+        if step.op == "batch":
+            return lambda: s.batch([self._op(step.principal, kind, args) for kind, args in a["ops"]])
         if step.op == "erase_subject":
             return lambda: s.erase(subject=a["subject"])
         if step.op == "erase_ids":
             return lambda: s.erase(ids=list(a["ids"]))
         return lambda: getattr(s, step.op)(a["id"])
+
+    def _op(self, principal: str, kind: str, args: dict[str, Any]) -> WriteOp | UpdateOp:
+        """One operation of a batch, as memwarden's op value."""
+        if kind == "update":
+            return UpdateOp(**args)
+        source = {} if self._binds else {"source": PRINCIPALS[principal]}
+        return WriteOp(**args, **source)
 
     def _expected(self, step: Step) -> Callable[[], Any]:
         m, who, a = self.model, step.principal, dict(step.args)
@@ -406,6 +468,8 @@ class Harness:
             return lambda: m.update(who, source, a.pop("id"), a.pop("content"), **a)
         if step.op == "search":
             return lambda: m.search(who, a["prefix"])
+        if step.op == "batch":
+            return lambda: self._model_batch(who, source, a["ops"])
         if step.op == "list":
             return lambda: m.list_namespaces(who, a["prefix"])
         if step.op in ("approve", "reject"):
@@ -416,18 +480,36 @@ class Harness:
             return lambda: m.erase(who, ids=a["ids"])
         return lambda: getattr(m, step.op)(who, a["id"])
 
+    def _model_batch(self, who: str, source: str, ops: Sequence[tuple[str, dict[str, Any]]]) -> list[Rec]:
+        """A batch is its operations in order; the first failure raises, the ones before it
+        have taken effect."""
+        results = []
+        for kind, args in ops:
+            args = dict(args)
+            call = self._expected(Step(kind, who, args))
+            results.append(call())
+            self._completed.append(results[-1].content)
+        return results
+
     def run(self, step: Step) -> Disagreement | None:
         """Run one step on both sides; the first difference, if any."""
         self.steps += 1
         if step.op == "tick":
             self.clock.advance(step.args["seconds"])
             return None
+        self.embedder.documents.clear()
+        self._completed: list[str] = []
         real = observe(step.op, self._real(step))
         expected = observe(step.op, self._expected(step))
+        if expected[0] == "ok" and step.op in ("write", "put", "update"):
+            self._completed.append(expected[1]["content"])
         for outcome in (real, expected):
-            if outcome[0] == "ok" and step.op in ("write", "put", "update") and outcome[1]["id"] not in self.known:
-                self.known.append(outcome[1]["id"])
+            if outcome[0] == "ok" and step.op in ("write", "put", "update", "batch"):
+                made = outcome[1] if step.op == "batch" else [outcome[1]]
+                self.known.extend(r["id"] for r in made if r["id"] not in self.known)
         kind = difference(step.op, real, expected)
+        if kind is None and set(self.embedder.documents) - set(self._completed):
+            kind = "a text the model refuses reached the embedder"
         if kind is None and step.op in self.ID_OPS:
             kind = self._oracle(step, real, expected)
         return Disagreement(step, kind, real, expected) if kind else None

@@ -15,14 +15,18 @@ the assumption is recorded in /work/briefs/model-questions.md.
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from memwarden.errors import AccessDenied, InvalidRequest, NotFound, WriteRejected
-from memwarden.memory.records import keyed_id, record_id
+from memwarden import AccessDenied, InvalidRequest, MemoryRecord, NotFound, WriteRejected
 from memwarden.policies.loading import Rule, parse_policy_text
+
+# Ids are computed exactly as memwarden computes them (from the module holding its records).
+keyed_id = sys.modules[MemoryRecord.__module__].keyed_id
+record_id = sys.modules[MemoryRecord.__module__].record_id
 
 ACTIVE, QUARANTINED, SUPERSEDED, FORGOTTEN = "active", "quarantined", "superseded", "forgotten"
 NO_RULE = "no matching rule (deny by default)"

@@ -46,7 +46,7 @@ class ReferenceModelMachine(RuleBasedStateMachine):
         self.harness.close()
 
     def _do(self, op: str, data: st.DataObject) -> None:
-        step = generate(op, DataChooser(data), self.harness.known)
+        step = generate(op, DataChooser(data), self.harness.pool())
         found = self.harness.run(step)
         assert found is None, (f"{found.cls}\n  step: {step.text()}\n  memwarden: {found.real}\n"
                                f"  model:     {found.expected}")
@@ -111,13 +111,17 @@ class ReferenceModelMachine(RuleBasedStateMachine):
         self._do("erase_ids", data)
 
     @rule(data=st.data())
+    def batch(self, data: st.DataObject) -> None:
+        self._do("batch", data)
+
+    @rule(data=st.data())
     def tick(self, data: st.DataObject) -> None:
         self._do("tick", data)
 
 
 ReferenceModelMachine.TestCase.settings = settings(
     max_examples=50, stateful_step_count=100, deadline=None, derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
 test_reference_model = ReferenceModelMachine.TestCase
 
@@ -165,7 +169,7 @@ def test_harness_replays_deterministically(tmp_path: Path) -> None:
     steps = [Step("write", "alice", {"content": "p1 takes drug A daily", "namespace": ("ward", "pat", "p1"),
                                      "kind": "fact", "subjects": ("p1",), "labels": {}, "ttl": 60}),
              Step("tick", "clock", {"seconds": 61}),
-             Step("search", "omni", {"prefix": ("ward",)})]
+             Step("search", "omni", {"prefix": ("ward",), "query": None})]
     outcomes = []
     for _ in range(2):
         harness = Harness(tmp_path)
