@@ -36,7 +36,8 @@ from rich.table import Table
 HERE = Path(__file__).resolve().parent
 # This checkout's memwarden, and the harness the stateful test uses.
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
-from model_harness import OPS, Disagreement, Harness, Step, generate  # noqa: E402
+from model_harness import Disagreement, Harness  # noqa: E402
+from model_steps import OPS, Step, generate  # noqa: E402
 
 
 class RandomChooser:

@@ -144,6 +144,18 @@ def _holds(rule: Rule, rec: Rec) -> bool:
     return True
 
 
+def canonical(namespace: Sequence[str] | str) -> tuple[str, ...]:
+    """A namespace as memwarden stores it: "a/b" or a tuple, each label NFKC-normalised (the
+    test's spellings are all valid, so no other rule of canonical labels comes into play)."""
+    labels = namespace.split("/") if isinstance(namespace, str) else namespace
+    return tuple(unicodedata.normalize("NFKC", label) for label in labels)
+
+
+def names(values: Iterable[str]) -> tuple[str, ...]:
+    """Subjects as memwarden keeps them: NFKC-normalised, duplicates dropped, in order."""
+    return tuple(dict.fromkeys(unicodedata.normalize("NFKC", v) for v in values))
+
+
 def normal(content: str) -> str:
     """Content as tombstones compare it: NFKC, case-folded, whitespace collapsed."""
     return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
@@ -281,19 +293,20 @@ class Model:
         rec = self.records.get(rid)
         return rec if self.seen(principal, rec) else None
 
-    def search(self, principal: str, prefix: tuple[str, ...]) -> list[Rec]:
-        """A list-mode search (no query, every result): the seen records at or below prefix."""
+    def search(self, principal: str, prefix: tuple[str, ...] | str) -> list[Rec]:
+        """A search returning every result (ranking aside): the seen records at or below prefix."""
+        prefix = canonical(prefix)
         if self.scope_empty(principal, "read", prefix):
             raise AccessDenied(f"{principal!r} may not read anything at or below {_text(prefix) or '(root)'!r}")
         return [r for r in self.records.values() if r.namespace[: len(prefix)] == prefix and self.seen(principal, r)]
 
-    def list_namespaces(self, principal: str, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    def list_namespaces(self, principal: str, prefix: tuple[str, ...] | str) -> list[tuple[str, ...]]:
         return sorted({r.namespace for r in self.search(principal, prefix)})
 
-    def write(self, principal: str, source: str, namespace: tuple[str, ...], content: str, *, kind: str = "fact",
+    def write(self, principal: str, source: str, namespace: tuple[str, ...] | str, content: str, *, kind: str = "fact",
               subjects: tuple[str, ...] = (), parents: tuple[str, ...] = (), labels: Mapping[str, str] | None = None,
               ttl: float | None = None, key: str | None = None, allow_reingest: bool = False) -> Rec:
-        now = self.clock.now
+        namespace, subjects, now = canonical(namespace), names(subjects), self.clock.now
         lifetime = ttl if ttl is not None else self._lifecycle("ttl", namespace, kind)
         rid = keyed_id(namespace, key) if key is not None else record_id(principal, namespace, content)
         new = Rec(rid, namespace, content, kind, subjects, principal, self.roles(principal), source, parents, now,
@@ -334,7 +347,7 @@ class Model:
         before = self.require(principal, "update", old)
         now = self.clock.now
         new = replace(old, id=record_id(principal, old.namespace, content, supersedes=old.id), content=content,
-                      kind=kind or old.kind, subjects=subjects if subjects is not None else old.subjects,
+                      kind=kind or old.kind, subjects=names(subjects) if subjects is not None else old.subjects,
                       labels=dict(labels) if labels is not None else dict(old.labels), writer=principal,
                       writer_roles=self.roles(principal), source=source, created_at=now, version=old.version + 1,
                       supersedes=old.id, approvals=(), rejections=())
@@ -408,6 +421,7 @@ class Model:
     def erase(self, principal: str, subject: str | None = None, ids: tuple[str, ...] = ()) -> Receipt:
         if self.scope_empty(principal, "erase", ()):
             raise AccessDenied(f"{principal!r} may not erase anything at or below '(root)'")
+        subject = names([subject])[0] if subject is not None else None
         mine = lambda r: self.allowed(principal, "erase", r)  # noqa: E731 - read as a predicate
         direct = {i for i in ids if mine(self.records.get(i))}
         about = {r.id for r in self.records.values() if subject is not None and subject in r.subjects}

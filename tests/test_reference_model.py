@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_harness import START, Harness, Step, generate  # noqa: E402
+from model_harness import Harness  # noqa: E402
+from model_steps import START, Step, generate  # noqa: E402
 from reference_model import Clock, Model, Rec  # noqa: E402
 
 
@@ -139,11 +140,11 @@ p, nurse, ward/x/*, read, deny, writer_role!=physician
 
 
 def _rec(namespace: tuple[str, ...], **fields: Any) -> Rec:
-    base = dict(id="mem_" + "0" * 32, namespace=namespace, content="c", kind="fact", subjects=(), writer="w",
-                writer_roles=(), source="user", parents=(), created_at=START,
-                expires_at=None, status="active", version=1, supersedes=None, labels={}, key=None)
-    base.update(fields)
-    return Rec(**base)
+    base: dict[str, Any] = {"id": "mem_" + "0" * 32, "namespace": namespace, "content": "c", "kind": "fact",
+                            "subjects": (), "writer": "w", "writer_roles": (), "source": "user", "parents": (),
+                            "created_at": START, "expires_at": None, "status": "active", "version": 1,
+                            "supersedes": None, "labels": {}, "key": None}
+    return Rec(**{**base, **fields})
 
 
 @pytest.mark.parametrize("action, namespace, fields, allowed, review", [
