@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console()
 
-    started = time.perf_counter()
+    commit, started = _commit(), time.perf_counter()
     ops = sequences = 0
     counts: Counter[str] = Counter()
     first: dict[str, Outcome] = {}
@@ -201,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "reference_model", "ops": ops, "sequences": sequences, "length": args.length,
         "first_seed": args.seed, "ignored": args.ignore, "disagreements": sum(counts.values()),
         "run_seconds": round(run_seconds, 1), "total_seconds_with_shrinking": round(total_seconds, 1),
-        "classes": classes, "commit": _commit(), "python": platform.python_version(),
+        "classes": classes, "commit": commit, "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

@@ -119,7 +119,9 @@ def difference(op: str, real: tuple, expected: tuple) -> str | None:
     if real[0] == "crash":
         return f"crash {real[1]}"
     if real[0] != expected[0]:
-        return f"raises {real[1]}, model returns" if real[0] == "raise" else f"returns, model raises {expected[1]}"
+        if real[0] == "raise":
+            return f"raises {real[1]}, model returns"
+        return f"returns{'' if real[1] else ' (empty)'}, model raises {expected[1]}"
     if real[0] == "raise":
         return f"raises {real[1]}, model raises {expected[1]}" if real[1] != expected[1] else f"message of {real[1]}"
     got, want = real[1], expected[1]

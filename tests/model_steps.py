@@ -24,7 +24,8 @@ from reference_model import canonical, keyed_id, record_id  # noqa: E402
 # A small hospital. Each principal has partial rights on purpose: a nurse who may not read
 # restricted or tool-written notes, a contractor who sees only external notes, a reviewer who may
 # approve but not read, a senior reviewer who reads only what physicians wrote, an officer who
-# may erase only part of the tree and an eraser who may erase everything and read nothing.
+# may erase only part of the tree, an eraser who may erase everything and read nothing, and zed,
+# who holds no role at all.
 POLICY = """
 g, alice, physician
 g, bob, nurse
@@ -71,6 +72,7 @@ p, reviewer, ward/**, approve
 
 p, senior_reviewer, ward/**, approve
 p, senior_reviewer, ward/**, read, allow, writer_role=physician
+p, senior_reviewer, ward/notes, read
 
 p, officer, ward/pat/p1, erase
 p, officer, ward/notes, erase
@@ -92,6 +94,11 @@ p, auditor, ward/**, read
 p, auditor, ward/**, history
 p, auditor, lobby, read
 
+# a principal with no roles at all, named only by its own rules
+p, zed, ward/board, read
+p, zed, ward/board, write
+p, zed, ward/board, update
+
 ttl, ward/feed, *, 1h
 ttl, ward/notes, event, 10m
 cap, ward/board, 3
@@ -99,7 +106,7 @@ cap, ward/board, 3
 
 #: Who acts, and the source its session is bound to.
 PRINCIPALS = {"alice": "user", "bob": "user", "carl": "user", "rita": "user", "rex": "user", "dana": "user",
-              "dpo": "user", "feed": "tool", "mal": "user", "omni": "user"}
+              "dpo": "user", "feed": "tool", "mal": "user", "omni": "user", "zed": "user"}
 NAMESPACES = [("ward", "pat", "p1"), ("ward", "pat", "p2"), ("ward", "notes"), ("ward", "feed"),
               ("ward", "board"), ("lobby",), ("ward", "admin"),
               # the same namespaces spelled otherwise: full-width letters (NFKC), the string form

@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from model_harness import Harness  # noqa: E402
 from model_steps import START, Step, generate  # noqa: E402
-from reference_model import Clock, Model, Rec  # noqa: E402
+from reference_model import Clock, Model, Rec, keyed_id, record_id  # noqa: E402
 
 
 class DataChooser:
@@ -179,3 +179,94 @@ def test_harness_replays_deterministically(tmp_path: Path) -> None:
         finally:
             harness.close()
     assert outcomes[0] == outcomes[1] == [None, None, None]
+
+
+# -- the attacks of issue 16, as fixed sequences (each must agree with the model) -------------
+
+P1, NOTES, BOARD, LOBBY = ("ward", "pat", "p1"), ("ward", "notes"), ("ward", "board"), ("lobby",)
+
+
+def _w(who: str, content: str, namespace: tuple[str, ...], **extra: Any) -> Step:
+    args = {"content": content, "namespace": namespace, "kind": "fact", "subjects": (), "labels": {}, "ttl": None}
+    return Step("put" if "key" in extra else "write", who, {**args, **extra})
+
+
+def _on(op: str, who: str, rid: str) -> Step:
+    return Step(op, who, {"id": rid})
+
+
+def _rid(who: str, content: str, namespace: tuple[str, ...]) -> str:
+    return record_id(who, namespace, content)
+
+
+NOTE = "shift change at seven"
+SCENARIOS = {
+    # 1. existence oracles: a caller without rights asks about a hidden record by a guessed id
+    "retract of a hidden id answers as for a missing one": [
+        _w("alice", NOTE, P1), _on("retract", "mal", _rid("alice", NOTE, P1))],
+    "history of a hidden id answers as for a missing one": [
+        _w("alice", NOTE, P1), _on("history", "mal", _rid("alice", NOTE, P1))],
+    "a vote on a record the voter may not review answers as for a missing one": [
+        _w("bob", NOTE, NOTES, kind="rule"), _on("approve", "dana", _rid("bob", NOTE, NOTES))],
+    "erase without erase rights is refused whatever exists": [
+        _w("alice", NOTE, P1, subjects=("p1",)), Step("erase_subject", "mal", {"subject": "p1"})],
+    "erase by an id outside the eraser's scope counts it as missing": [
+        _w("mal", NOTE, LOBBY), Step("erase_ids", "dpo", {"ids": (_rid("mal", NOTE, LOBBY),)})],
+    "a tombstone confirms nothing outside its namespace": [
+        _w("alice", NOTE, P1, subjects=("p1",)), Step("erase_subject", "dpo", {"subject": "p1"}),
+        _w("mal", NOTE, LOBBY, subjects=("p1",))],
+    # 2. complete records: nothing of an overwritten keyed item carries over
+    "an overwrite without a label drops the label": [
+        _w("alice", NOTE, NOTES, key="k1", labels={"audience": "external"}), _w("alice", NOTE + "!", NOTES, key="k1"),
+        _on("get", "carl", keyed_id(NOTES, "k1"))],
+    "an overwrite by a principal without roles carries no roles": [
+        _w("alice", NOTE, BOARD, key="k1"), _w("zed", NOTE + "!", BOARD, key="k1"),
+        _on("get", "rex", keyed_id(BOARD, "k1"))],
+    "an overwrite without a ttl does not expire": [
+        _w("alice", NOTE, P1, key="k1", ttl=60), _w("alice", NOTE + "!", P1, key="k1"),
+        Step("tick", "clock", {"seconds": 61}), _on("get", "alice", keyed_id(P1, "k1"))],
+    "an expired key put again is a fresh item": [
+        _w("alice", NOTE, P1, key="k1", ttl=60), Step("tick", "clock", {"seconds": 61}),
+        _w("bob", NOTE + "!", P1, key="k1"), _on("get", "bob", keyed_id(P1, "k1"))],
+    "an overwrite keeps none of the old subjects": [
+        _w("alice", NOTE, P1, key="k1", subjects=("p1",)), _w("alice", NOTE + "!", P1, key="k1"),
+        Step("erase_subject", "dana", {"subject": "p1"}), _on("get", "alice", keyed_id(P1, "k1"))],
+    # 3. a keyed overwrite needs read on the old item
+    "a nurse cannot overwrite a restricted item she may not read": [
+        _w("alice", NOTE, P1, key="k1", labels={"sens": "restricted"}), _w("bob", NOTE + "!", P1, key="k1")],
+    # 4. approvals bound to content, no content for a reviewer who may not read
+    "an overwrite of an item under review is refused, its approval gone with it": [
+        _w("bob", NOTE, NOTES, key="k1", kind="rule"), _on("approve", "alice", keyed_id(NOTES, "k1")),
+        _w("bob", NOTE + "!", NOTES, key="k1", kind="rule"), _on("approve", "rex", keyed_id(NOTES, "k1"))],
+    "a record re-quarantined by retract needs a full quorum again": [
+        _w("alice", NOTE, NOTES), _w("bob", "always double check doses", NOTES, kind="rule",
+                                     parents=(_rid("alice", NOTE, NOTES),)),
+        _on("approve", "alice", _rid("bob", "always double check doses", NOTES)),
+        _on("approve", "rex", _rid("bob", "always double check doses", NOTES)),
+        _on("retract", "alice", _rid("alice", NOTE, NOTES)),
+        _on("approve", "rex", _rid("bob", "always double check doses", NOTES))],
+    "approve shows no content to a reviewer who may not read": [
+        _w("feed", NOTE, P1, kind="rule"), _on("approve", "rita", _rid("feed", NOTE, P1))],
+    # 5. one lifecycle for all reads
+    "history hides an expired record as get does": [
+        _w("alice", NOTE, P1, ttl=60), Step("tick", "clock", {"seconds": 61}),
+        _on("history", "alice", _rid("alice", NOTE, P1))],
+    "history shows nothing the caller may not read": [
+        _w("feed", NOTE, P1), _on("history", "bob", _rid("feed", NOTE, P1))],
+    "capacity evicts without the writer's forget right": [
+        *[_w("zed", f"{NOTE} {i}", BOARD) for i in range(4)], Step("search", "zed", {"prefix": BOARD, "query": None})],
+    # 6. nothing reaches the embedder before the decision
+    "a denied batch embeds nothing": [
+        Step("batch", "rex", {"ops": (("write", _w("rex", NOTE, BOARD).args), ("write", _w("rex", "x y", NOTES).args))})],
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_issue_attack(name: str, tmp_path: Path) -> None:
+    harness = Harness(tmp_path)
+    try:
+        for step in SCENARIOS[name]:
+            found = harness.run(step)
+            assert found is None, f"{found.cls} at {step.text()}\n  memwarden: {found.real}\n  model: {found.expected}"
+    finally:
+        harness.close()
