@@ -88,11 +88,11 @@ from chromadb.config import Settings as ChromaSettings  # noqa: E402
 from memwarden import Memory, Principal  # noqa: E402
 from memwarden.guards.visibility import visible_filter  # noqa: E402
 from memwarden.memory.audit import AuditLog  # noqa: E402
-from memwarden.memory.memory import Settings  # noqa: E402
+from memwarden.memory.settings import Settings  # noqa: E402
 from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend, collection_name  # noqa: E402
-from memwarden.memory.codec import to_metadata  # noqa: E402
+from memwarden.memory.codec import stored_metadata, to_metadata  # noqa: E402
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend  # noqa: E402
-from memwarden.memory.records import Kind, MemoryRecord, Source, record_id, utcnow  # noqa: E402
+from memwarden.core.records import Kind, MemoryRecord, Source, record_id, utcnow  # noqa: E402
 from memwarden.memory.tombstones import Tombstones  # noqa: E402
 from memwarden.policies.conditions import UNKNOWN, RecordAttributes, parse_condition  # noqa: E402
 from memwarden.policies.engine import EnforceRequest, PolicyEngine, new_enforcer  # noqa: E402
@@ -226,7 +226,7 @@ class Dataset:
                                source=Source.AGENT, created_at=self.now)
             ids.append(rec.id)
             docs.append(text)
-            metas.append(to_metadata(rec))
+            metas.append(stored_metadata(to_metadata(rec)))
             visible.append(w in ALLOWED_WARDS)
         return ids, vecs, docs, metas, visible
 
@@ -510,7 +510,7 @@ class Bench:
                 text = f"Patient {p} on ward {w}: new finding {base}-{a}-{j}, dose adjusted and charted."
                 rec = MemoryRecord(id=record_id("alice", ns, text), namespace=ns, content=text, kind=Kind.FACT,
                                    subjects=(f"w{w}{p}",), writer="alice", writer_roles=(), created_at=now)
-                pool.append((text, ns, f"w{w}{p}", vecs[j], to_metadata(rec), rec.id))
+                pool.append((text, ns, f"w{w}{p}", vecs[j], stored_metadata(to_metadata(rec)), rec.id))
                 self.embedder.add([text], vecs[j][None, :])
             pools[name] = pool
         col = self.col

@@ -70,7 +70,7 @@ from memwarden.guards.defaults import default_validators  # noqa: E402
 from memwarden.guards.injection import InjectionDetector, clear_caches  # noqa: E402
 from memwarden.guards.validators import Outcome  # noqa: E402
 from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
-from memwarden.memory.records import Status  # noqa: E402
+from memwarden.core.records import Status  # noqa: E402
 
 BENIGN = HERE / "data" / "benign_memories.jsonl"
 DEFAULT_OUT = HERE / "results" / "poisoning.json"

@@ -61,7 +61,7 @@ from benchmarks.embedding import BM25  # noqa: E402
 from benchmarks.governance import SharedEmbedding, _workroot  # noqa: E402
 from memwarden import Memory, Principal  # noqa: E402
 from memwarden.memory.embeddings import HashingEmbedding, MiniLMEmbedding  # noqa: E402
-from memwarden.memory.ops import WriteOp  # noqa: E402
+from memwarden.core.ops import WriteOp  # noqa: E402
 from memwarden.memory.retrieval import fuse  # noqa: E402
 
 DEFAULT_OUT = HERE / "results"

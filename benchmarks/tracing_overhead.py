@@ -46,7 +46,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
 
 from memwarden import Memory, Principal  # noqa: E402
-from memwarden.integrations import tracing  # noqa: E402
+from memwarden.memory import tracing  # noqa: E402
 from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "tracing_overhead.json"

@@ -30,7 +30,7 @@ from rich.markup import escape
 
 from memwarden import Memory, Principal
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.records import SearchHit
+from memwarden.core.records import SearchHit
 from memwarden.memory.retrieval import timeframe
 
 POLICY = Path(__file__).resolve().parent / "policies" / "clinic.csv"

@@ -36,7 +36,7 @@ from rich.table import Table
 
 from memwarden import Memory, Principal
 from memwarden.memory.embeddings import HashingEmbedding, as_embedder, embed_many, embed_one
-from memwarden.memory.ops import WriteOp
+from memwarden.core.ops import WriteOp
 
 WARDS = 3
 ALICE, BOB = Principal("alice"), Principal("bob")

@@ -4,22 +4,24 @@ Every memory operation passes Casbin access control, guards and validators, is t
 OpenTelemetry and written to a hash-chained audit log.
 """
 
-from memwarden.errors import (
+from memwarden.core.errors import (
     AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, WriteRejected,
 )
 from memwarden.memory.memory import Memory
-from memwarden.memory.memory import Settings
-from memwarden.memory.ops import (
+from memwarden.memory.settings import Settings
+from memwarden.core.ops import (
     EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, RetractOp, ReviewOp, SearchOp, SweepOp, UpdateOp, WriteOp,
 )
-from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source, Status
+from memwarden.core.records import (
+    Binding, ErasureReceipt, Kind, MemoryRecord, Principal, ReviewResult, SearchHit, Source, Status,
+)
 from memwarden.memory.session import Session
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AccessDenied", "AuditError", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind", "ListNamespacesOp",
-    "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal", "RetractOp", "ReviewOp",
+    "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind", "ListNamespacesOp",
+    "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal", "RetractOp", "ReviewOp", "ReviewResult",
     "SearchHit", "SearchOp", "Session", "Settings", "Source", "Status", "SweepOp", "UpdateOp", "WriteOp",
     "WriteRejected",
 ]

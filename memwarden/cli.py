@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from memwarden.errors import MemwardenError
+from memwarden.core.errors import MemwardenError
 
 
 def _demo(args: argparse.Namespace, console: Console) -> int:
@@ -98,7 +98,7 @@ def _audit_flows(args: argparse.Namespace, console: Console) -> int:
 
 
 def _policy_check(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.errors import InvalidRequest
+    from memwarden.core.errors import InvalidRequest
     from memwarden.policies.sources import open_policy
     from memwarden.policies.tools import explain
 
@@ -169,7 +169,7 @@ def _policy_export(args: argparse.Namespace, console: Console) -> int:
 
 def _acting_session(args: argparse.Namespace):  # noqa: ANN202 - (Memory, Session)
     from memwarden.memory.memory import Memory
-    from memwarden.memory.records import Principal
+    from memwarden.core.records import Principal
 
     memory = Memory.open(args.data, policy=args.policy, audit=args.audit)
     return memory, memory.session(Principal(args.principal, roles=args.role))

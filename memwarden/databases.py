@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memwarden.errors import InvalidRequest
+from memwarden.core.errors import InvalidRequest
 
 _SCHEMES = {"sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql",
             "postgresql+psycopg": "postgresql"}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memwarden.cli import main
-from memwarden.errors import AuditError
+from memwarden.core.errors import AuditError
 from memwarden.memory.audit import GENESIS, KEY_FILE, AuditLog, VerifyReport, _digest, _mac
 
 N = 6

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from memwarden.cli import main
-from memwarden.errors import AuditError
+from memwarden.core.errors import AuditError
 from memwarden.memory.audit import AuditLog
 
 APPENDER = """

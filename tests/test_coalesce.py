@@ -11,8 +11,9 @@ from memwarden import Memory, Principal, WriteOp
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.ops import GetOp, SearchOp
-from memwarden.memory.records import record_id
+from memwarden.core.ops import GetOp, SearchOp
+from memwarden.core.records import record_id
+from memwarden.memory.journal import ErasureJournal
 from memwarden.memory.tombstones import Tombstones
 from memwarden.policies.engine import PolicyEngine
 
@@ -37,7 +38,8 @@ class CountingBackend:
 def counted(tmp_path: Path, policy_file: Path):
     backend = CountingBackend(PartitionedBackend.embedded(str(tmp_path / "chroma")))
     mem = Memory(backend, PolicyEngine(policy_file), AuditLog(tmp_path / "audit.sqlite3"),
-                 Tombstones(tmp_path / "tombstones.sqlite3"), embedding=HashingEmbedding())
+                 Tombstones(tmp_path / "tombstones.sqlite3"), journal=ErasureJournal(tmp_path / "erasures.sqlite3"),
+                 embedding=HashingEmbedding())
     yield mem, backend
     mem.close()
 

@@ -23,9 +23,9 @@ import pytest
 from memwarden import Memory, Principal
 from memwarden.memory.backends import ChromaBackend
 from memwarden.memory.compaction import find_remnants, fts_is_clean
-from memwarden.memory.codec import to_metadata
+from memwarden.memory.codec import stored_metadata, to_metadata
 from memwarden.memory.embeddings import HashingEmbedding, embed_many
-from memwarden.memory.records import MemoryRecord, record_id
+from memwarden.core.records import MemoryRecord, record_id
 
 DIM = 64
 POLICY = """
@@ -296,7 +296,7 @@ def _seed(mem: Memory, writer: Principal, texts: list[str], namespace: tuple[str
     for s in range(0, len(records), 500):
         part = records[s:s + 500]
         backend.upsert([r.id for r in part], vectors[s:s + 500], [r.content for r in part],
-                       [to_metadata(r) for r in part])
+                       [stored_metadata(to_metadata(r)) for r in part])
     return [r.id for r in records]
 
 

@@ -19,7 +19,7 @@ from benchmarks import governance_scenarios as gs  # noqa: E402
 from memwarden import InvalidRequest  # noqa: E402
 from memwarden.policies.engine import PolicyEngine  # noqa: E402
 from memwarden.policies.loading import parse_policy_text  # noqa: E402
-from memwarden.policies.namespace import canonical_namespace  # noqa: E402
+from memwarden.core.namespace import canonical_namespace  # noqa: E402
 
 
 # -- generator ---------------------------------------------------------------------------

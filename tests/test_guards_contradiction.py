@@ -11,7 +11,7 @@ from memwarden import Memory, Principal
 from memwarden.guards.contradiction import ContradictionCheck, content_words, find_contradiction, statement
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.records import Kind, MemoryRecord, Principal as P, Status
+from memwarden.core.records import Kind, MemoryRecord, Principal as P, Status
 
 
 @pytest.mark.parametrize(("a", "b", "expected"), [

@@ -14,7 +14,7 @@ from memwarden.guards.lessons import LessonValidator
 from memwarden.guards.provenance import ProvenanceRule
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.records import Kind, MemoryRecord, Principal as P, Source, Status
+from memwarden.core.records import Kind, MemoryRecord, Principal as P, Source, Status
 
 CTX = ValidationContext(P("w", roles=["r"]), frozenset({"w", "r"}))
 

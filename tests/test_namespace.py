@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from memwarden.errors import InvalidRequest
-from memwarden.policies.namespace import (
+from memwarden.core.errors import InvalidRequest
+from memwarden.core.namespace import (
     MAX_DEPTH, MAX_LABEL_CHARS, canonical_label, canonical_namespace, namespace_text, split_namespace,
 )
 

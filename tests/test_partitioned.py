@@ -17,11 +17,11 @@ import pytest
 from memwarden import InvalidRequest, Memory, Principal
 from memwarden.memory import compaction
 from memwarden.memory.backends import ChromaBackend
-from memwarden.memory.codec import to_metadata
+from memwarden.memory.codec import stored_metadata, to_metadata
 from memwarden.memory.compaction import find_remnants
 from memwarden.memory.embeddings import HashingEmbedding, embed_many, embed_one
 from memwarden.memory.partitioned import LAYOUT, PartitionedBackend, collection_name
-from memwarden.memory.records import MemoryRecord, Status, record_id
+from memwarden.core.records import MemoryRecord, Status, record_id
 from memwarden.policies.partitions import Coverage, Partition, Target
 
 POLICY = """
@@ -154,7 +154,7 @@ def test_invisible_rows_nearest_to_the_query_never_cost_results(tmp_path: Path, 
                   for i in range(260)]
         backend = mem._backend  # noqa: SLF001 - bulk seeding, as the erasure tests do
         backend.upsert([r.id for r in hidden], embed_many(EMBEDDING, [r.content for r in hidden]),
-                       [r.content for r in hidden], [to_metadata(r) for r in hidden])
+                       [r.content for r in hidden], [stored_metadata(to_metadata(r)) for r in hidden])
         for rec in near[8:]:
             maria.forget(rec.id)
         filtered = []
@@ -181,7 +181,7 @@ def test_a_store_from_before_partitions_is_migrated_on_open_and_leaves_no_copy(t
                for t, ns, subj in [(t, ("home", "kids", "lena", "secrets"), "lena") for t in texts]
                + [(t, ("home", "shared", "shopping"), "shop") for t in keep]]
     old.upsert([r.id for r in records], embed_many(EMBEDDING, [r.content for r in records]),
-               [r.content for r in records], [to_metadata(r) for r in records])
+               [r.content for r in records], [stored_metadata(to_metadata(r)) for r in records])
     old.close()
     with _open(root, policy) as mem:
         names = {c.name for c in _store(mem)._client.list_collections()}  # noqa: SLF001

@@ -12,7 +12,7 @@ from memwarden import AccessDenied, InvalidRequest, Memory, PolicyError, Princip
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
-from memwarden.policies.namespace import MAX_LABEL_CHARS, canonical_namespace
+from memwarden.core.namespace import MAX_LABEL_CHARS, canonical_namespace
 from memwarden.policies.tools import explain
 
 CYRILLIC_ALICE = "\u0430lice"          # 'а' is U+0430 CYRILLIC SMALL LETTER A
@@ -297,7 +297,7 @@ def test_look_alike_principal_is_a_stranger(world) -> None:
 
 def test_a_hash_inside_a_line_never_truncates_a_rule() -> None:
     """A trailing comment would let the typo below drop the deny and leave an allow."""
-    from memwarden.errors import PolicyError
+    from memwarden.core.errors import PolicyError
     from memwarden.policies.loading import parse_policy_text
 
     with pytest.raises(PolicyError, match="unknown action 'read#'"):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memwarden.errors import InvalidRequest, PolicyError
+from memwarden.core.errors import InvalidRequest, PolicyError
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import ACTIONS, BUNDLED_POLICIES, bundled_policy_path, parse_policy_text, read_policy
-from memwarden.policies.namespace import MAX_DEPTH, canonical_namespace
+from memwarden.core.namespace import MAX_DEPTH, canonical_namespace
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 from memwarden.policies.tools import LintFinding, covers, explain, lint, lint_text, overlaps
 

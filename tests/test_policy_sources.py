@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from memwarden import AccessDenied, Memory, Principal
 from memwarden.cli import main
 from memwarden.databases import sqlalchemy_url
-from memwarden.errors import PolicyError
+from memwarden.core.errors import PolicyError
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.policies.loading import PolicyData, bundled_model_path, parse_policy_text, read_policy
 from memwarden.policies.sources import DEFAULT_POLL, SQLPolicyEngine, SQLPolicyStore, export_policy, import_policy

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from memwarden import AccessDenied, Memory, Principal
-from memwarden.memory.codec import to_metadata
+from memwarden.memory.codec import stored_metadata, to_metadata
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.records import MemoryRecord
+from memwarden.core.records import MemoryRecord
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
-from memwarden.policies.namespace import MAX_DEPTH
+from memwarden.core.namespace import MAX_DEPTH
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 
 chromadb = pytest.importorskip("chromadb")
@@ -107,7 +107,7 @@ def collection(tmp_path_factory: pytest.TempPathFactory):
         records[record.id] = ns
     ids = list(records)
     vectors = np.random.default_rng(7).normal(size=(len(ids), 8)).astype(np.float32)
-    metadatas = [to_metadata(MemoryRecord(id=i, namespace=records[i], content="x", writer="w")) for i in ids]
+    metadatas = [stored_metadata(to_metadata(MemoryRecord(id=i, namespace=records[i], content="x", writer="w"))) for i in ids]
     col.add(ids=ids, embeddings=vectors, documents=[f"doc {i}" for i in ids], metadatas=metadatas)
     return col, records
 

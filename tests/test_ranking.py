@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memwarden.memory.lexical import bm25, terms
-from memwarden.memory.records import Kind, MemoryRecord, SearchHit
+from memwarden.core.records import Kind, MemoryRecord, SearchHit
 from memwarden.memory.retrieval import RRF_K, compose, estimate_tokens, fuse, in_time, time_filter, timeframe
 
 UTC = timezone.utc

@@ -19,7 +19,7 @@ import pytest
 from memwarden import AccessDenied, InvalidRequest, Memory, Principal
 from memwarden.memory.embeddings import HashingEmbedding, MiniLMEmbedding
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend, terms
-from memwarden.memory.ops import SearchOp
+from memwarden.core.ops import SearchOp
 from memwarden.memory.retrieval import estimate_tokens
 
 POLICY = """
@@ -375,7 +375,7 @@ def test_against_a_server_hybrid_falls_back_to_dense_and_says_so(chroma_server, 
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from memwarden.integrations import tracing
+    from memwarden.memory import tracing
 
     provider, exporter = TracerProvider(), InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

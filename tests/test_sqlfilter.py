@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from memwarden.guards.visibility import visible_filter
-from memwarden.memory.codec import to_metadata
+from memwarden.memory.codec import stored_metadata, to_metadata
 from memwarden.memory.lexical import _HOT_KEYS, _SCALARS
-from memwarden.memory.records import MemoryRecord, Status
+from memwarden.core.records import MemoryRecord, Status
 from memwarden.memory.retrieval import time_filter
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
@@ -60,7 +60,7 @@ def _records(rng: random.Random, n: int) -> list[dict]:
             expires_at=NOW + timedelta(days=rng.randint(-10, 10)) if rng.random() < 0.3 else None,
             labels={"sens": rng.choice(["low", "high", "1"])} if rng.random() < 0.5 else {},
         )
-        meta = to_metadata(record)
+        meta = stored_metadata(to_metadata(record))
         # Keys of every type and clashes memwarden itself never writes, to pin the semantics.
         extra = rng.random()
         if extra < 0.15:

@@ -30,7 +30,7 @@ from memwarden.integrations.binding import (
 )
 from memwarden.integrations.store import GovernedStore
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.records import keyed_id
+from memwarden.core.records import keyed_id
 
 POLICY = """\
 # notes: an owner role with every right, a read-only role, and one that may add but not change

@@ -35,7 +35,7 @@ from functools import lru_cache
 
 from memwarden.guards.injection import fold, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.memory.records import Kind, MemoryRecord
+from memwarden.core.records import Kind, MemoryRecord
 
 __all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
            "statement"]

@@ -14,17 +14,20 @@ from typing import Any
 
 from memwarden.guards.contradiction import ContradictionCheck
 from memwarden.guards.injection import InjectionDetector
-from memwarden.guards.lessons import DEFAULT_KEY, LessonValidator
+from memwarden.guards.lessons import LessonValidator
 from memwarden.guards.provenance import DEFAULT_SHARED_LABELS, ProvenanceRule
-from memwarden.policies.namespace import Namespace
+from memwarden.core.namespace import Namespace
 
 __all__ = ["default_validators"]
 
 
 def default_validators(*, shared_labels: Iterable[str] = DEFAULT_SHARED_LABELS, shared_patterns: Iterable[str] = (),
                        is_shared: Callable[[Namespace], bool] | None = None, min_trust: float = 0.5,
-                       lesson_key: bytes = DEFAULT_KEY, judge: Any | None = None) -> list[Any]:
+                       lesson_key: bytes | None = None, judge: Any | None = None) -> list[Any]:
     """Injection, provenance, lessons and contradiction validators, in that order.
+
+    ``lesson_key``: the secret the lesson sketches are keyed with; None (the default) lets the
+    store use its own (``lessons.key`` in its state directory).
 
     ``judge``: a LangChain chat model; when given, an :class:`~memwarden.guards.judge.LLMJudge`
     around it is appended (off by default: it costs a model call per write).

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from memwarden.memory.records import MemoryRecord
+from memwarden.core.records import MemoryRecord
 
 #: Retention below which a decaying record counts as forgotten (about 4.3 half-lives).
 RETENTION_FLOOR = 0.05

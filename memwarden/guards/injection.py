@@ -50,7 +50,7 @@ import ahocorasick_rs
 
 from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.memory.records import MemoryRecord
+from memwarden.core.records import MemoryRecord
 
 __all__ = ["InjectionDetector", "Scan", "fold", "readings", "signature_tokens"]
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.memory.records import MemoryRecord
+from memwarden.core.records import MemoryRecord
 
 __all__ = ["LLMJudge", "JudgeVerdict", "JUDGE_SYSTEM_PROMPT"]
 

@@ -1,4 +1,4 @@
-"""Lessons: what was rejected or retracted once is recognised when it comes back.
+"""Lessons: what was rejected or retracted once is recognised when it comes back, where it was.
 
 A-MemGuard keeps a separate memory of *lessons* learnt from failures. In memwarden a lesson
 is an ordinary record of kind ``lesson`` that the core writes (as principal ``memwarden``,
@@ -6,11 +6,20 @@ in the reserved namespace ``memwarden/lessons``) when validators reject a write,
 reviewers reject a quarantined write, or when a record is retracted as poisoned. Its content
 is produced by :func:`lesson_content` and holds no readable text of the rejected write, only:
 
-    memwarden-lesson/2
+    memwarden-lesson/3
+    scope: home/guest/notes
+    subjects: ["p12"]
     validators: injection:reject
     signals: override, exfiltration
     shingles: 0f3a9c... 7d21e0... (up to 64 keyed 64-bit hashes)
     words: 51e0b2... 9a0c44... (up to 64 keyed 64-bit hashes)
+
+``scope`` is the namespace of the write it was learnt from: the lesson applies to writes in
+that namespace and below it (compared label by label on canonical namespaces), nowhere
+else, so that what one principal got rejected in its own namespace never steers writes in
+another (docs/guards.md says why this depth). ``subjects`` are the subjects of that write;
+the core also stores them as the lesson record's subjects, so erasing a subject erases its
+lessons. They do not restrict matching: a retry can drop or change the subjects it declares.
 
 Both sketches are taken over every *reading* of the text: the folded text (case, accents and
 look-alike letters normalised) and whatever the injection detector decodes from it (base64,
@@ -26,27 +35,33 @@ number does not matter.
   64-bit mixer (splitmix64), so each word is hashed once, not once per triple it is in, and
   the hashes stay unguessable without the key.
 
-Format 1 lessons (``memwarden-lesson/1``, which hashed each triple as a string) are still
-read; only their word sketch is compared.
+The key is a secret: a store creates its own (``lessons.key`` in its state directory, see
+:mod:`memwarden.memory.keyfile`) and hands it to the chain's :class:`LessonValidator`; a
+validator made without a key, outside a store, draws a random one. There is no public
+default key: with one, anyone who can read the lessons (or the store's files) would recover
+the words of a rejected write by hashing a dictionary. Lessons of formats 1 and 2 (before
+scopes, hashed with such a default key) are not read.
 
 Only the ``sketch_size`` smallest hashes of each are kept (a bottom-k sketch, a uniform
 sample). :class:`LessonValidator` hashes a candidate the same way and measures which
 fraction of a lesson's sample it contains. When the shingle containment reaches
 ``threshold``, or the word containment reaches ``word_threshold`` for a lesson of at least
 ``min_words`` words, the write is quarantined for review: it closely resembles something
-already judged bad, which catches the retries that MINJA-style attackers send after a first
-rejection.
+already judged bad there, which catches the retries that MINJA-style attackers send after a
+first rejection.
 
-Limits: hashes of short word triples can be guessed by someone who can test candidate
-texts against a stored lesson (a dictionary attack on a low-entropy text); pass a secret
-``key`` to both :func:`lesson_content` and :class:`LessonValidator` to prevent it. A payload
-rewritten with other words is not matched.
+Limits: whoever holds the key can test guessed texts against a stored lesson (a dictionary
+attack on a low-entropy text), so keep the key file as private as the audit key. A payload
+rewritten with other words is not matched, and neither is a retry into a namespace outside
+the lesson's scope.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import secrets
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -59,21 +74,38 @@ import numpy as np
 from memwarden.guards.contradiction import content_words, content_words_of
 from memwarden.guards.injection import readings, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.memory.records import Kind, MemoryRecord
+from memwarden.core.errors import InvalidRequest
+from memwarden.core.records import Kind, MemoryRecord
+from memwarden.core.namespace import Namespace, canonical_namespace, namespace_text
 
-__all__ = ["LessonValidator", "Lesson", "LessonIndex", "Lessons", "lesson_content", "parse_lesson", "shingle_hashes", "word_hashes",
-           "LESSON_HEADER"]
+__all__ = ["LessonValidator", "Lesson", "LessonIndex", "Lessons", "lesson_content", "parse_lesson", "shingle_hashes",
+           "word_hashes", "check_key", "covers", "LESSON_HEADER"]
 
-LESSON_HEADER = "memwarden-lesson/2"
-# Lessons of format 1 hashed each word triple as a string; their word hashes are the same.
-_V1_HEADER = "memwarden-lesson/1"
-DEFAULT_KEY = b"memwarden-lessons-v1"
+LESSON_HEADER = "memwarden-lesson/3"
 SKETCH_SIZE = 64
 DEFAULT_THRESHOLD = 0.6
 DEFAULT_WORD_THRESHOLD = 0.8
 SHINGLE_WORDS = 3
 
 _SIGNALS_RE = re.compile(r"signals: ([a-z0-9:+_\-, ]+)")
+# BLAKE2b takes keys of up to 64 bytes; an empty one is no key at all.
+_KEY_BYTES = (16, 64)
+
+
+def check_key(key: object) -> bytes:
+    """``key`` if it can key the sketches (16 to 64 bytes), else ValueError saying why."""
+    if not isinstance(key, bytes):
+        raise InvalidRequest(f"a lesson key must be bytes, got {type(key).__name__}")
+    if not _KEY_BYTES[0] <= len(key) <= _KEY_BYTES[1]:
+        raise InvalidRequest(f"a lesson key must be {_KEY_BYTES[0]} to {_KEY_BYTES[1]} bytes long, got {len(key)}")
+    return key
+
+
+def covers(scope: Namespace, namespace: Namespace) -> bool:
+    """Whether a lesson learnt in ``scope`` applies to a write into ``namespace``: the same
+    namespace or one below it, label by label (``home/guest`` covers ``home/guest/notes``,
+    never ``home/guestroom``); both are canonical."""
+    return len(namespace) >= len(scope) and namespace[:len(scope)] == scope
 
 
 @lru_cache(maxsize=16)
@@ -144,7 +176,7 @@ def _shingles(tokens: Sequence[str], hashes: dict[str, int], words: int) -> set[
     return set(x.tolist())
 
 
-def shingle_hashes(text: str, *, key: bytes = DEFAULT_KEY, words: int = SHINGLE_WORDS,
+def shingle_hashes(text: str, *, key: bytes, words: int = SHINGLE_WORDS,
                    folded: bool = False) -> frozenset[int]:
     """Keyed 64-bit hashes of every run of ``words`` consecutive normalised words (one run
     of all of them when there are fewer; ``folded``: ``text`` is already folded)."""
@@ -152,7 +184,7 @@ def shingle_hashes(text: str, *, key: bytes = DEFAULT_KEY, words: int = SHINGLE_
     return frozenset(_shingles(tokens, _word_hashes(tokens, key), words))
 
 
-def word_hashes(text: str, *, key: bytes = DEFAULT_KEY, folded: bool = False) -> frozenset[int]:
+def word_hashes(text: str, *, key: bytes, folded: bool = False) -> frozenset[int]:
     """Keyed 64-bit hashes of the content words of ``text`` (``folded``: already folded)."""
     return frozenset(_word_hashes(content_words(text, folded=folded), key).values())
 
@@ -179,20 +211,23 @@ def _signals(verdicts: Sequence[object]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def lesson_content(record: MemoryRecord | str, verdicts: Sequence[object] = (), *, key: bytes = DEFAULT_KEY,
+def lesson_content(record: MemoryRecord, verdicts: Sequence[object] = (), *, key: bytes,
                    sketch_size: int = SKETCH_SIZE) -> str:
-    """The content of a lesson record for a rejected or retracted ``record``.
+    """The content of a lesson record for a rejected or retracted ``record``, hashed with ``key``.
 
     ``verdicts`` are the verdicts that led to it (validators', or a reviewers' or retraction
-    verdict). The result names validators, outcomes and signals, and carries hashed sketches;
-    it contains no text of the original content.
+    verdict). The result names the record's namespace (the lesson's scope) and subjects,
+    validators, outcomes and signals, and carries hashed sketches; it contains no text of
+    the original content.
     """
-    text = record if isinstance(record, str) else record.content
-    shingles, words = _sketches(text, key)
+    shingles, words = _sketches(record.content, check_key(key))
     outcomes = [f"{getattr(v, 'validator', '?')}:{getattr(getattr(v, 'outcome', None), 'value', '?')}"
                 for v in verdicts if getattr(getattr(v, "outcome", None), "value", "accept") != "accept"]
     lines = [
         LESSON_HEADER,
+        f"scope: {namespace_text(record.namespace)}",
+        # The same payload rejected about another subject is another lesson, erased with it.
+        f"subjects: {json.dumps(sorted(record.subjects))}",
         f"validators: {', '.join(dict.fromkeys(outcomes)) or 'retracted'}",
         f"signals: {', '.join(_signals(verdicts)) or 'none'}",
         f"shingles: {' '.join(f'{h:016x}' for h in sorted(shingles)[:sketch_size])}",
@@ -203,8 +238,9 @@ def lesson_content(record: MemoryRecord | str, verdicts: Sequence[object] = (), 
 
 @dataclass(frozen=True)
 class Lesson:
-    """A parsed lesson: the signals it recorded and its two sketches."""
+    """A parsed lesson: where it applies, the signals it recorded and its two sketches."""
 
+    scope: Namespace
     signals: tuple[str, ...]
     shingles: frozenset[int]
     words: frozenset[int] = frozenset()
@@ -220,25 +256,31 @@ def _hex_hashes(value: str) -> frozenset[int]:
 
 @lru_cache(maxsize=2048)
 def parse_lesson(content: str) -> Lesson | None:
-    """Parse lesson content; None when it is not in the lesson format."""
+    """Parse lesson content; None when it is not in the lesson format or has no valid scope
+    (a lesson that cannot say where it applies applies nowhere)."""
     lines = content.splitlines()
-    header = lines[0].strip() if lines else ""
-    if header not in (LESSON_HEADER, _V1_HEADER):
+    if not lines or lines[0].strip() != LESSON_HEADER:
         return None
+    scope: Namespace | None = None
     signals: tuple[str, ...] = ()
     sketches: dict[str, frozenset[int]] = {}
     for line in lines[1:]:
         field, _, value = line.partition(":")
-        if field == "signals":
+        if field == "scope":
+            try:
+                scope = canonical_namespace(value.strip())
+            except InvalidRequest:
+                return None
+        elif field == "signals":
             signals = tuple(s.strip() for s in value.split(",") if s.strip() and s.strip() != "none")
         elif field in ("shingles", "words"):
             try:
                 sketches[field] = _hex_hashes(value)
             except ValueError:
                 return None
-    # A format-1 shingle sketch cannot be compared with today's; its word sketch still can.
-    shingles = sketches.get("shingles", frozenset()) if header == LESSON_HEADER else frozenset()
-    return Lesson(signals, shingles, sketches.get("words", frozenset()))
+    if scope is None:
+        return None
+    return Lesson(scope, signals, sketches.get("shingles", frozenset()), sketches.get("words", frozenset()))
 
 
 @lru_cache(maxsize=1024)
@@ -333,11 +375,12 @@ class LessonIndex:
             table.setdefault(h, set()).add(rid)
         self._keyed[(what, threshold)][rid] = keys
 
-    def best(self, sketch: frozenset[int], what: str, threshold: float, least: int = 1,
+    def best(self, sketch: frozenset[int], what: str, threshold: float, *, within: Namespace, least: int = 1,
              writers: frozenset[str] | None = None) -> tuple[str, float] | None:
-        """Among lessons with at least ``least`` sampled hashes of kind ``what`` (written by
-        one of ``writers``, when given) of which ``sketch`` holds at least ``threshold``,
-        the one of which it holds the largest fraction, and that fraction."""
+        """Among lessons whose scope covers namespace ``within``, with at least ``least``
+        sampled hashes of kind ``what`` (written by one of ``writers``, when given) of which
+        ``sketch`` holds at least ``threshold``, the one of which it holds the largest
+        fraction, and that fraction."""
         with self._lock:
             key = (what, threshold)
             if key not in self._keys:
@@ -352,7 +395,8 @@ class LessonIndex:
             for rid in leads:
                 lesson, writer = self._lessons[rid]
                 sample = getattr(lesson, what)
-                if len(sample) < least or (writers is not None and writer not in writers):
+                if (len(sample) < least or (writers is not None and writer not in writers)
+                        or not covers(lesson.scope, within)):
                     continue
                 score = len(sample & sketch) / len(sample)
                 if score >= threshold and (found is None or (score, rid) > (found[1], found[0])):
@@ -368,12 +412,16 @@ class Lessons(tuple):  # type: ignore[type-arg]
 
 
 class LessonValidator:
-    """Quarantine a write that closely resembles content that was rejected or retracted.
+    """Quarantine a write that closely resembles content that was rejected or retracted in
+    the write's namespace or above it (the lesson's scope covers it).
 
     ``threshold``: fraction of a lesson's sampled shingles the candidate must contain.
     ``word_threshold``: fraction of a lesson's sampled content words the candidate must
     contain, for lessons of at least ``min_words`` words.
     ``min_shingles``: lessons with fewer sampled shingles are too short to match on.
+    ``key``: the secret the sketches are keyed with (16 to 64 bytes). None: a memory this
+    validator joins gives it the store's key (see :meth:`for_store`); used alone, it draws a
+    random one, never a constant.
     ``trusted_writers``: when given, only lessons written by these principals count.
     """
 
@@ -381,7 +429,7 @@ class LessonValidator:
     most = Outcome.QUARANTINE
 
     def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, word_threshold: float = DEFAULT_WORD_THRESHOLD,
-                 min_shingles: int = 3, min_words: int = 6, key: bytes = DEFAULT_KEY,
+                 min_shingles: int = 3, min_words: int = 6, key: bytes | None = None,
                  trusted_writers: Iterable[str] | None = None) -> None:
         if not 0 < threshold <= 1 or not 0 < word_threshold <= 1:
             raise ValueError("thresholds must be in (0, 1]")
@@ -389,14 +437,26 @@ class LessonValidator:
         self.word_threshold = word_threshold
         self.min_shingles = min_shingles
         self.min_words = min_words
-        self.key = key
+        # Whether the caller chose the key (a store then keeps it; see for_store).
+        self.own_key = key is not None
+        self.key = check_key(key) if key is not None else secrets.token_bytes(32)
         self.trusted_writers = frozenset(trusted_writers) if trusted_writers is not None else None
         self._index = LessonIndex()
         self._source: Sequence[MemoryRecord] | None = None
         self._held: dict[str, tuple[str, str]] = {}  # id -> (content, writer) of what _index holds
         self._lock = threading.Lock()
 
-    def lesson_content(self, record: MemoryRecord | str, verdicts: Sequence[object] = ()) -> str:
+    def for_store(self, key: bytes) -> LessonValidator:
+        """This validator as a store with secret ``key`` runs it: itself when it was given a
+        key of its own, else a copy keyed with ``key`` (a copy, so that one validator handed
+        to two stores reads each store's lessons with that store's key)."""
+        if self.own_key:
+            return self
+        return LessonValidator(threshold=self.threshold, word_threshold=self.word_threshold,
+                               min_shingles=self.min_shingles, min_words=self.min_words, key=key,
+                               trusted_writers=self.trusted_writers)
+
+    def lesson_content(self, record: MemoryRecord, verdicts: Sequence[object] = ()) -> str:
         """:func:`lesson_content` with this validator's key."""
         return lesson_content(record, verdicts, key=self.key)
 
@@ -423,7 +483,7 @@ class LessonValidator:
             return self._index
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
-        """Compare the candidate with every active lesson."""
+        """Compare the candidate with every active lesson whose scope covers its namespace."""
         if record.kind is Kind.LESSON:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         records = context.lessons()
@@ -433,7 +493,8 @@ class LessonValidator:
         shingles, words = _sketches(record.content, self.key)
         for sketch, threshold, least, what in ((shingles, self.threshold, self.min_shingles, "shingles"),
                                                (words, self.word_threshold, self.min_words, "words")):
-            found = index.best(sketch, what, threshold, least, self.trusted_writers)
+            found = index.best(sketch, what, threshold, within=record.namespace, least=least,
+                               writers=self.trusted_writers)
             if found is not None:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                                reason=f"resembles content rejected before (lesson {found[0]}, {what} "

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.memory.records import Kind, MemoryRecord, Source
-from memwarden.policies.namespace import Namespace
+from memwarden.core.records import Kind, MemoryRecord, Source
+from memwarden.core.namespace import Namespace
 from memwarden.policies.patterns import parse_pattern
 
 __all__ = ["ProvenanceRule", "DEFAULT_SHARED_LABELS"]

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from memwarden.memory.records import MemoryRecord, Principal
+from memwarden.core.records import MemoryRecord, Principal
 
 
 class Outcome(str, Enum):

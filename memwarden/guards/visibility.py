@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from memwarden.guards.forgetting import forget_at
-from memwarden.memory.records import MemoryRecord, Status
+from memwarden.core.records import MemoryRecord, Status
 
 Where = dict
 

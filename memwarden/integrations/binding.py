@@ -23,8 +23,8 @@ from typing import Any, TypeVar, Union
 
 from langgraph.config import get_config
 
-from memwarden.errors import AccessDenied, InvalidRequest
-from memwarden.memory.records import Principal
+from memwarden.core.errors import AccessDenied, InvalidRequest
+from memwarden.core.records import Principal
 
 __all__ = [
     "CONFIG_KEY",

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from memwarden.integrations import metrics as mw_metrics
-from memwarden.integrations import tracing as mw_tracing
+from memwarden.memory import metrics as mw_metrics
+from memwarden.memory import tracing as mw_tracing
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider

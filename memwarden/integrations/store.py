@@ -41,11 +41,11 @@ from langgraph.store.base import (
     BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
 )
 
-from memwarden.errors import InvalidRequest, NotFound
+from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
-from memwarden.memory import ops as mw
-from memwarden.memory.records import MemoryRecord, Principal, SearchHit, keyed_id
-from memwarden.policies.namespace import Namespace, canonical_label, canonical_namespace
+from memwarden.core import ops as mw
+from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
+from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace
 
 if TYPE_CHECKING:
     from memwarden.memory.memory import Memory
@@ -106,12 +106,12 @@ class GovernedStore(BaseStore):
 
     def _flush(self, principal: Principal, writes: list[mw.WriteOp]) -> None:
         if writes:
-            self._memory.batch(principal, writes)
+            self._memory.batch(principal, writes, binding=AGENT)
             writes.clear()
 
     def _run(self, principal: Principal, op: Op) -> Result:
         if isinstance(op, GetOp):
-            record = self._memory.batch(principal, [mw.GetOp(keyed_id(canonical_namespace(op.namespace), op.key))])[0]
+            record = self._memory.batch(principal, [mw.GetOp(keyed_id(canonical_namespace(op.namespace), op.key))], binding=AGENT)[0]
             return _item(record) if record is not None else None
         if isinstance(op, SearchOp):
             return self._search(principal, op)
@@ -124,7 +124,7 @@ class GovernedStore(BaseStore):
     def _delete(self, principal: Principal, op: PutOp) -> None:
         rid = keyed_id(canonical_namespace(op.namespace), op.key)
         try:
-            self._memory.batch(principal, [mw.ForgetOp(rid)])
+            self._memory.batch(principal, [mw.ForgetOp(rid)], binding=AGENT)
         except NotFound:
             # LangGraph's delete of a missing item is a no-op; any other invalid request (an
             # unknown principal, say) still surfaces.
@@ -141,7 +141,7 @@ class GovernedStore(BaseStore):
         found: list[SearchItem] = []
         start = 0
         while len(found) < wanted and start <= mw.MAX_K:
-            hits = self._memory.batch(principal, [mw.SearchOp(op.query or None, prefix, k=page, offset=start)])[0]
+            hits = self._memory.batch(principal, [mw.SearchOp(op.query or None, prefix, k=page, offset=start)], binding=AGENT)[0]
             found += _search_items(hits, op.filter)
             if len(hits) < page:
                 break
@@ -158,7 +158,7 @@ class GovernedStore(BaseStore):
         # The longest literal head of a prefix condition narrows what the core reads (and so
         # what the policy scope is checked against); wildcards are matched here afterwards.
         prefix = max((_literal_head(c.path) for c in conditions if c.match_type == "prefix"), key=len, default=())
-        namespaces = self._memory.batch(principal, [mw.ListNamespacesOp(prefix, limit=_ALL)])[0]
+        namespaces = self._memory.batch(principal, [mw.ListNamespacesOp(prefix, limit=_ALL)], binding=AGENT)[0]
         matching = [ns for ns in namespaces if all(_matches_condition(c, ns) for c in conditions)]
         if op.max_depth is not None:
             matching = sorted({ns[: op.max_depth] for ns in matching})

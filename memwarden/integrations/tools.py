@@ -22,10 +22,10 @@ from typing import Literal
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
-from memwarden.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
-from memwarden.memory.records import SearchHit, Status
+from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
+from memwarden.core.records import AGENT, SearchHit, Status
 from memwarden.memory.session import Session
-from memwarden.policies.namespace import namespace_text
+from memwarden.core.namespace import namespace_text
 
 __all__ = ["ForgetArgs", "RecallArgs", "RememberArgs", "memory_tools"]
 
@@ -102,6 +102,8 @@ def memory_tools(session: Session, *, default_namespace: str = "",
     unknown = set(names) - {"remember", "recall", "forget"}
     if unknown:
         raise InvalidRequest(f"unknown memory tool(s) {sorted(unknown)}; expected remember, recall, forget")
+    # What a model writes through the tools is an agent's, whatever the session was bound to.
+    session = session.bound(AGENT)
 
     def remember(content: str, namespace: str, kind: str = "fact", subjects: list[str] | None = None,
                  derived_from: list[str] | None = None) -> str:

@@ -44,7 +44,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -55,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from memwarden.databases import is_database_url, kind, libpq_url, redacted, sqlite_path
-from memwarden.errors import AuditError
+from memwarden.core.errors import AuditError
+from memwarden.memory.keyfile import create_key, read_key
 
 GENESIS = "0" * 64
 KEY_FILE = "audit.key"
@@ -264,39 +264,11 @@ class AuditLog:
     # -- the key ----------------------------------------------------------------------------
 
     def _read_key(self) -> bytes | None:
-        try:
-            text = self.key_path.read_text(encoding="ascii").strip()
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise AuditError(f"cannot read the audit key {self.key_path}: {exc}") from exc
-        try:
-            key = bytes.fromhex(text)
-        except ValueError:
-            key = b""
-        if len(key) < 32:
-            raise AuditError(f"the audit key {self.key_path} is not a 256-bit hex key")
-        return key
+        return read_key(self.key_path, what="audit key", error=AuditError)
 
     def _create_key(self) -> bytes:
         """Write a fresh key atomically (mode 0600); if another process won the race, use its."""
-        self.key_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.key_path.with_name(f".{self.key_path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="ascii") as fh:
-                fh.write(secrets.token_hex(32) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, self.key_path)  # fails if the key already exists: never overwrite one
-            except FileExistsError:
-                pass
-        finally:
-            tmp.unlink(missing_ok=True)
-        key = self._read_key()
-        assert key is not None
-        return key
+        return create_key(self.key_path, what="audit key", error=AuditError)
 
     def _meta(self) -> dict[str, str]:
         return dict(self._store.rows("SELECT name, value FROM {meta}"))

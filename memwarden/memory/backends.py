@@ -19,7 +19,7 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memwarden.policies.namespace import Namespace
+    from memwarden.core.namespace import Namespace
     from memwarden.policies.partitions import Partition, Target
 
 COLLECTION = "memwarden-records"
@@ -71,8 +71,8 @@ class Backend(Protocol):
     def count(self, *, where: Where | None = None, partitions: Sequence[Partition] | None = None) -> int:
         """Number of rows stored that pass ``where`` (only in ``partitions`` when given)."""
 
-    def partitions(self) -> list[Partition]:
-        """The namespace partitions that hold rows, in order."""
+    def partitions(self, *, fresh: bool = False) -> list[Partition]:
+        """The namespace partitions that hold rows, in order (``fresh``: no cached listing)."""
 
     def partition_of(self, namespace: Namespace) -> Partition:
         """The partition rows in ``namespace`` are stored in."""
@@ -85,6 +85,10 @@ class Backend(Protocol):
     def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
                       accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:
         """Rows of planned partitions that pass their filter and ``where`` (and ``accept``)."""
+
+    def fetch_ids(self, ids: Sequence[str], steps: Sequence[tuple[Partition, Where | None]]) -> list[StoredRow]:
+        """Rows by id that pass the filter of one of ``steps`` (partition, filter), asking
+        every one of those partitions."""
 
     def close(self) -> None:
         """Release resources."""
@@ -259,10 +263,15 @@ class DelegatingBackend:
         self._before_read()
         return self._inner.count(where=where, partitions=partitions)
 
-    def partitions(self) -> list[Partition]:
+    def partitions(self, *, fresh: bool = False) -> list[Partition]:
         """See :meth:`Backend.partitions` (a held write may create a partition: a read)."""
         self._before_read()
-        return self._inner.partitions()
+        return self._inner.partitions(fresh=fresh)
+
+    def fetch_ids(self, ids: Sequence[str], steps: Sequence[tuple[Partition, Where | None]]) -> list[StoredRow]:
+        """See :meth:`Backend.fetch_ids`."""
+        self._before_read()
+        return self._inner.fetch_ids(ids, steps)
 
     def partition_of(self, namespace: Namespace) -> Partition:
         """See :meth:`Backend.partition_of` (pure: no read)."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
-from memwarden.memory.records import Kind, MemoryRecord, Status
+from memwarden.core.records import Kind, MemoryRecord, Status
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
 

@@ -11,7 +11,11 @@ ends, or earlier, as soon as anything could observe them:
   the held rows first, so it sees every earlier write, in order.
 
 Every operation in a batch therefore sees the state it would see had the writes before it been
-stored one by one; other processes see a batch's writes when it ends. Each held write was
+stored one by one; other processes see a batch's writes when it ends.
+
+Texts are embedded here, when they are sent, all of a batch's at once (several times faster
+than one by one): so no text reaches the embedder, which may be a hosted API, before the
+pipeline has decided and validated its write. Each held write was
 audited before it was held (audit before apply). If sending fails, every write that was not
 stored gets its compensating audit entry (through the callback registered with
 :meth:`CoalescingBackend.on_failure`) before the error propagates. Outside a batch, upserts go
@@ -29,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, Where
+from memwarden.memory.codec import stored_metadata
 
 # Rows per upsert when a batch is sent (well under Chroma's maximum batch size).
 _CHUNK = 500
@@ -36,9 +41,12 @@ _CHUNK = 500
 FailureCallback = Callable[[BaseException], None]
 
 
+Embed = Callable[[list[str]], np.ndarray]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class _Held:
-    embedding: np.ndarray
+    embedding: np.ndarray | None
     document: str
     metadata: dict[str, Any]
     on_failure: FailureCallback | None
@@ -47,8 +55,9 @@ class _Held:
 class CoalescingBackend(DelegatingBackend):
     """A Backend that holds upserts while a batch runs (see the module docstring)."""
 
-    def __init__(self, inner: Backend) -> None:
+    def __init__(self, inner: Backend, embed: Embed) -> None:
         super().__init__(inner)
+        self._embed = embed
         self._lock = threading.Lock()          # guards _held and _depth (short sections only)
         self._flush_lock = threading.Lock()    # one flush at a time, so rows arrive in order
         self._held: dict[str, _Held] = {}
@@ -66,6 +75,11 @@ class CoalescingBackend(DelegatingBackend):
             with self._lock:
                 self._depth -= 1
             self.flush()
+
+    @property
+    def is_holding(self) -> bool:
+        """True while a batch holds upserts."""
+        return self._depth > 0
 
     @contextmanager
     def on_failure(self, callback: FailureCallback) -> Iterator[None]:
@@ -88,7 +102,7 @@ class CoalescingBackend(DelegatingBackend):
             for start in range(0, len(pending), _CHUNK):
                 part = pending[start:start + _CHUNK]
                 try:
-                    self._inner.upsert([i for i, _ in part], np.stack([h.embedding for _, h in part]),
+                    self._inner.upsert([i for i, _ in part], self._vectors([h for _, h in part]),
                                        [h.document for _, h in part], [h.metadata for _, h in part])
                 except BaseException as exc:
                     self._drop(pending[start:])
@@ -99,6 +113,11 @@ class CoalescingBackend(DelegatingBackend):
                 # row upserted again meanwhile stays held with its newer content.
                 self._drop(part)
 
+    def _vectors(self, held: list[_Held]) -> np.ndarray:
+        missing = [h.document for h in held if h.embedding is None]
+        fresh = iter(self._embed(missing)) if missing else iter(())
+        return np.stack([h.embedding if h.embedding is not None else next(fresh) for h in held])
+
     def _drop(self, sent: list[tuple[str, _Held]]) -> None:
         with self._lock:
             for rid, held in sent:
@@ -107,17 +126,20 @@ class CoalescingBackend(DelegatingBackend):
 
     # -- the Backend protocol ---------------------------------------------------------------
 
-    def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
+    def upsert(self, ids: Sequence[str], embeddings: np.ndarray | None, documents: Sequence[str],
                metadatas: Sequence[dict[str, Any]]) -> None:
-        """Insert or replace rows: held while a batch runs, else stored now."""
+        """Insert or replace rows: held while a batch runs, else stored now. ``embeddings``
+        None: the documents are embedded when they are sent."""
+        vectors = [None] * len(ids) if embeddings is None else [np.asarray(v, dtype=np.float32) for v in embeddings]
         with self._lock:
             if self._depth:
                 callback = getattr(self._local, "callback", None)
-                for rid, vector, document, metadata in zip(ids, embeddings, documents, metadatas):
+                for rid, vector, document, metadata in zip(ids, vectors, documents, metadatas):
                     self._held.pop(rid, None)  # a newer write of the same id goes to the end
-                    self._held[rid] = _Held(np.asarray(vector, dtype=np.float32), document, dict(metadata), callback)
+                    self._held[rid] = _Held(vector, document, dict(metadata), callback)
                 return
-        self._inner.upsert(ids, embeddings, documents, metadatas)
+        held = [_Held(v, d, {}, None) for v, d in zip(vectors, documents)]
+        self._inner.upsert(ids, self._vectors(held), documents, metadatas)
 
     def _before_read(self) -> None:
         self.flush()
@@ -130,7 +152,7 @@ class CoalescingBackend(DelegatingBackend):
                 held = {rid: self._held[rid] for rid in ids if rid in self._held}
             rest = [rid for rid in ids if rid not in held]
             rows = self._inner.fetch(ids=rest, partitions=partitions) if rest else []
-            return rows + [StoredRow(rid, h.document, dict(h.metadata)) for rid, h in held.items()]
+            return rows + [StoredRow(rid, h.document, stored_metadata(h.metadata)) for rid, h in held.items()]
         return super().fetch(ids, where, limit, offset, partitions=partitions)
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from memwarden.guards.forgetting import forget_at
 from memwarden.memory.backends import StoredRow
-from memwarden.memory.records import MemoryRecord
+from memwarden.core.records import MemoryRecord
 # The keys policy filters read: labels as lbl_<name>, the writer's roles as a list.
 from memwarden.policies.pushdown import LABEL_PREFIX, WRITER_ROLES_KEY
 
@@ -30,8 +30,15 @@ def _dt(value: Any) -> datetime | None:
     return datetime.fromtimestamp(float(value), tz=timezone.utc)
 
 
-def to_metadata(record: MemoryRecord) -> dict[str, Any]:
-    """The flat metadata stored for a record (its content is stored as the document)."""
+def to_metadata(record: MemoryRecord, *, replacing: MemoryRecord | None = None) -> dict[str, Any]:
+    """The complete flat metadata of a record (its content is stored as the document).
+
+    Every field is present: an unset optional field is None, which both stores read as
+    "remove this key", because Chroma's upsert and update merge metadata, so a field left
+    out would silently keep the previous version's value (a label, approvals, an expiry).
+    ``replacing``: the stored version this metadata overwrites, whose labels the new record
+    lacks are removed the same way.
+    """
     meta: dict[str, Any] = {
         "ns": record.namespace_text,
         "ns_depth": len(record.namespace),
@@ -53,7 +60,7 @@ def to_metadata(record: MemoryRecord) -> dict[str, Any]:
     }
     for i, label in enumerate(record.namespace):
         meta[f"ns_{i}"] = label
-    # Chroma refuses empty lists and None values, so absent optional fields are omitted.
+    # Chroma refuses empty lists, so an empty list is stored as an absent key (None).
     optional = {
         "subjects": list(record.subjects),
         "parents": list(record.parents),
@@ -67,11 +74,19 @@ def to_metadata(record: MemoryRecord) -> dict[str, Any]:
         "last_access": _ts(record.last_access),
         "approvals": list(record.approvals),
         "rejections": list(record.rejections),
+        "reviewed": record.reviewed,
     }
-    meta.update({k: v for k, v in optional.items() if v not in (None, [])})
+    meta.update({k: (None if v == [] else v) for k, v in optional.items()})
+    if replacing is not None:
+        meta.update({LABEL_PREFIX + key: None for key in replacing.labels if key not in record.labels})
     for key, value in record.labels.items():
         meta[LABEL_PREFIX + key] = value
     return meta
+
+
+def stored_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """What a store keeps of ``metadata`` for a row it does not hold yet (no None values)."""
+    return {k: v for k, v in metadata.items() if v is not None}
 
 
 def from_row(row: StoredRow) -> MemoryRecord:
@@ -102,5 +117,6 @@ def from_row(row: StoredRow) -> MemoryRecord:
         uses=int(m.get("uses", 0)),
         approvals=tuple(m.get("approvals", ())),
         rejections=tuple(m.get("rejections", ())),
+        reviewed=m.get("reviewed"),
         labels={k[len(LABEL_PREFIX):]: v for k, v in m.items() if k.startswith(LABEL_PREFIX)},
     )

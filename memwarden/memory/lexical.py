@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 import snowballstemmer
 
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow
-from memwarden.policies.namespace import MAX_DEPTH
+from memwarden.core.namespace import MAX_DEPTH
 from memwarden.policies.sqlfilter import compile_where, scalar_column
 
 Where = dict[str, Any]
@@ -252,13 +252,15 @@ class LexicalIndex:
 
     def _write(self, db: sqlite3.Connection, ids: Sequence[str], documents: Sequence[str],
                metadatas: Sequence[dict[str, Any]], *, merge: bool) -> None:
-        meta = "json_patch(docs.meta, excluded.meta)" if merge else "excluded.meta"
+        # A None value removes the key, as in Chroma: json_patch drops null members, from a new
+        # row as from a merged one.
+        meta = "json_patch(docs.meta, :meta)" if merge else "json_patch('{}', :meta)"
         for rid, text, metadata in zip(ids, documents, metadatas):
             counts = Counter(terms(text))
             rowid = db.execute(
-                f"INSERT INTO docs(id, meta, len) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                f"meta = {meta}, len = excluded.len RETURNING rowid",
-                (rid, json.dumps(metadata), sum(counts.values()))).fetchone()[0]
+                f"INSERT INTO docs(id, meta, len) VALUES (:id, json_patch('{{}}', :meta), :len) ON CONFLICT(id) "
+                f"DO UPDATE SET meta = {meta}, len = excluded.len RETURNING rowid",
+                {"id": rid, "meta": json.dumps(metadata), "len": sum(counts.values())}).fetchone()[0]
             db.execute("DELETE FROM postings WHERE doc = ?", (rowid,))
             db.executemany("INSERT INTO postings(term, doc, tf) VALUES (?, ?, ?)",
                            [(t, rowid, n) for t, n in counts.items()])

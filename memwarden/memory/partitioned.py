@@ -40,10 +40,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memwarden.errors import InvalidRequest
+from memwarden.core.errors import InvalidRequest
 from memwarden.memory import compaction
 from memwarden.memory.backends import COLLECTION, StoredRow, Where, _rows, subject_filter
-from memwarden.policies.namespace import MAX_DEPTH, Namespace
+from memwarden.core.namespace import MAX_DEPTH, Namespace
 from memwarden.policies.partitions import Partition, Target, partition_of
 from memwarden.policies.pushdown import all_of
 
@@ -327,10 +327,12 @@ class PartitionedBackend:
 
     # -- what the planner needs ---------------------------------------------------------------
 
-    def partitions(self) -> list[Partition]:
-        """The partitions that exist now, in order."""
+    def partitions(self, *, fresh: bool = False) -> list[Partition]:
+        """The partitions that exist now, in order; ``fresh`` asks the store rather than
+        trusting a listing up to a second old (for look-ups that must not miss a partition
+        another process has just created)."""
         with self._gate.shared():
-            self._refresh()
+            self._refresh(now=fresh)
             return sorted(self._parts)
 
     def partition_of(self, namespace: Namespace) -> Partition:
@@ -458,6 +460,16 @@ class PartitionedBackend:
                 rows = [row for group in found for row in group]
                 return rows if limit is None else rows[:limit]
             return self._paged([(p, where) for p in parts], limit, offset or 0)
+
+    def fetch_ids(self, ids: Sequence[str], steps: Sequence[tuple[Partition, Where | None]]) -> list[StoredRow]:
+        """Rows by id that pass the filter of one of ``steps`` (partition, filter), asking
+        every one of those partitions side by side, whether or not this backend has seen the
+        ids before (so what it happens to know never changes what the look-up costs)."""
+        with self._gate.shared():
+            present = [(part, where) for part, where in steps if part in self._parts]
+            found = self._map(lambda step: self._get(step[0], ids=list(ids), where=step[1] or None), present)
+            rows = {row.id: row for group in found for row in group}
+            return [rows[i] for i in dict.fromkeys(ids) if i in rows]
 
     def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
                       accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:

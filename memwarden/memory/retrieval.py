@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from memwarden.memory.records import Kind, SearchHit
+from memwarden.core.records import Kind, SearchHit
 from memwarden.policies.pushdown import all_of
 
 Where = dict[str, Any]

@@ -6,12 +6,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memwarden.memory.ops import (
+from memwarden.core.ops import (
     EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, NamespaceLike, Op, RetractOp, ReviewOp, SearchOp,
     SweepOp, UpdateOp, WriteOp,
 )
-from memwarden.policies.namespace import Namespace
-from memwarden.memory.records import ErasureReceipt, Kind, MemoryRecord, Principal, SearchHit, Source
+from memwarden.core.namespace import Namespace
+from memwarden.core.records import (
+    SOURCE_ORDER, Binding, ErasureReceipt, Kind, MemoryRecord, Principal, ReviewResult, SearchHit, Source,
+)
 
 if TYPE_CHECKING:
     from memwarden.memory.memory import Memory
@@ -20,34 +22,51 @@ if TYPE_CHECKING:
 class Session:
     """Acts as one principal; every method builds one operation and runs it through the pipeline."""
 
-    def __init__(self, memory: Memory, principal: Principal) -> None:
+    def __init__(self, memory: Memory, principal: Principal, binding: Binding = Binding()) -> None:
         self._memory = memory
         self._principal = principal
+        self._binding = binding
 
     @property
     def principal(self) -> Principal:
         """Who this session acts as."""
         return self._principal
 
+    @property
+    def binding(self) -> Binding:
+        """Where this session's writes come from (set when it was created)."""
+        return self._binding
+
+    def bound(self, binding: Binding) -> Session:
+        """This session with writes coming from ``binding`` instead, never more trusted than
+        its own: the source becomes the less trusted of the two and the trust the lower (the
+        memory tools hand an agent such a session)."""
+        least = max(SOURCE_ORDER.index(self._binding.source), SOURCE_ORDER.index(binding.source))
+        return Session(self._memory, self._principal,
+                       Binding(source=SOURCE_ORDER[least], trust=min(self._binding.trust, binding.trust)))
+
     def batch(self, ops: Iterable[Op]) -> list[Any]:
         """Run several operations in order; see ``Memory.batch``."""
-        return self._memory.batch(self._principal, ops)
+        return self._memory.batch(self._principal, ops, binding=self._binding)
 
     def _one(self, op: Op) -> Any:
-        return self._memory.batch(self._principal, [op])[0]
+        return self._memory.batch(self._principal, [op], binding=self._binding)[0]
 
     def write(self, content: str, namespace: NamespaceLike, *, kind: str | Kind = Kind.FACT,
-              subjects: Sequence[str] = (), source: str | Source = Source.AGENT, parents: Sequence[str] = (),
+              subjects: Sequence[str] = (), source: str | Source | None = None, parents: Sequence[str] = (),
               valid_from: datetime | None = None, valid_to: datetime | None = None, ttl: float | None = None,
-              trust: float = 1.0, labels: Mapping[str, str] | None = None, key: str | None = None,
+              trust: float | None = None, labels: Mapping[str, str] | None = None, key: str | None = None,
               allow_reingest: bool = False) -> MemoryRecord:
         """Store a memory; raises AccessDenied, WriteRejected or InvalidRequest. A flagged write
         comes back with status ``quarantined`` and stays invisible to search until approved.
-        ``ttl`` overrides the policy's default; ``key`` makes an addressable item that a later
-        write with the same key overwrites; ``allow_reingest`` stores content that an erasure
-        tombstoned (it needs erase permission)."""
-        return self._one(WriteOp(content, namespace, kind, tuple(subjects), source, tuple(parents),
-                                 valid_from, valid_to, ttl, trust, dict(labels or {}), key, allow_reingest))
+        ``source`` and ``trust`` default to the session's binding; declaring another source,
+        or more trust, needs the policy action ``claim``. ``ttl`` overrides the policy's
+        default; ``key`` makes an addressable item that a later write with the same key
+        overwrites; ``allow_reingest`` stores content that an erasure tombstoned (it needs
+        erase permission)."""
+        return self._one(WriteOp(content, namespace, kind, subjects, source, parents,
+                                 valid_from, valid_to, ttl, trust, labels if labels is not None else {}, key,
+                                 allow_reingest))
 
     def search(self, query: str | None, namespace: NamespaceLike = (), *, k: int = 5,
                kinds: Sequence[str | Kind] | None = None, offset: int = 0, mode: str = "hybrid",
@@ -76,8 +95,7 @@ class Session:
     def update(self, id: str, content: str, *, kind: str | Kind | None = None,  # noqa: A002
                subjects: Sequence[str] | None = None, labels: Mapping[str, str] | None = None) -> MemoryRecord:
         """Write a new version that supersedes ``id``; returns the new version."""
-        return self._one(UpdateOp(id, content, kind, tuple(subjects) if subjects is not None else None,
-                                  dict(labels) if labels is not None else None))
+        return self._one(UpdateOp(id, content, kind, subjects, labels))
 
     def forget(self, id: str) -> None:  # noqa: A002
         """Logically forget a record: it is never returned again."""
@@ -86,14 +104,15 @@ class Session:
     def erase(self, subject: str | None = None, *, ids: Sequence[str] = ()) -> ErasureReceipt:
         """Erase every record about ``subject`` (and/or ``ids``) and all records derived from them.
         All or nothing: if any one may not be erased, nothing is and AccessDenied is raised."""
-        return self._one(EraseOp(subject, tuple(ids)))
+        return self._one(EraseOp(subject, ids))
 
-    def approve(self, id: str) -> MemoryRecord:  # noqa: A002
-        """Vote to release a quarantined record; returns it with its votes and status."""
+    def approve(self, id: str) -> ReviewResult:  # noqa: A002
+        """Vote to release a quarantined record; returns its status and votes (and the record
+        itself only when this principal may read it)."""
         return self._one(ReviewOp(id, True))
 
-    def reject(self, id: str) -> MemoryRecord:  # noqa: A002
-        """Vote to reject a quarantined record; returns it with its votes and status."""
+    def reject(self, id: str) -> ReviewResult:  # noqa: A002
+        """Vote to reject a quarantined record; returns its status and votes."""
         return self._one(ReviewOp(id, False))
 
     def retract(self, id: str) -> list[str]:  # noqa: A002

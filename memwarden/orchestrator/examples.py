@@ -21,8 +21,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from memwarden.memory.records import record_id
-from memwarden.policies.namespace import canonical_namespace
+from memwarden.core.records import record_id
+from memwarden.core.namespace import canonical_namespace
 
 __all__ = [
     "Catalog", "example_embedding", "example_parser", "load_chat_model", "recalled", "recalled_ids", "tool_errors",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
-from memwarden.errors import MemwardenError
+from memwarden.core.errors import MemwardenError
 
 __all__ = [
     "Assignment", "ResultRefused", "RoutingError", "TaskFailure", "TaskResult", "merge_results", "sort_key",

@@ -32,7 +32,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite, RetryPolicy, Send
 from pydantic import BaseModel
 
-from memwarden.errors import InvalidRequest
+from memwarden.core.errors import InvalidRequest
 from memwarden.memory.session import Session
 from memwarden.orchestrator.results import (
     Assignment, ResultRefused, TaskFailure, TaskResult, merge_results,

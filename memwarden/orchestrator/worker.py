@@ -41,9 +41,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import BaseModel, ValidationError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-from memwarden.errors import AccessDenied, InvalidRequest
+from memwarden.core.errors import AccessDenied, InvalidRequest
 from memwarden.integrations.binding import bind_principal
-from memwarden.memory.records import Principal
+from memwarden.core.records import Principal
 from memwarden.memory.session import Session
 from memwarden.orchestrator.results import Assignment, ResultRefused, TaskResult
 

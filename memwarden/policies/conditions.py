@@ -22,14 +22,13 @@ policy tools use: a condition then evaluates to None when the known attributes d
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from memwarden.errors import InvalidRequest, PolicyError
-from memwarden.policies.namespace import canonical_label
+from memwarden.core.errors import InvalidRequest, PolicyError
+from memwarden.core.namespace import canonical_value, is_label_name
 
 KINDS = ("fact", "event", "rule", "preference", "lesson")
 SOURCES = ("user", "agent", "tool", "external")
@@ -38,41 +37,6 @@ KIND, SOURCE, WRITER_ROLE, LABEL = "kind", "source", "writer_role", "label."
 _DOMAINS = {KIND: frozenset(KINDS), SOURCE: frozenset(SOURCES)}
 #: Characters the syntax itself uses; a value cannot contain them.
 _RESERVED = "=!&|"
-# Scripts whose letters imitate Latin ones. A value that mixes two of them is almost always a
-# spoof ("rеstricted" with a Cyrillic е), so it is refused rather than compared.
-_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
-
-
-def is_label_name(name: object) -> bool:
-    """True for a valid label name (the ``x`` of ``label.x``): ASCII letters, digits or '_'."""
-    return isinstance(name, str) and bool(name) and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
-
-
-def lookalike_scripts(text: str) -> tuple[str, ...]:
-    """The look-alike scripts ``text`` mixes (two or more), or () when it mixes none."""
-    scripts = set()
-    for ch in text:
-        if ch.isalpha():
-            script = "LATIN" if ch.isascii() else unicodedata.name(ch, "").split(" ", 1)[0]
-            if script in _LOOKALIKE_SCRIPTS:
-                scripts.add(script)
-    return tuple(sorted(scripts)) if len(scripts) > 1 else ()
-
-
-def canonical_value(value: object, *, what: str) -> str:
-    """An attribute value in canonical form (a label value, a role), or InvalidRequest.
-
-    The rules of namespace labels apply (NFKC, no invisible or control characters, no
-    separators or reserved spellings), and a value may not mix look-alike scripts.
-    """
-    text = canonical_label(value, what=what)
-    mixed = lookalike_scripts(text)
-    if mixed:
-        raise InvalidRequest(f"{what} {value!r} mixes {' and '.join(s.title() for s in mixed)} letters "
-                             "(a look-alike of another value?)")
-    return text
-
-
 @dataclass(frozen=True, slots=True)
 class RecordAttributes:
     """What a condition can look at: a record's kind, source, writer roles and labels.

@@ -21,9 +21,9 @@ import casbin
 
 from memwarden.policies.conditions import UNKNOWN, Condition, Projection, RecordAttributes, parse_condition
 from memwarden.policies.loading import (
-    PolicyData, PolicyDataAdapter, Rule, bundled_model_path, casbin_fields, read_policy,
+    LifecycleRule, PolicyData, PolicyDataAdapter, Rule, bundled_model_path, casbin_fields, read_policy,
 )
-from memwarden.policies.namespace import Namespace, namespace_text
+from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 
 Subjects = frozenset[str]
@@ -76,6 +76,8 @@ class Lifecycle:
     ttl: float | None
     half_life: float | None
     capacity: int | None
+    #: The ``cap`` line that sets ``capacity`` (the rule a capacity eviction runs under).
+    capacity_rule: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,13 +286,15 @@ class PolicyEngine:
     def lifecycle(self, namespace: Namespace, kind: str) -> Lifecycle:
         """Forgetting defaults for a record: the shortest TTL and half-life and the smallest
         capacity among the matching ``ttl``, ``decay`` and ``cap`` lines (the strictest wins)."""
-        def strictest(what: str) -> float | None:
-            values = [r.value for r in self._data.lifecycle if r.what == what and r.pattern.matches(namespace)
-                      and r.kind in (None, kind)]
-            return min(values) if values else None
+        def strictest(what: str) -> LifecycleRule | None:
+            rules = [r for r in self._data.lifecycle if r.what == what and r.pattern.matches(namespace)
+                     and r.kind in (None, kind)]
+            return min(rules, key=lambda r: r.value) if rules else None
 
-        cap = strictest("cap")
-        return Lifecycle(strictest("ttl"), strictest("decay"), int(cap) if cap is not None else None)
+        ttl, decay, cap = strictest("ttl"), strictest("decay"), strictest("cap")
+        return Lifecycle(ttl.value if ttl else None, decay.value if decay else None,
+                         int(cap.value) if cap else None,
+                         f"cap, {cap.pattern.text}, {int(cap.value)}" if cap else None)
 
     def scope(self, subjects: Subjects, action: str, prefix: Namespace) -> ReadScope:
         """The allow and deny clauses relevant to ``action`` at or below ``prefix``."""

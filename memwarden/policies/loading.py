@@ -16,9 +16,9 @@ from pathlib import Path
 
 from casbin import persist
 
-from memwarden.errors import InvalidRequest, PolicyError
+from memwarden.core.errors import InvalidRequest, PolicyError
 from memwarden.policies.conditions import KINDS, Condition, parse_condition
-from memwarden.policies.namespace import canonical_label
+from memwarden.core.namespace import canonical_label
 from memwarden.policies.patterns import NamespacePattern, parse_pattern
 
 ACTIONS = ("read", "write", "update", "forget", "erase", "approve", "admin", "history")

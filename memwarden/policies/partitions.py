@@ -40,7 +40,7 @@ from functools import lru_cache
 from typing import Any
 
 from memwarden.policies.engine import ReadScope
-from memwarden.policies.namespace import Namespace
+from memwarden.core.namespace import Namespace
 from memwarden.policies.patterns import ONE, NamespacePattern
 from memwarden.policies.pushdown import Where, all_of, any_of, outside_scope_filter, scope_filter
 

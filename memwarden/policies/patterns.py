@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memwarden.errors import InvalidRequest, PolicyError
-from memwarden.policies.namespace import MAX_DEPTH, Namespace, canonical_label
+from memwarden.core.errors import InvalidRequest, PolicyError
+from memwarden.core.namespace import MAX_DEPTH, Namespace, canonical_label
 
 ONE = "*"
 DEEP = "**"

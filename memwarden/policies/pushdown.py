@@ -18,7 +18,7 @@ from typing import Any
 
 from memwarden.policies.conditions import WRITER_ROLE, Condition, Term
 from memwarden.policies.engine import Clause, ReadScope
-from memwarden.policies.namespace import Namespace
+from memwarden.core.namespace import Namespace
 from memwarden.policies.patterns import ONE, NamespacePattern
 
 Where = dict[str, Any]

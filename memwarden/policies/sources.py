@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from memwarden.databases import is_database_url, kind, redacted, sqlalchemy_url
-from memwarden.errors import PolicyError
+from memwarden.core.errors import PolicyError
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import PolicyData, parse_policy_text, policy_lines
 

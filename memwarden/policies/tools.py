@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwarden.errors import InvalidRequest, PolicyError
+from memwarden.core.errors import InvalidRequest, PolicyError
 from memwarden.policies.conditions import TRUE, record_attributes
 from memwarden.policies.engine import Decision, PolicyEngine
 from memwarden.policies.loading import ACTIONS, PolicyData, RoleLink, Rule, parse_policy_text
-from memwarden.policies.namespace import MAX_DEPTH, canonical_label, canonical_namespace
+from memwarden.core.namespace import MAX_DEPTH, canonical_label, canonical_namespace
 from memwarden.policies.patterns import ONE, NamespacePattern
 
 __all__ = ["LintFinding", "can_match", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps"]

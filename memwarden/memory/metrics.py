@@ -35,7 +35,7 @@ try:  # the API's stand-in provider before any is set; private, so guarded
 except ImportError:  # pragma: no cover - other API versions
     _Proxy = NoOpMeterProvider
 
-from memwarden.integrations.tracing import SPAN_NAMES
+from memwarden.memory.tracing import SPAN_NAMES
 
 METER_NAME = "memwarden"
 #: Bucket boundaries (seconds) for the duration histogram: 0.5 ms to 10 s.

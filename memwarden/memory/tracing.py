@@ -34,24 +34,14 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
+from memwarden.core.schema import OP_KINDS, UPSERT_SPAN
+
 TRACER_NAME = "memwarden"
 
 #: Span names follow the GenAI memory conventions (``gen_ai.operation.name`` values).
-SPAN_NAMES = {
-    "write": "create_memory",
-    "update": "update_memory",
-    "review": "update_memory",     # a vote that releases or rejects a quarantined record
-    "search": "search_memory",
-    "list": "search_memory",
-    "get": "search_memory",
-    "history": "search_memory",    # every version of one memory
-    "forget": "delete_memory",
-    "erase": "delete_memory",
-    "retract": "delete_memory",    # a poisoned record goes; what derives from it is held
-    "sweep": "delete_memory",      # forgotten, expired and stale quarantined records purged
-}
+SPAN_NAMES = {name: kind.span for name, kind in OP_KINDS.items()}
 #: A keyed write (a LangGraph store ``put``) creates or overwrites without the caller choosing.
-UPSERT = "upsert_memory"
+UPSERT = UPSERT_SPAN
 
 #: Environment switches for content capture. memwarden's own, and the one the GenAI
 #: conventions name for instrumentations (any value but false/0/no/off/NO_CONTENT enables).
@@ -115,6 +105,35 @@ def operation_name(action: str, op: object | None = None) -> str:
     if action == "write" and getattr(op, "key", None) is not None:
         return UPSERT
     return SPAN_NAMES.get(action, action)
+
+
+def start_operation(op_name: str, op: object | None = None) -> Span:
+    """Start the span of one memory operation, a child of the caller's current span. It is
+    ended by :func:`finish_operation`, which may come after the operation returned: a write
+    held for its batch's one store call ends its span after that call."""
+    name = operation_name(op_name, op)
+    return _tracer.start_span(name, kind=SpanKind.INTERNAL, attributes={"gen_ai.operation.name": name})
+
+
+@contextmanager
+def use_operation(span: Span) -> Iterator[None]:
+    """Make ``span`` current while the operation runs (without ending it), so anything the
+    operation starts nests under it; an exception is recorded on it and re-raised."""
+    with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+        try:
+            yield
+        except BaseException as exc:
+            if span.is_recording():
+                span.record_exception(exc)
+                span.set_attribute("error.type", type(exc).__qualname__)
+            raise
+
+
+def finish_operation(span: Span, attributes: Callable[[], Mapping[str, Any]], *, outcome: str,
+                     op: object | None = None, result: object | None = None) -> None:
+    """Attach the operation's attributes (see :func:`annotate`) and end its span."""
+    annotate(span, attributes, error=outcome != "ok", op=op, result=result)
+    span.end()
 
 
 @contextmanager

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Sequence
 from urllib.parse import unquote
 
-from memwarden.errors import InvalidRequest
+from memwarden.core.errors import InvalidRequest
 
 Namespace = tuple[str, ...]
 
@@ -106,3 +106,38 @@ def canonical_namespace(namespace: object, *, allow_empty: bool = False) -> Name
 def namespace_text(namespace: Sequence[str]) -> str:
     """The display and storage form of a canonical namespace ("a/b/c")."""
     return "/".join(namespace)
+
+
+# Scripts whose letters imitate Latin ones. A value that mixes two of them is almost always a
+# spoof ("rеstricted" with a Cyrillic е), so it is refused rather than compared.
+_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
+
+
+def is_label_name(name: object) -> bool:
+    """True for a valid label name (the ``x`` of ``label.x``): ASCII letters, digits or '_'."""
+    return isinstance(name, str) and bool(name) and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
+
+
+def lookalike_scripts(text: str) -> tuple[str, ...]:
+    """The look-alike scripts ``text`` mixes (two or more), or () when it mixes none."""
+    scripts = set()
+    for ch in text:
+        if ch.isalpha():
+            script = "LATIN" if ch.isascii() else unicodedata.name(ch, "").split(" ", 1)[0]
+            if script in _LOOKALIKE_SCRIPTS:
+                scripts.add(script)
+    return tuple(sorted(scripts)) if len(scripts) > 1 else ()
+
+
+def canonical_value(value: object, *, what: str) -> str:
+    """An attribute value in canonical form (a label value, a role), or InvalidRequest.
+
+    The rules of namespace labels apply (NFKC, no invisible or control characters, no
+    separators or reserved spellings), and a value may not mix look-alike scripts.
+    """
+    text = canonical_label(value, what=what)
+    mixed = lookalike_scripts(text)
+    if mixed:
+        raise InvalidRequest(f"{what} {value!r} mixes {' and '.join(s.title() for s in mixed)} letters "
+                             "(a look-alike of another value?)")
+    return text

@@ -8,8 +8,8 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memwarden.errors import InvalidRequest
-from memwarden.policies.namespace import Namespace, canonical_label, namespace_text
+from memwarden.core.errors import InvalidRequest
+from memwarden.core.namespace import Namespace, canonical_label, namespace_text
 
 
 class Kind(str, Enum):
@@ -117,6 +117,9 @@ class MemoryRecord(BaseModel):
     uses: int = 0
     approvals: tuple[str, ...] = ()
     rejections: tuple[str, ...] = ()
+    #: The content digest the votes in ``approvals`` and ``rejections`` were cast for; a vote
+    #: counts only while it matches the content (see :func:`content_digest`).
+    reviewed: str | None = None
 
     @property
     def namespace_text(self) -> str:
@@ -147,6 +150,49 @@ class SearchHit(BaseModel):
     contradicted_by: tuple[str, ...] = ()
 
 
+#: How much each source is trusted, most first: a caller may declare a source its binding
+#: does not give it only where the policy lets it claim one.
+SOURCE_ORDER = (Source.USER, Source.AGENT, Source.TOOL, Source.EXTERNAL)
+
+
+class Binding(BaseModel):
+    """Where a session's writes come from, set by whoever creates the session (the
+    application), not by the caller of each write: the ``source`` and the highest ``trust``
+    its records get. A write that declares another source, or more trust, needs the policy
+    action ``claim`` (docs/policies.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: Source = Source.USER
+    trust: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+#: The binding of the LangGraph store adapter and the memory tools: what an agent writes.
+AGENT = Binding(source=Source.AGENT)
+
+
+def content_digest(content: str) -> str:
+    """The digest a review vote is bound to (sha256 of the content, 32 hex digits)."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:32]
+
+
+class ReviewResult(BaseModel):
+    """What a vote on a quarantined record did: the record's status and votes after it.
+
+    ``record`` is the record itself only when the reviewer may also read it; a reviewer who
+    may approve but not read gets no content back.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    status: Status
+    approvals: tuple[str, ...]
+    rejections: tuple[str, ...]
+    quorum: int
+    record: MemoryRecord | None = None
+
+
 class ErasureReceipt(BaseModel):
     """Content-free proof of an erasure: what was removed, by whom, under which rule."""
 
@@ -157,6 +203,10 @@ class ErasureReceipt(BaseModel):
     erased_ids_sha256: tuple[str, ...]
     count: int
     cascaded: int
+    #: Records about the subject, or derived from an erased record, that the caller may not
+    #: erase: they are held (quarantined, label ``erasure_pending``) until someone who may
+    #: erase them does.
+    held: int = 0
     actor: str
     rules: tuple[str, ...]
     erased_at: datetime

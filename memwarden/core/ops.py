@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import ClassVar, Union
 
-from memwarden.errors import InvalidRequest
-from memwarden.memory.records import Kind, Source, ensure_kind
-from memwarden.policies.conditions import canonical_value, is_label_name
-from memwarden.policies.namespace import Namespace, canonical_label, canonical_namespace
+from memwarden.core.errors import InvalidRequest
+from memwarden.core.records import Kind, Source, ensure_kind
+from memwarden.core.namespace import canonical_value, is_label_name
+from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace
 
 #: Longest content accepted, in characters (documented in the README).
 MAX_CONTENT_CHARS = 32_768
@@ -121,12 +121,14 @@ class WriteOp:
     namespace: NamespaceLike
     kind: str | Kind = Kind.FACT
     subjects: Sequence[str] = ()
-    source: str | Source = Source.AGENT
+    #: None: the session's binding decides (see :class:`~memwarden.core.records.Binding`).
+    source: str | Source | None = None
     parents: Sequence[str] = ()
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     ttl: float | None = None
-    trust: float = 1.0
+    #: None: the binding's trust.
+    trust: float | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     key: str | None = None
     allow_reingest: bool = False
@@ -134,13 +136,14 @@ class WriteOp:
     def canonical(self) -> WriteOp:
         """This op with every field checked and normalised."""
         try:
-            source = Source(self.source)
+            source = Source(self.source) if self.source is not None else None
         except ValueError:
             raise InvalidRequest(f"unknown source {self.source!r}; expected one of "
                                  + ", ".join(s.value for s in Source)) from None
         if self.ttl is not None and (not isinstance(self.ttl, (int, float)) or not math.isfinite(self.ttl) or self.ttl <= 0):
             raise InvalidRequest(f"ttl must be a positive number of seconds, got {self.ttl!r}")
-        if not isinstance(self.trust, (int, float)) or not 0.0 <= self.trust <= 1.0:
+        if self.trust is not None and (isinstance(self.trust, bool) or not isinstance(self.trust, (int, float))
+                                       or not 0.0 <= self.trust <= 1.0):
             raise InvalidRequest(f"trust must be between 0 and 1, got {self.trust!r}")
         valid_from, valid_to = _when(self.valid_from, "valid_from"), _when(self.valid_to, "valid_to")
         if valid_from and valid_to and valid_to <= valid_from:
@@ -155,7 +158,7 @@ class WriteOp:
             parents=tuple(_record_id(p) for p in _names(self.parents, "parents")),
             valid_from=valid_from,
             valid_to=valid_to,
-            trust=float(self.trust),
+            trust=float(self.trust) if self.trust is not None else None,
             labels=_labels(self.labels),
             key=_text(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
         )
@@ -389,11 +392,36 @@ class SweepOp:
 Op = Union[WriteOp, SearchOp, ListNamespacesOp, GetOp, UpdateOp, ForgetOp, EraseOp, ReviewOp, RetractOp,
            HistoryOp, SweepOp]
 
-#: The policy action each operation is checked against.
-POLICY_ACTION = {"write": "write", "search": "read", "list": "read", "get": "read", "update": "update",
-                 "forget": "forget", "erase": "erase", "review": "approve", "retract": "approve",
-                 "history": "history", "sweep": "admin"}
 
+@dataclass(frozen=True, slots=True)
+class EvictOp:
+    """The core's capacity eviction after a write into ``namespace`` (a ``cap`` line): keep
+    the namespace within ``capacity`` active records, never evicting ``keep``. Only the core
+    runs it; ``rule`` is the policy line that asks for it."""
+
+    action: ClassVar[str] = "evict"
+
+    namespace: Namespace
+    keep: str
+    capacity: int
+    rule: str
+
+    def canonical(self) -> EvictOp:
+        """Built by the pipeline from checked values."""
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverOp:
+    """The core finishing an erasure an interrupt left half done (journal number ``intent``)."""
+
+    action: ClassVar[str] = "recover"
+
+    intent: int
+
+    def canonical(self) -> RecoverOp:
+        """Built by the pipeline from its journal."""
+        return self
 
 def op_namespace(op: Op) -> Namespace | None:
     """The namespace an op names directly, if any (for spans and audit)."""

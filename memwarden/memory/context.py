@@ -1,0 +1,190 @@
+"""``OpContext``: the one door an operation handler has to policy, guards and the store.
+
+A handler receives what it declared it needs, already resolved, and this context for
+anything further: a decision on another record or version, a governed look-up, validation,
+the store's relations. Every decision made through it is recorded in the operation's facts
+(so its audit entry and span name every rule that decided), and every look-up is governed.
+Handlers import neither the policy engine nor a backend (``tests/test_pipeline_structure.py``
+checks it), so there is no second way through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memwarden.core.errors import AccessDenied, NotFound, WriteRejected
+from memwarden.core.namespace import Namespace, namespace_text
+from memwarden.core.records import Binding, Kind, MemoryRecord, Status
+from memwarden.guards.forgetting import forget_at
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict, strongest
+from memwarden.guards.visibility import is_visible
+from memwarden.memory.caches import Related
+from memwarden.memory.facts import OpFacts
+from memwarden.memory.journal import Intent
+from memwarden.policies.conditions import RecordAttributes
+from memwarden.policies.engine import Decision, Lifecycle, ReadScope
+
+if TYPE_CHECKING:
+    from memwarden.memory.pipeline import Pipeline
+    from memwarden.memory.settings import Settings
+    from memwarden.memory.view import StoreView
+
+
+@dataclass
+class OpContext:
+    """What one running operation may ask of the pipeline (see the module docstring)."""
+
+    facts: OpFacts
+    binding: Binding
+    now: datetime
+    _pipeline: Pipeline
+
+    # -- who and when ---------------------------------------------------------------------
+
+    @property
+    def principal_id(self) -> str:
+        """The acting principal's id."""
+        return self.facts.principal.id
+
+    @property
+    def is_core(self) -> bool:
+        """True when the core itself acts (lessons, maintenance)."""
+        return self._pipeline.is_core(self.facts.principal)
+
+    @property
+    def core_id(self) -> str:
+        """The id the core writes its own records under."""
+        return self._pipeline.core.id
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The roles the principal acts with (stored as a record's writer roles)."""
+        return tuple(self.facts.roles())
+
+    @property
+    def settings(self) -> Settings:
+        """The memory's settings."""
+        return self._pipeline.settings
+
+    @property
+    def view(self) -> StoreView:
+        """The store's relations and scoped reads (system reads: decide on what they return)."""
+        return self._pipeline.view
+
+    # -- decisions --------------------------------------------------------------------------
+
+    def decide(self, action: str, namespace: Namespace, attributes: RecordAttributes | None = None) -> Decision:
+        """The policy's decision (recorded in the facts), without raising."""
+        return self.facts.decided(self._pipeline.decide(self.facts.subjects, action, namespace, attributes))
+
+    def require(self, action: str, namespace: Namespace, attributes: RecordAttributes) -> Decision:
+        """The decision for ``action``; AccessDenied unless it allows."""
+        decision = self.decide(action, namespace, attributes)
+        if not decision.allowed:
+            raise AccessDenied(f"{self.principal_id!r} may not {action} in {namespace_text(namespace)!r}: "
+                               f"{decision.rule_text}", rule=decision.rule.text if decision.rule else None)
+        return decision
+
+    def require_on(self, action: str, record: MemoryRecord) -> Decision:
+        """``require`` for a record: its namespace and its attributes."""
+        return self.require(action, record.namespace, RecordAttributes.of(record))
+
+    def allows(self, action: str, record: MemoryRecord) -> bool:
+        """Whether the caller may do ``action`` on ``record`` (not recorded: a filter)."""
+        return self._pipeline.decide(self.facts.subjects, action, record.namespace,
+                                     RecordAttributes.of(record)).allowed
+
+    def sees(self, record: MemoryRecord | None) -> bool:
+        """Visible and readable by the caller."""
+        return record is not None and is_visible(record, self.now) and self.allows("read", record)
+
+    def scope(self, action: str, prefix: Namespace) -> ReadScope:
+        """The caller's scope for ``action`` at or below ``prefix`` (possibly empty)."""
+        return self._pipeline.scope(self.facts.subjects, action, prefix)
+
+    def lifecycle(self, namespace: Namespace, kind: Kind) -> Lifecycle:
+        """The policy's forgetting defaults for a record of ``kind`` in ``namespace``."""
+        return self._pipeline.lifecycle(namespace, kind)
+
+    # -- governed look-ups --------------------------------------------------------------------
+
+    def find(self, rid: str, action: str = "read", states: frozenset[Status] = frozenset(), *,
+             versions: bool = False, expired: bool = False) -> MemoryRecord | None:
+        """The record ``rid`` if the caller knows it (see :class:`~memwarden.memory.needs.OnRecord`;
+        ``expired``: a record past its expiry still counts for ``states``), else None,
+        whether it is missing or hidden."""
+        return self._pipeline.find(self, rid, action, states, versions, expired)
+
+    def missing(self, rid: str) -> NotFound:
+        """The error for an id the caller does not know: the same for hidden and missing ids."""
+        return NotFound(f"no record {rid!r} is visible to {self.principal_id!r}")
+
+    def alive(self, record: MemoryRecord) -> bool:
+        """Not past its forget deadline (TTL or decay), whatever its status."""
+        deadline = forget_at(record)
+        return deadline is None or deadline > self.now
+
+    # -- guards -----------------------------------------------------------------------------
+
+    def validate(self, record: MemoryRecord, decision: Decision) -> MemoryRecord:
+        """Run the write validators on ``record``: WriteRejected (a lesson follows), or the
+        record, quarantined when a validator or the deciding rule asks for review."""
+        pipeline = self._pipeline
+        context = ValidationContext(self.facts.principal, self.facts.subjects,
+                                    related=lambda r, k: pipeline.related(self, r, k),
+                                    lessons=pipeline.lessons)
+        verdicts = list(pipeline.validators.run(record, context))
+        if decision.review:
+            verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,
+                                    reason=f"review required by {decision.rule_text}"))
+        self.facts.verdicts = verdicts
+        outcome = strongest(verdicts)
+        if outcome is Outcome.REJECT:
+            reasons = "; ".join(v.text for v in verdicts if v.outcome is Outcome.REJECT)
+            self.learn(record, verdicts, stored=False)
+            raise WriteRejected(f"write rejected: {reasons}", verdicts=tuple(verdicts))
+        if outcome is Outcome.QUARANTINE:
+            return record.model_copy(update={"status": Status.QUARANTINED})
+        return record
+
+    def tombstoned(self, subjects: Sequence[str], namespace: Namespace, content: str,
+                   attributes: RecordAttributes) -> str | None:
+        """The subject whose erased content this write would re-ingest in ``namespace``, if
+        any; consulted only where the caller may read, so a tombstone never confirms an
+        erasure outside the caller's scope."""
+        if not subjects or not self._pipeline.decide(self.facts.subjects, "read", namespace, attributes).allowed:
+            return None
+        return self._pipeline.tombstones.hit(subjects, namespace, content)
+
+    def related(self, record: MemoryRecord, k: int) -> list[MemoryRecord]:
+        """Up to ``k`` records about the same subjects that the caller may see."""
+        return self._pipeline.related(self, record, k)
+
+    def about(self, subjects: Sequence[str]) -> list[Related]:
+        """The subject index's entries about ``subjects`` (a cache of the store: decide with
+        :meth:`sees` before using one)."""
+        return self._pipeline.subject_index.about(subjects)
+
+    def intent(self, n: int) -> Intent:
+        """The unfinished erasure with journal number ``n`` (for the core's recovery)."""
+        return next(i for i in self._pipeline.journal.pending() if i.n == n)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The vector of a search query (only ever after the search's decision)."""
+        return self._pipeline.embed_query(text)
+
+    # -- what follows the operation --------------------------------------------------------------
+
+    def learn(self, record: MemoryRecord, verdicts: Sequence[Verdict], *, stored: bool) -> None:
+        """Leave a lesson about ``record`` once this operation is audited."""
+        self.facts.follow_ups.append(lambda: self._pipeline.learn(record, verdicts, stored=stored))
+
+    def system(self, op: object) -> None:
+        """Run ``op`` as the core, through the pipeline, once this operation is audited (a
+        capacity eviction after a write)."""
+        self.facts.follow_ups.append(lambda: self._pipeline.system(op))

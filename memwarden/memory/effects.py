@@ -1,0 +1,69 @@
+"""What an operation changes, as values the pipeline applies after auditing them.
+
+A handler returns its effects; it never touches the store. The pipeline writes the audit
+entry first, then applies the effects in order (so a crash leaves an audited change that may
+be absent, never a change no entry accounts for), and the caches follow from the same values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from memwarden.core.records import MemoryRecord, Status
+from memwarden.memory.journal import Intent
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """Store ``record`` (text and complete metadata; its text is embedded when it is sent).
+    ``replacing``: the stored row under the same id it overwrites, if any."""
+
+    record: MemoryRecord
+    replacing: MemoryRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Restate:
+    """Replace the metadata of stored records: each pair is (new state, stored state)."""
+
+    changes: tuple[tuple[MemoryRecord, MemoryRecord], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """Refresh the decay clocks of records just read (only the decay fields are sent, so a
+    concurrent change of anything else is never overwritten by a read)."""
+
+    records: tuple[MemoryRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Purge:
+    """Remove ``records`` and every physical copy of them."""
+
+    records: tuple[MemoryRecord, ...]
+
+
+def relabel(records: list[MemoryRecord], status: Status, labels: dict[str, str]) -> Restate:
+    """Move ``records`` to ``status`` with ``labels`` added; votes are cleared, since a vote
+    counts only for the state it was cast on."""
+    return Restate(tuple((r.model_copy(update={"status": status, "labels": {**r.labels, **labels},
+                                               "approvals": (), "rejections": (), "reviewed": None}), r)
+                         for r in records))
+
+
+@dataclass(frozen=True, slots=True)
+class Erase:
+    """An erasure: tombstone ``marks``, hold ``held`` (quarantined, label ``erasure_pending``)
+    and purge ``records``, recorded as an intent first (see :mod:`memwarden.memory.journal`)."""
+
+    records: tuple[MemoryRecord, ...]
+    held: tuple[MemoryRecord, ...]
+    marks: tuple[str, ...]
+    subject: str | None
+    #: The journal intent this erasure finishes (recovery after an interrupt), if any.
+    resumes: Intent | None = None
+
+
+Effect = Union[Store, Restate, Touch, Purge, Erase]

@@ -1,0 +1,114 @@
+"""``OpFacts``: what one operation did, gathered as it runs; it becomes the operation's audit
+entry and its span attributes, so the two always say the same thing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memwarden.core.namespace import Namespace, namespace_text
+from memwarden.core.records import Principal
+from memwarden.core.schema import OP_KINDS
+from memwarden.guards.validators import Verdict
+from memwarden.policies.engine import Decision
+
+
+@dataclass
+class OpFacts:
+    """The facts of one operation (see the module docstring).
+
+    ``outcome`` is "ok", "denied", "rejected", "invalid", "error", or "pending" for an
+    erasure whose intent is recorded and whose deletion has not finished.
+    """
+
+    op: str
+    principal: Principal
+    subjects: frozenset[str] = frozenset()
+    namespace: Namespace | None = None
+    decision: str | None = None
+    rules: list[str] = field(default_factory=list)
+    verdicts: Sequence[Verdict] = ()
+    record_ids: list[str] = field(default_factory=list)
+    returned: int | None = None
+    withheld: int | None = None
+    held: int | None = None
+    rechecked_out: int = 0
+    replay: bool = False
+    outcome: str = "error"
+    error: str | None = None
+    audited: bool = False
+    audit_seq: int | None = None
+    search_mode: str | None = None
+    candidates: dict[str, int] = field(default_factory=dict)
+    note: str | None = None
+    #: The audit entry this one completes (an erasure's intent), if any.
+    completes: int | None = None
+    # Operations of the core that this one causes (lessons, evictions), run once it is audited.
+    follow_ups: list[Callable[[], None]] = field(default_factory=list)
+
+    def decided(self, decision: Decision) -> Decision:
+        """Record a policy decision (the last one sets ``decision``; every rule is kept)."""
+        self.decision = "allow" if decision.allowed else "deny"
+        self.rules.append(decision.rule_text)
+        return decision
+
+    @property
+    def action(self) -> str:
+        """The policy action of this operation's kind."""
+        return OP_KINDS[self.op].action
+
+    def roles(self) -> list[str]:
+        """The roles the principal acted with (its subjects but its own id)."""
+        return sorted(self.subjects - {self.principal.id})
+
+    def audit_entry(self) -> dict[str, Any]:
+        """The audit log entry (content-free: ids, counts, decisions and verdicts)."""
+        entry = {
+            "op": self.op,
+            "principal": self.principal.id,
+            "roles": self.roles(),
+            "action": self.action,
+            "namespace": namespace_text(self.namespace) if self.namespace is not None else None,
+            "decision": self.decision,
+            "rules": list(dict.fromkeys(self.rules)),
+            "verdicts": [v.text for v in self.verdicts],
+            "records": self.record_ids,
+            "returned": self.returned,
+            "withheld": self.withheld,
+            "replay": self.replay,
+            "outcome": self.outcome,
+            "error": self.error,
+        }
+        # Only where they say something, so entries of other kinds keep their old shape.
+        if self.held is not None:
+            entry["held"] = self.held
+        if self.completes is not None:
+            entry["completes"] = self.completes
+        return entry
+
+    def span_attributes(self) -> dict[str, Any]:
+        """The ``memwarden.*`` span attributes (the ``gen_ai.*`` ones derive from them)."""
+        return {
+            "gen_ai.operation.name": OP_KINDS[self.op].span,
+            "memwarden.operation": self.op,
+            "memwarden.principal": self.principal.id,
+            "memwarden.roles": self.roles(),
+            "memwarden.action": self.action,
+            "memwarden.namespace": namespace_text(self.namespace) if self.namespace is not None else None,
+            "memwarden.decision": self.decision,
+            "memwarden.rule": "; ".join(dict.fromkeys(self.rules)) or None,
+            "memwarden.verdicts": [v.text for v in self.verdicts],
+            "memwarden.record_ids": self.record_ids,
+            "memwarden.records.returned": self.returned,
+            "memwarden.records.withheld": self.withheld,
+            "memwarden.records.held": self.held,
+            "memwarden.records.rechecked_out": self.rechecked_out,
+            "memwarden.replay": self.replay,
+            "memwarden.outcome": self.outcome,
+            "memwarden.audit.seq": self.audit_seq,
+            "memwarden.search.mode": self.search_mode,
+            "memwarden.search.candidates.dense": self.candidates.get("dense"),
+            "memwarden.search.candidates.lexical": self.candidates.get("lexical"),
+            "memwarden.search.note": self.note,
+        }

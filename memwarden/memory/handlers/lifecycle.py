@@ -1,0 +1,122 @@
+"""The lifecycle of stored memories: forget, retract, review votes and the sweeper."""
+
+from __future__ import annotations
+
+from memwarden.core.errors import AccessDenied, InvalidRequest
+from memwarden.core.ops import ForgetOp, RetractOp, ReviewOp, SweepOp
+from memwarden.core.records import MemoryRecord, ReviewResult, Status, content_digest
+from memwarden.guards.validators import Outcome, Verdict
+from memwarden.memory.codec import from_row
+from memwarden.memory.context import OpContext
+from memwarden.memory.effects import Effect, Purge, Restate, relabel
+from memwarden.memory.handlers import Handler
+from memwarden.memory.handlers.reads import current
+from memwarden.memory.handlers.writes import retire
+from memwarden.memory.needs import Found, InScope, OnRecord
+from memwarden.policies.engine import ReadScope
+from memwarden.policies.pushdown import all_of, any_of
+
+
+def _active_descendants(ctx: OpContext, ids: list[str]) -> list[MemoryRecord]:
+    return [r for r in ctx.view.descendants(ids) if r.status is Status.ACTIVE]
+
+
+def _run_forget(op: ForgetOp, got: Found, ctx: OpContext) -> tuple[None, list[Effect]]:
+    # Forgetting is about the memory, not one version: an id from before an update still
+    # names it, and every version of it goes, so no older text resurfaces in history.
+    # Records derived from it (provenance) may repeat what it said: they are held in
+    # quarantine, wherever they live, until a reviewer looks at them again.
+    target = got.record
+    lineage = current(ctx, target, "forget")
+    if lineage is None:
+        raise ctx.missing(op.id)
+    versions = [r for r in lineage if r.status is not Status.FORGOTTEN]
+    # Every version goes, so every version must be one the caller may forget.
+    for version in versions:
+        if version.id != target.id:
+            ctx.require_on("forget", version)
+    held = _active_descendants(ctx, [r.id for r in versions])
+    ctx.facts.record_ids = [r.id for r in versions] + [r.id for r in held]
+    gone = Restate(tuple((r.model_copy(update={"status": Status.FORGOTTEN, "valid_to": r.valid_to or ctx.now,
+                                               "approvals": (), "rejections": (), "reviewed": None}), r)
+                         for r in versions))
+    return None, [gone, relabel(held, Status.QUARANTINED, {"derived_from_forgotten": target.id})]
+
+
+FORGET = Handler(need=lambda op, ctx: OnRecord(op.id, "forget", versions=True), run=_run_forget)
+
+
+def _run_retract(op: RetractOp, got: Found, ctx: OpContext) -> tuple[list[str], list[Effect]]:
+    # Taint tracing: everything derived from the poisoned record, transitively, is held for
+    # review; quarantine only hides, so it is applied wherever descendants live.
+    record = got.record
+    held = _active_descendants(ctx, [record.id])
+    ctx.facts.record_ids = [record.id] + [r.id for r in held]
+    verdict = Verdict(validator="retraction", outcome=Outcome.REJECT, reason=f"retracted by {ctx.principal_id}")
+    ctx.learn(record, [verdict], stored=True)
+    return [r.id for r in held], [relabel([record], Status.FORGOTTEN, {"forgotten": "retracted"}),
+                                  relabel(held, Status.QUARANTINED, {"tainted_by": record.id})]
+
+
+RETRACT = Handler(need=lambda op, ctx: OnRecord(op.id, "approve", frozenset({Status.ACTIVE, Status.QUARANTINED})),
+                  run=_run_retract)
+
+
+def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult, list[Effect]]:
+    record = got.record
+    if record.status is not Status.QUARANTINED:
+        raise ctx.missing(op.id)  # nothing awaits review under this id, whatever else is there
+    ctx.facts.record_ids = [record.id]
+    voter = ctx.principal_id
+    if voter == record.writer:
+        raise AccessDenied(f"{voter!r} wrote {record.id!r} and may not review it")
+    if (ctx.now - record.created_at).total_seconds() >= ctx.settings.review_timeout:
+        raise InvalidRequest(f"the review window of {record.id!r} has closed; it counts as rejected")
+    # A vote counts only for the content it was cast on.
+    digest = content_digest(record.content)
+    fresh = record.reviewed == digest
+    approvals = set(record.approvals) if fresh else set()
+    rejections = set(record.rejections) if fresh else set()
+    (approvals if op.approve else rejections).add(voter)
+    (rejections if op.approve else approvals).discard(voter)
+    quorum = ctx.settings.quorum
+    status, labels = Status.QUARANTINED, dict(record.labels)
+    if len(approvals) >= quorum:
+        status = Status.ACTIVE
+    elif len(rejections) >= quorum:
+        status, labels["forgotten"] = Status.FORGOTTEN, "rejected"
+    ctx.facts.rules.append(f"votes: {len(approvals)} approve, {len(rejections)} reject, quorum {quorum}")
+    decided = record.model_copy(update={"approvals": tuple(sorted(approvals)), "rejections": tuple(sorted(rejections)),
+                                        "reviewed": digest, "status": status, "labels": labels})
+    effects: list[Effect] = [Restate(((decided, record),))]
+    if record.supersedes and status is Status.ACTIVE:
+        older = ctx.view.stored(record.supersedes, record.namespace)
+        if older is not None and older.status is Status.ACTIVE:
+            effects.append(retire(older, ctx.now))
+    if status is Status.FORGOTTEN:
+        ctx.learn(decided, [Verdict(validator="quorum", outcome=Outcome.REJECT,
+                                    reason=f"rejected by {len(rejections)} reviewers")], stored=True)
+    # A reviewer who may approve but not read learns the outcome, never the content.
+    shown = decided if ctx.allows("read", decided) else None
+    return ReviewResult(id=record.id, status=status, approvals=decided.approvals, rejections=decided.rejections,
+                        quorum=quorum, record=shown), effects
+
+
+REVIEW = Handler(need=lambda op, ctx: OnRecord(op.id, "approve", frozenset({Status.QUARANTINED})), run=_run_review)
+
+
+def _run_sweep(op: SweepOp, scope: ReadScope, ctx: OpContext) -> tuple[int, list[Effect]]:
+    now = ctx.now
+    cutoff = now.timestamp() - ctx.settings.review_timeout
+    gone = any_of([{"status": Status.FORGOTTEN.value},
+                   all_of([{"status": Status.ACTIVE.value}, {"expires_at": {"$lte": now.timestamp()}}]),
+                   all_of([{"status": Status.QUARANTINED.value}, {"created_at": {"$lte": cutoff}}])])
+    rows = ctx.view.listed(ctx.view.targets(scope), gone, None)
+    # Records held for an erasure are not garbage: they wait for someone who may erase them.
+    doomed = [r for r in map(from_row, rows) if ctx.allows("admin", r) and "erasure_pending" not in r.labels]
+    ctx.facts.record_ids = sorted(r.id for r in doomed)
+    ctx.facts.returned = len(doomed)
+    return len(doomed), [Purge(tuple(doomed))]
+
+
+SWEEP = Handler(need=lambda op, ctx: InScope("admin", op.namespace), run=_run_sweep)

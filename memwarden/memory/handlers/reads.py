@@ -1,0 +1,78 @@
+"""Reads of known records: get, history, and the listing of namespaces."""
+
+from __future__ import annotations
+
+from memwarden.core.namespace import Namespace
+from memwarden.core.ops import GetOp, HistoryOp, ListNamespacesOp
+from memwarden.core.records import MemoryRecord, Status
+from memwarden.guards.visibility import visible_metadata
+from memwarden.memory.codec import from_row
+from memwarden.memory.context import OpContext
+from memwarden.memory.effects import Effect, Touch
+from memwarden.memory.handlers import Handler
+from memwarden.memory.needs import Found, InScope, OnRecord
+from memwarden.policies.engine import ReadScope
+
+
+def touched(records: list[MemoryRecord]) -> list[Effect]:
+    """The decay refresh of records just returned (a use stretches the half-life)."""
+    fading = tuple(r for r in records if r.half_life)
+    return [Touch(fading)] if fading else []
+
+
+def _run_get(op: GetOp, got: Found | None, ctx: OpContext) -> tuple[MemoryRecord | None, list[Effect]]:
+    ctx.facts.record_ids = [op.id]
+    ctx.facts.returned = 0 if got is None else 1
+    return (got.record, touched([got.record])) if got is not None else (None, [])
+
+
+GET = Handler(need=lambda op, ctx: OnRecord(op.id, "read", missing_is_none=True), run=_run_get)
+
+
+def current(ctx: OpContext, target: MemoryRecord, action: str) -> list[MemoryRecord] | None:
+    """The versions of ``target``'s memory when the caller knows the memory (its current
+    version is visible, and the caller may read it or do ``action`` on it), else None: an id
+    of an earlier version names the memory only while the memory itself is there."""
+    versions = ctx.view.lineage(target)
+    head = next((r for r in reversed(versions) if r.status is not Status.QUARANTINED), target)
+    if head.status is not Status.ACTIVE or not ctx.alive(head) \
+            or not (ctx.allows("read", head) or ctx.allows(action, head)):
+        return None
+    return versions
+
+
+def _run_history(op: HistoryOp, got: Found, ctx: OpContext) -> tuple[list[MemoryRecord], list[Effect]]:
+    versions = current(ctx, got.record, "history")
+    if versions is None:
+        raise ctx.missing(op.id)
+    # Expiry and forgetting apply to history exactly as to get; versions may differ in kind
+    # and labels, so each one is shown only where the caller holds history on it.
+    live = [r for r in versions if r.status in (Status.ACTIVE, Status.SUPERSEDED) and ctx.alive(r)]
+    shown = [r for r in live if ctx.allows("history", r)]
+    ctx.facts.record_ids = [r.id for r in shown]
+    ctx.facts.returned, ctx.facts.withheld = len(shown), len(live) - len(shown)
+    return shown, []
+
+
+HISTORY = Handler(need=lambda op, ctx: OnRecord(op.id, "history", frozenset({Status.ACTIVE, Status.SUPERSEDED}),
+                                                versions=True), run=_run_history)
+
+
+def _run_list(op: ListNamespacesOp, scope: ReadScope, ctx: OpContext) -> tuple[list[Namespace], list[Effect]]:
+    now = ctx.now.timestamp()
+    seen: dict[Namespace, None] = {}
+    for row in ctx.view.listed(ctx.view.targets(scope), None, None):
+        if not visible_metadata(row.metadata, now):
+            continue
+        record = from_row(row)
+        # Re-checked like search hits.
+        if record.namespace[: len(op.prefix)] == op.prefix and ctx.sees(record):
+            seen[record.namespace[: op.max_depth] if op.max_depth else record.namespace] = None
+        else:
+            ctx.facts.rechecked_out += 1
+    found = sorted(seen)[op.offset: op.offset + op.limit]
+    ctx.facts.returned = len(found)
+    return found, []
+
+
+LIST = Handler(need=lambda op, ctx: InScope("read", op.prefix), run=_run_list)

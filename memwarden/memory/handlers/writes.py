@@ -1,0 +1,154 @@
+"""Writes: new memories, keyed items (the LangGraph store's put) and updates."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from memwarden.core.errors import AccessDenied, InvalidRequest, WriteRejected
+from memwarden.core.namespace import namespace_text
+from memwarden.core.ops import EvictOp, UpdateOp, WriteOp
+from memwarden.core.schema import LESSONS_NAMESPACE
+from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status, keyed_id, record_id
+from memwarden.memory.context import OpContext
+from memwarden.memory.effects import Effect, Restate, Store
+from memwarden.memory.handlers import Handler
+from memwarden.memory.needs import Found, InNamespace, OnRecord
+from memwarden.policies.conditions import RecordAttributes
+from memwarden.policies.engine import Decision
+
+def _provenance(op: WriteOp, ctx: OpContext) -> tuple[Source, float]:
+    """The source and trust a write gets: the binding's, unless the write declares others."""
+    return (op.source if op.source is not None else ctx.binding.source,
+            op.trust if op.trust is not None else ctx.binding.trust)
+
+
+def _attributes(op: WriteOp, ctx: OpContext) -> RecordAttributes:
+    """What a write rule's condition sees: the record as it will be stored."""
+    source, _ = _provenance(op, ctx)
+    return RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles), op.labels)
+
+
+def _need_write(op: WriteOp, ctx: OpContext) -> InNamespace | None:
+    if ctx.is_core:
+        return None  # the core's lessons: see _core_write
+    return InNamespace("write", op.namespace, _attributes(op, ctx))
+
+
+def _core_write(op: WriteOp, ctx: OpContext) -> Decision:
+    """The core writes lessons into their reserved namespace, whatever the policy says (it
+    never writes anything else); the audit entry names this rule."""
+    if op.namespace != LESSONS_NAMESPACE or op.kind is not Kind.LESSON:
+        raise AccessDenied("the core writes only lesson records")
+    ctx.facts.decision = "allow"
+    ctx.facts.rules.append(f"core: lessons in {namespace_text(LESSONS_NAMESPACE)!r}")
+    return Decision(True, "write", op.namespace, None)
+
+
+def _checked(op: WriteOp, ctx: OpContext, attributes: RecordAttributes) -> None:
+    """What a caller's write must pass besides the write decision: claims, parents, tombstones."""
+    source, trust = _provenance(op, ctx)
+    if SOURCE_ORDER.index(source) < SOURCE_ORDER.index(ctx.binding.source) or trust > ctx.binding.trust:
+        # Provenance more trusted than the binding gives is a claim, which needs the right to
+        # make it; declaring less (tool output in a user's session) needs none.
+        ctx.require("claim", op.namespace, attributes)
+    for parent in op.parents:
+        if ctx.find(parent) is None:
+            raise InvalidRequest(f"parent {parent!r} is not a record visible to {ctx.principal_id!r}")
+    erased = ctx.tombstoned(op.subjects, op.namespace, op.content, attributes)
+    if erased is not None:
+        if not op.allow_reingest:
+            raise WriteRejected(f"this content about subject {erased!r} was erased; re-ingesting it "
+                                "needs allow_reingest=True and erase permission")
+        ctx.require("erase", op.namespace, attributes)
+
+
+def _keyed_version(op: WriteOp, ctx: OpContext, existing: MemoryRecord, attributes: RecordAttributes) -> int:
+    """The version a keyed put gets over the row stored under its key (see docs/langgraph.md):
+    an item the caller sees is updated (update on the old and the new record); an expired or
+    forgotten one is gone, so the put starts afresh; any other is refused without saying more
+    about it than that the key is taken."""
+    if ctx.sees(existing) or (existing.status is Status.QUARANTINED and existing.writer == ctx.principal_id
+                              and ctx.allows("read", existing)):
+        ctx.require_on("update", existing)
+        ctx.require("update", op.namespace, attributes)
+        return existing.version + 1
+    if existing.status is Status.FORGOTTEN or (existing.status is not Status.QUARANTINED and not ctx.alive(existing)):
+        return 1
+    raise AccessDenied(f"{ctx.principal_id!r} may not write key {op.key!r} in {namespace_text(op.namespace)!r}: "
+                       "the key holds an item it may not replace")
+
+
+def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[MemoryRecord, list[Effect]]:
+    attributes = _attributes(op, ctx)
+    if ctx.is_core:
+        decision = _core_write(op, ctx)
+    else:
+        _checked(op, ctx, attributes)
+    assert decision is not None
+    keyed = op.key is not None
+    rid = keyed_id(op.namespace, op.key) if keyed else record_id(ctx.principal_id, op.namespace, op.content)
+    ctx.facts.record_ids = [rid]
+    existing = ctx.view.stored(rid, op.namespace)
+    version = 1
+    if existing is not None:
+        if not keyed and existing.status is not Status.FORGOTTEN:
+            ctx.facts.replay = True  # the same writer, place and content: a retry
+            return existing, []
+        if keyed:
+            version = _keyed_version(op, ctx, existing, attributes)
+    now = ctx.now
+    lifecycle = ctx.lifecycle(op.namespace, op.kind)
+    ttl = op.ttl if op.ttl is not None else lifecycle.ttl
+    source, trust = _provenance(op, ctx)
+    record = ctx.validate(MemoryRecord(
+        id=rid, namespace=op.namespace, content=op.content, kind=op.kind, subjects=op.subjects,
+        writer=ctx.principal_id, writer_roles=ctx.roles, source=source, parents=op.parents, created_at=now,
+        valid_from=op.valid_from, valid_to=op.valid_to,
+        expires_at=now + timedelta(seconds=ttl) if ttl else None, trust=trust, labels=op.labels,
+        key=op.key, version=version, half_life=lifecycle.half_life,
+        last_access=now if lifecycle.half_life else None,
+    ), decision)
+    if lifecycle.capacity is not None and record.status is Status.ACTIVE:
+        ctx.system(EvictOp(op.namespace, rid, lifecycle.capacity, lifecycle.capacity_rule or "cap"))
+    return record, [Store(record, replacing=existing)]
+
+
+WRITE = Handler(need=_need_write, run=_run_write)
+
+
+def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord, list[Effect]]:
+    old, before = got.record, got.decision
+    now = ctx.now
+    candidate = MemoryRecord(
+        id=record_id(ctx.principal_id, old.namespace, op.content, supersedes=old.id),
+        namespace=old.namespace, content=op.content,
+        kind=op.kind if op.kind is not None else old.kind,
+        subjects=op.subjects if op.subjects is not None else old.subjects,
+        labels=op.labels if op.labels is not None else old.labels,
+        # The new text is the updater's: it gets the updater's provenance, never the old one's.
+        writer=ctx.principal_id, writer_roles=ctx.roles, source=ctx.binding.source,
+        trust=min(old.trust, ctx.binding.trust), parents=old.parents, created_at=now,
+        version=old.version + 1, supersedes=old.id, key=old.key,
+        # The new version holds from when the old one stops holding (see below).
+        valid_from=now if old.valid_from is not None and old.valid_from < now else old.valid_from,
+        valid_to=old.valid_to, expires_at=old.expires_at, half_life=old.half_life,
+        last_access=now if old.half_life else None,
+    )
+    # Both versions must be allowed: an update cannot move a record out of (or into) what a
+    # condition covers by changing its kind or labels.
+    after = ctx.require_on("update", candidate)
+    new = ctx.validate(candidate, after if after.review or not before.review else before)
+    ctx.facts.record_ids = [new.id, old.id]
+    effects: list[Effect] = [Store(new)]
+    # A quarantined new version leaves the old one in force until it is approved.
+    if new.status is Status.ACTIVE:
+        effects.append(retire(old, now))
+    return new, effects
+
+
+def retire(old: MemoryRecord, now: object) -> Restate:
+    """The old version of an update, superseded from ``now``."""
+    return Restate(((old.model_copy(update={"status": Status.SUPERSEDED, "valid_to": now}), old),))
+
+
+UPDATE = Handler(need=lambda op, ctx: OnRecord(op.id, "update"), run=_run_update)

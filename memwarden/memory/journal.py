@@ -1,0 +1,96 @@
+"""The erasure journal: an erasure's intent, written durably before anything is deleted.
+
+An erasure removes many rows in several steps (tombstones, holds, the physical purge). An
+interrupt (a crash, kill -9, Ctrl-C) between two steps must never leave an erasure that reads
+as done, nor records the erasure meant to remove: the journal holds the intent (the ids to
+purge and to hold, the tombstone marks) from before the first step until the last one has
+finished, and an open finds and finishes what an interrupt left (see ``Pipeline.recover``).
+
+The intent names record ids, which follow from their content; it is deleted once the erasure
+is complete, with SQLite's secure delete and a truncated write-ahead log, so the journal
+keeps nothing of an erasure that has finished.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+JOURNAL_FILE = "erasures.sqlite3"
+_SCHEMA = "CREATE TABLE IF NOT EXISTS intents (n INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL)"
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """What one erasure is to do. ``n`` is its journal number; ``audit_seq`` the sequence
+    number of its "pending" audit entry (None until that entry is written)."""
+
+    n: int
+    principal: str
+    subject: str | None
+    purge: tuple[str, ...]
+    hold: tuple[str, ...]
+    marks: tuple[str, ...]
+    audit_seq: int | None = None
+    rules: tuple[str, ...] = field(default_factory=tuple)
+
+    def body(self) -> str:
+        """The intent as stored (JSON)."""
+        return json.dumps({"principal": self.principal, "subject": self.subject, "purge": list(self.purge),
+                           "hold": list(self.hold), "marks": list(self.marks), "audit_seq": self.audit_seq,
+                           "rules": list(self.rules)})
+
+
+def _intent(n: int, body: str) -> Intent:
+    data: dict[str, Any] = json.loads(body)
+    return Intent(n, data["principal"], data["subject"], tuple(data["purge"]), tuple(data["hold"]),
+                  tuple(data["marks"]), data.get("audit_seq"), tuple(data.get("rules", ())))
+
+
+class ErasureJournal:
+    """Intents of erasures under way, in a small SQLite file of the state directory."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # an intent is on disk before any deletion
+        self._db.execute("PRAGMA secure_delete=ON")
+        self._db.execute(_SCHEMA)
+
+    def begin(self, principal: str, subject: str | None, purge: list[str], hold: list[str], marks: list[str],
+              rules: list[str]) -> Intent:
+        """Record an intent durably; returns it with its journal number."""
+        draft = Intent(0, principal, subject, tuple(purge), tuple(hold), tuple(marks), None, tuple(rules))
+        with self._lock:
+            n = self._db.execute("INSERT INTO intents(body) VALUES (?)", (draft.body(),)).lastrowid
+        return Intent(int(n), principal, subject, draft.purge, draft.hold, draft.marks, None, draft.rules)
+
+    def audited(self, intent: Intent, seq: int | None) -> Intent:
+        """Note the sequence number of the intent's "pending" audit entry."""
+        noted = Intent(intent.n, intent.principal, intent.subject, intent.purge, intent.hold, intent.marks, seq,
+                       intent.rules)
+        with self._lock:
+            self._db.execute("UPDATE intents SET body = ? WHERE n = ?", (noted.body(), intent.n))
+        return noted
+
+    def pending(self) -> list[Intent]:
+        """Every intent not yet finished, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT n, body FROM intents ORDER BY n").fetchall()
+        return [_intent(n, body) for n, body in rows]
+
+    def finish(self, intent: Intent) -> None:
+        """The erasure is complete: forget its intent, leaving no copy in the file."""
+        with self._lock:
+            self._db.execute("DELETE FROM intents WHERE n = ?", (intent.n,))
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,453 @@
+"""``Pipeline``: the one governed path from a principal's operation to the store.
+
+Every operation, whatever its kind, runs the same steps here, and only here:
+
+    span start -> canonicalise + validate input -> the handler declares its need
+    -> the need is resolved: decided by policy before anything is looked up (deny by default)
+    -> the handler runs through its OpContext (further decisions, validators, governed reads)
+    -> audit entry (before any change) -> effects applied to the store -> caches follow
+    -> span end, with the real outcome, after the store has the change
+
+The pipeline alone holds the backend and the policy engine. Handlers
+(:mod:`memwarden.memory.handlers`) declare needs and return effects; they never decide, look
+up, write, audit or trace anything themselves. The core's maintenance (lessons, capacity
+eviction, erasure recovery) runs through the same path as system operations.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
+from typing import Any
+
+import numpy as np
+
+from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
+from memwarden.core.namespace import Namespace, namespace_text
+from memwarden.core.ops import Op, RecoverOp, WriteOp, op_namespace
+from memwarden.core.records import (
+    Binding, ErasureReceipt, Kind, MemoryRecord, Principal, Status, hashed, utcnow,
+)
+from memwarden.core.schema import LESSONS_NAMESPACE, OP_KINDS
+from memwarden.guards.contradiction import content_words
+from memwarden.guards.lessons import LessonValidator, lesson_content
+from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator
+from memwarden.guards.visibility import is_visible, visible_metadata
+from memwarden.memory.audit import AuditLog
+from memwarden.memory.backends import Backend
+from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
+from memwarden.memory.codec import from_row, to_metadata
+from memwarden.memory.coalesce import CoalescingBackend
+from memwarden.memory.context import OpContext
+from memwarden.memory.effects import Effect, Erase, Purge, Restate, Store, Touch
+from memwarden.memory.embeddings import Embedder, embed_many, embed_one
+from memwarden.memory.facts import OpFacts
+from memwarden.memory.handlers import handlers
+from memwarden.memory.handlers.erasure import held
+from memwarden.memory.journal import ErasureJournal
+from memwarden.memory.metrics import record_operation
+from memwarden.memory.needs import Found, InNamespace, InScope, Need, OnRecord
+from memwarden.memory.settings import Settings
+from memwarden.memory.tombstones import Tombstones
+from memwarden.memory.tracing import finish_operation, start_operation, use_operation
+from memwarden.memory.view import StoreView
+from memwarden.policies.conditions import RecordAttributes
+from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
+
+# Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
+_MAX_LESSONS = 500
+#: Operations only the core runs (they have no need: no policy decides them).
+SYSTEM_OPS = frozenset({"evict", "recover"})
+#: The binding of the core's own operations.
+_CORE_BINDING = Binding()
+
+_log = logging.getLogger("memwarden")
+
+
+class Pipeline:
+    """The governed path (see the module docstring); built and owned by a Memory."""
+
+    def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones,
+                 journal: ErasureJournal, *, embedder: Embedder, validators: Iterable[WriteValidator],
+                 settings: Settings, core: Principal, lesson_key: bytes | None = None) -> None:
+        self._embedder = embedder
+        # Upserts made inside one batch reach the store as one call, embedded together.
+        self._backend = CoalescingBackend(backend, embed=lambda texts: embed_many(embedder, texts))
+        self.view = StoreView(self._backend)
+        self._policy = policy
+        self._audit = audit
+        self.tombstones = tombstones
+        self.journal = journal
+        # Lessons are hashed with the store's secret key (open/connect pass lessons.key; a
+        # pipeline built without one gets a random key, never a public constant), or with the
+        # key the chain's lesson validator was given, so that the validator can read them.
+        store_key = lesson_key if lesson_key is not None else secrets.token_bytes(32)
+        self.validators = ValidatorChain(v.for_store(store_key) if isinstance(v, LessonValidator) else v
+                                         for v in validators)
+        self.settings = settings
+        self.core = core
+        self._handlers = handlers()
+        self._lesson_key = next((v.key for v in self.validators.validators if isinstance(v, LessonValidator)),
+                                store_key)
+        self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS, ttl=settings.cache_ttl)
+        self.subject_index = SubjectIndex(self._load_subject, ttl=settings.cache_ttl)
+        # Mutations check-then-store (idempotence, supersession, keyed versions); one lock
+        # keeps that atomic within the process.
+        self._write_lock = threading.RLock()
+        self._unfinished = bool(journal.pending())
+
+    # -- what handlers reach through their context -------------------------------------------
+
+    def is_core(self, principal: object) -> bool:
+        """True for the core's own principal object (never another with the same id)."""
+        return principal is self.core
+
+    def decide(self, subjects: frozenset[str], action: str, namespace: Namespace,
+               attributes: RecordAttributes | None) -> Decision:
+        """The policy engine's decision."""
+        return self._policy.decide(subjects, action, namespace, attributes)
+
+    def scope(self, subjects: frozenset[str], action: str, prefix: Namespace) -> ReadScope:
+        """The policy engine's scope for ``action`` at or below ``prefix``."""
+        return self._policy.scope(subjects, action, prefix)
+
+    def lifecycle(self, namespace: Namespace, kind: Kind) -> Lifecycle:
+        """The policy's forgetting defaults."""
+        return self._policy.lifecycle(namespace, kind.value)
+
+    def find(self, ctx: OpContext, rid: str, action: str, states: frozenset[Status],
+             versions: bool, expired: bool = False) -> MemoryRecord | None:
+        """The record ``rid`` if the caller knows it (see :class:`OnRecord`), looked up only
+        where the caller's read scope, or its scope for ``action`` when ``states`` allow
+        acting on records it cannot read, reaches; None for a hidden record as for a missing one."""
+        subjects = ctx.facts.subjects
+        scopes = [self.scope(subjects, "read", ())]
+        if states and action != "read":
+            scopes.append(self.scope(subjects, action, ()))
+        record = self.view.within(rid, scopes)
+        if record is None:
+            return None
+        if ctx.sees(record):
+            return record
+        if (versions and record.status is Status.SUPERSEDED and ctx.alive(record)
+                and ctx.allows("read", record)):
+            return record
+        if record.status in states and (expired or ctx.alive(record)) and ctx.allows(action, record):
+            return record
+        return None
+
+    def related(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]:
+        """Up to ``k`` active records sharing a subject with ``record`` that the caller may
+        see, those sharing the most content words with it first (only those can contradict
+        it). Served from the subject index, not the store."""
+        if not record.subjects:
+            return []
+        mine = content_words(record.content)
+        found: list[MemoryRecord] = []
+        # Ranked first (set sizes are cheap), checked against the policy only until k are found.
+        for related in sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine),
+                              reverse=True):
+            if related.record.id != record.id and ctx.sees(related.record):
+                found.append(related.record)
+                if len(found) == k:
+                    break
+        return found
+
+    def lessons(self) -> list[MemoryRecord]:
+        """The active lesson records the lesson validator consults."""
+        return self._lesson_cache.get()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A search query's vector."""
+        return embed_one(self._embedder, text, query=True)
+
+    def learn(self, record: MemoryRecord, verdicts: Sequence[Verdict], *, stored: bool) -> None:
+        """Leave a lesson about ``record`` (rejected or retracted) through the governed path.
+
+        ``stored``: the record exists in the store (it becomes the lesson's provenance parent).
+        A lesson that cannot be written is logged, not raised: the rejection it follows has
+        already taken effect, and the validators' other checks still stand.
+        """
+        if not self.settings.lessons or record.kind is Kind.LESSON:
+            return
+        # The lesson carries the record's subjects, so that erasing one of them erases it too.
+        op = WriteOp(lesson_content(record, verdicts, key=self._lesson_key), LESSONS_NAMESPACE, kind=Kind.LESSON,
+                     subjects=record.subjects, parents=(record.id,) if stored else (),
+                     labels={"lesson_for": record.id})
+        try:
+            self.system(op)
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            _log.warning("memwarden could not write a lesson for %s: %s", record.id, type(exc).__name__)
+
+    def system(self, op: Any) -> Any:
+        """Run ``op`` as the core (maintenance, lessons), through the whole pipeline."""
+        return self._run(self.core, op, _CORE_BINDING, [])
+
+    # -- running operations -------------------------------------------------------------------
+
+    def batch(self, principal: Principal, ops: Sequence[Op], binding: Binding) -> list[Any]:
+        """Run operations in order; see ``Memory.batch``."""
+        if self._unfinished:
+            self.recover()
+        deferred: list[Any] = []
+        try:
+            with self._backend.holding():
+                return [self._run(principal, op, binding, deferred) for op in ops]
+        finally:
+            # Spans of writes held for the batch's one store call end now, after that call.
+            for close in deferred:
+                close()
+
+    def recover(self) -> int:
+        """Finish every erasure an interrupt left half done (a system operation each, audited
+        and traced); returns how many. Run when a memory opens and before the next call."""
+        pending = self.journal.pending()
+        for intent in pending:
+            self.system(RecoverOp(intent.n))
+        self._unfinished = False
+        return len(pending)
+
+    def subjects_for(self, principal: object) -> frozenset[str]:
+        if principal is self.core:
+            return frozenset({self.core.id})  # outside the policy: system operations only
+        if not isinstance(principal, Principal):
+            raise InvalidRequest(f"principal must be a memwarden Principal, got {type(principal).__name__}")
+        if not self._policy.knows(principal.id, principal.roles):
+            raise InvalidRequest(f"unknown principal {principal.id!r}: it has no roles and the policy does not name it")
+        return self._policy.subjects(principal.id, principal.roles)
+
+    def _run(self, principal: Principal, op: Any, binding: Binding, deferred: list[Any]) -> Any:
+        kind = getattr(op, "action", None)
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None or (kind in SYSTEM_OPS and principal is not self.core):
+            raise InvalidRequest(f"not a memwarden operation: {type(op).__name__}")
+        facts = OpFacts(kind, principal if isinstance(principal, Principal) else Principal("invalid"))
+        started, result, store_held = time.perf_counter(), None, False
+        span = start_operation(kind, op)
+        try:
+            with use_operation(span):
+                result, store_held = self._run_one(principal, op, binding, handler, facts)
+                return result
+        finally:
+            def close() -> None:
+                finish_operation(span, facts.span_attributes, outcome=facts.outcome, op=op, result=result)
+                record_operation(facts.op, facts.outcome, facts.decision, facts.verdicts,
+                                 time.perf_counter() - started,
+                                 records=facts.returned if facts.op == "erase" else None)
+
+            if store_held:
+                deferred.append(close)
+            else:
+                close()
+            for follow_up in facts.follow_ups:
+                follow_up()
+
+    def _run_one(self, principal: Principal, op: Any, binding: Binding, handler: Any,
+                 facts: OpFacts) -> tuple[Any, bool]:
+        reads = OP_KINDS[facts.op].reads
+        try:
+            facts.subjects = self.subjects_for(principal)
+            op = op.canonical()
+            facts.namespace = op_namespace(op)
+            ctx = OpContext(facts, binding, utcnow(), self)
+            need = handler.need(op, ctx)
+            with nullcontext() if reads else self._write_lock:
+                got = self._resolve(need, ctx)
+                result, effects = handler.run(op, got, ctx)
+                result = self._apply(facts, effects, result)
+            facts.outcome = "ok"
+            return result, self._backend.is_holding and any(isinstance(e, Store) for e in effects)
+        except MemwardenError as exc:
+            facts.outcome = {AccessDenied: "denied", WriteRejected: "rejected"}.get(type(exc), "invalid")
+            facts.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            raise
+        except BaseException as exc:  # an interrupt is audited too
+            facts.outcome, facts.error = "error", type(exc).__name__
+            raise
+        finally:
+            if not facts.audited:
+                # Raising here replaces the result: an operation that cannot be audited
+                # does not return its data (fail closed).
+                facts.audit_seq = self._audit.append(facts.audit_entry(), flush=not reads)
+                facts.audited = True
+
+    def _resolve(self, need: Need | None, ctx: OpContext) -> Any:
+        """Resolve a handler's need, deciding before anything is looked up."""
+        facts = ctx.facts
+        if need is None:
+            if not ctx.is_core:
+                raise InvalidRequest(f"{facts.op} is a system operation")
+            return None
+        if isinstance(need, InNamespace):
+            return ctx.require(need.action, need.namespace, need.attributes)
+        if isinstance(need, InScope):
+            scope = self.scope(facts.subjects, need.action, need.prefix)
+            if scope.empty:
+                facts.decision = "deny"
+                facts.rules.append("no matching rule (deny by default)")
+                raise AccessDenied(f"{facts.principal.id!r} may not {need.action} anything at or below "
+                                   f"{namespace_text(need.prefix) or '(root)'!r}")
+            facts.decision = "allow"
+            facts.rules.extend(f"scope: {c.text}" for c in scope.allow)
+            facts.rules.extend(f"scope: not {c.text}" for c in scope.deny)
+            return scope
+        assert isinstance(need, OnRecord)
+        record = self.find(ctx, need.id, need.action, need.states, need.versions)
+        if record is None:
+            facts.record_ids = [need.id]
+            if need.missing_is_none:
+                facts.returned = 0
+                return None
+            raise ctx.missing(need.id)
+        facts.namespace = record.namespace
+        # The caller knows this record (it may read it, or act on it), so a denial may say so.
+        return Found(record, ctx.require_on(need.action, record))
+
+    # -- applying effects -----------------------------------------------------------------------
+
+    def _apply(self, facts: OpFacts, effects: list[Effect], result: Any) -> Any:
+        """Audit, then apply ``effects``; a failed apply gets a second, compensating entry.
+
+        Auditing first means a crash leaves either an audited change or an audit entry for a
+        change that is absent, never a change no entry accounts for. Upserts held until the
+        end of the batch get their compensating entry if storing them fails then.
+        """
+        erase = next((e for e in effects if isinstance(e, Erase)), None)
+        if erase is not None:
+            return self._erase(facts, erase, result)
+        if all(isinstance(e, Touch) for e in effects):
+            for effect in effects:  # a read's side effect on decay clocks: no entry of its own
+                self._apply_one(effect)
+            return result
+        facts.outcome = "ok"
+        facts.audit_seq = self._audit.append(facts.audit_entry())
+        facts.audited = True
+
+        def failed(exc: BaseException) -> None:
+            if facts.outcome != "error":  # once, whether apply or a later flush noticed
+                facts.outcome, facts.error = "error", f"apply failed after audit: {type(exc).__name__}"
+                self._audit.append(facts.audit_entry())
+
+        try:
+            with self._backend.on_failure(failed):
+                for effect in effects:
+                    self._apply_one(effect)
+        except Exception as exc:
+            failed(exc)
+            raise
+        finally:
+            # Even after a failed apply: it may have changed some of them.
+            self._follow(effects)
+        return result
+
+    def _apply_one(self, effect: Effect) -> None:
+        if isinstance(effect, Store):
+            record = effect.record
+            self._backend.upsert([record.id], None, [record.content],
+                                 [to_metadata(record, replacing=effect.replacing)])
+        elif isinstance(effect, Restate):
+            if effect.changes:
+                self._backend.update_metadata([new.id for new, _ in effect.changes],
+                                              [to_metadata(new, replacing=old) for new, old in effect.changes])
+        elif isinstance(effect, Touch):
+            now = utcnow()
+            fading = [r.model_copy(update={"last_access": now, "uses": r.uses + 1}) for r in effect.records]
+            # Only the decay fields are sent: Chroma merges metadata, so a concurrent forget
+            # or update of the same record is never overwritten by a read.
+            self._backend.update_metadata([r.id for r in fading], [
+                {k: v for k, v in to_metadata(r).items() if k in ("last_access", "uses", "expires_at")}
+                for r in fading])
+        elif isinstance(effect, Purge):
+            if effect.records:
+                self._backend.purge([r.id for r in effect.records])
+
+    def _follow(self, effects: Iterable[Effect]) -> None:
+        """Keep the write path's caches what the store now holds."""
+        changed: list[MemoryRecord] = []
+        added: list[MemoryRecord] = []
+        for effect in effects:
+            if isinstance(effect, Store):
+                changed += [effect.replacing] if effect.replacing is not None else []
+                added.append(effect.record)
+            elif isinstance(effect, Restate):
+                changed += [old for _, old in effect.changes]
+                added += [new for new, _ in effect.changes]
+            elif isinstance(effect, (Purge, Erase)):
+                changed += list(effect.records) + list(getattr(effect, "held", ()))
+        self.subject_index.discard(changed)
+        if any(r.kind is Kind.LESSON for r in changed):
+            self._lesson_cache.clear()
+        for record in added:
+            self.subject_index.add(record)
+            self._lesson_cache.add(record)
+
+    def _erase(self, facts: OpFacts, erase: Erase, result: Any) -> Any:
+        """Apply an erasure as a recorded intent: journal and "pending" audit entry first,
+        then tombstones, holds and the physical purge, then the final entry; the journal
+        forgets the intent only when all of it is done (see :mod:`memwarden.memory.journal`)."""
+        holds = held(list(erase.held), erase.subject)
+        intent = erase.resumes
+        if intent is None:
+            intent = self.journal.begin(facts.principal.id, erase.subject, [r.id for r in erase.records],
+                                        [r.id for _, r in holds], list(erase.marks), list(dict.fromkeys(facts.rules)))
+            self._unfinished = True
+            facts.outcome = "pending"
+            seq = self._audit.append(facts.audit_entry())
+            intent = self.journal.audited(intent, seq)
+            facts.completes = seq
+        else:
+            facts.record_ids = [hashed(i) for i in intent.purge]
+        facts.audited = True  # from here on, an interrupt leaves the pending entry: the truth
+        try:
+            # Tombstones first: from this moment the content cannot be re-ingested, even if
+            # the process dies before the rows are gone.
+            self.tombstones.add(intent.marks, intent.audit_seq)
+            if holds:
+                self._backend.update_metadata([new.id for new, _ in holds],
+                                              [to_metadata(new, replacing=old) for new, old in holds])
+            # Physically: no copy of text, metadata or vector stays in Chroma's files.
+            self._backend.purge(list(intent.purge))
+        finally:
+            self._follow([erase])
+        facts.outcome = "ok"
+        facts.audit_seq = self._audit.append(facts.audit_entry())
+        self.journal.finish(intent)
+        self._unfinished = bool(self.journal.pending())
+        if isinstance(result, ErasureReceipt):
+            return result.model_copy(update={"audit_seq": facts.audit_seq})
+        return result
+
+    # -- cache loaders (system reads) ---------------------------------------------------------------
+
+    def _load_subject(self, subject: str, limit: int) -> list[MemoryRecord]:
+        """Up to ``limit`` visible records about ``subject`` of the kinds the index holds."""
+        # Only the subject is looked up in the store: it matches few rows, and Chroma's filter
+        # costs by the rows a clause matches; visibility and kind are tested here.
+        now = utcnow().timestamp()
+        kinds = {k.value for k in INDEXED_KINDS}
+        return [from_row(row) for row in self.view.subject_rows(subject, 4 * limit)
+                if visible_metadata(row.metadata, now) and row.metadata.get("kind") in kinds][:limit]
+
+    def _load_lessons(self, limit: int) -> list[MemoryRecord]:
+        """The newest ``limit`` active lesson records."""
+        now = utcnow()
+        return sorted((r for r in self.view.kind_in(Kind.LESSON, LESSONS_NAMESPACE) if is_visible(r, now)),
+                      key=lambda r: r.created_at, reverse=True)[:limit]
+
+    # -- lifetime -----------------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> CoalescingBackend:
+        """The store (for the Memory that owns this pipeline, to close it)."""
+        return self._backend
+
+    def close(self) -> None:
+        """Release the store, the audit log, the tombstones and the journal."""
+        self._backend.close()
+        self._audit.close()
+        self.tombstones.close()
+        self.journal.close()
