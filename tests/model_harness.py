@@ -11,7 +11,6 @@ Shared by the stateful property test (tests/test_reference_model.py) and the lon
 from __future__ import annotations
 
 import hashlib
-import inspect
 import shutil
 import sys
 import tempfile
@@ -89,7 +88,8 @@ def view(op: str, value: Any) -> Any:
     if op in ("approve", "reject"):
         shown = value if isinstance(value, MemoryRecord) else getattr(value, "record", None)
         return {"id": value.id, "status": _plain(value.status), "approvals": tuple(value.approvals),
-                "rejections": tuple(value.rejections), "record": record_view(shown) if shown is not None else None}
+                "rejections": tuple(value.rejections), "quorum": getattr(value, "quorum", None),
+                "record": record_view(shown) if shown is not None else None}
     if op in ("erase_subject", "erase_ids"):
         hashes = value.erased_ids_sha256 if isinstance(value, ErasureReceipt) else tuple(_sha(i) for i in value.erased_ids)
         return {"subject": value.subject, "requested_ids": tuple(value.requested_ids), "erased": tuple(sorted(hashes)),
@@ -203,11 +203,8 @@ class Harness:
         self.memory = Memory.open(self.dir / "data", policy=self.dir / "policy.csv", embedding=self.embedder,
                                   validators=[], lessons=False, quorum=QUORUM, review_timeout=REVIEW_TIMEOUT)
         self.model = Model(POLICY, self.clock, quorum=QUORUM, review_timeout=REVIEW_TIMEOUT)
-        # The sessions bind their source where memwarden supports it; on older code the
-        # source is declared on each write instead.
-        self._binds = "source" in inspect.signature(Memory.session).parameters
-        self.sessions = {p: (self.memory.session(Principal(p), source=s) if self._binds
-                             else self.memory.session(Principal(p))) for p, s in PRINCIPALS.items()}
+        # Each session is bound to its principal's source; a write may still declare another.
+        self.sessions = {p: self.memory.session(Principal(p), source=s) for p, s in PRINCIPALS.items()}
         self.known: list[str] = []
         self.steps = 0
 
@@ -228,8 +225,6 @@ class Harness:
         s, a = self.sessions.get(step.principal), dict(step.args)
         if step.op in ("write", "put"):
             content, namespace = a.pop("content"), a.pop("namespace")
-            if not self._binds:
-                a["source"] = PRINCIPALS[step.principal]
             return lambda: s.write(content, namespace, **a)
         if step.op == "update":
             rid = a.pop("id")
@@ -239,25 +234,24 @@ class Harness:
         if step.op == "search":
             return lambda: s.search(a["query"], a["prefix"], k=1000)
         if step.op == "batch":
-            return lambda: s.batch([self._op(step.principal, kind, args) for kind, args in a["ops"]])
+            return lambda: s.batch([self._op(kind, args) for kind, args in a["ops"]])
         if step.op == "erase_subject":
             return lambda: s.erase(subject=a["subject"])
         if step.op == "erase_ids":
             return lambda: s.erase(ids=list(a["ids"]))
         return lambda: getattr(s, step.op)(a["id"])
 
-    def _op(self, principal: str, kind: str, args: dict[str, Any]) -> WriteOp | UpdateOp:
+    @staticmethod
+    def _op(kind: str, args: dict[str, Any]) -> WriteOp | UpdateOp:
         """One operation of a batch, as memwarden's op value."""
-        if kind == "update":
-            return UpdateOp(**args)
-        source = {} if self._binds else {"source": PRINCIPALS[principal]}
-        return WriteOp(**args, **source)
+        return UpdateOp(**args) if kind == "update" else WriteOp(**args)
 
     def _expected(self, step: Step) -> Callable[[], Any]:
         m, who, a = self.model, step.principal, dict(step.args)
         source = PRINCIPALS.get(who, "user")
         if step.op in ("write", "put"):
-            return lambda: m.write(who, source, a.pop("namespace"), a.pop("content"), **a)
+            declared = a.pop("source", None)
+            return lambda: m.write(who, source, a.pop("namespace"), a.pop("content"), source_declared=declared, **a)
         if step.op == "update":
             return lambda: m.update(who, source, a.pop("id"), a.pop("content"), **a)
         if step.op == "search":

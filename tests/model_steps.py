@@ -194,6 +194,8 @@ def _write_args(c: Chooser, pool: Pool, keyed: bool) -> dict[str, Any]:
         args["parents"] = (_ids(c, pool),)
     if c.chance(0.1):
         args["allow_reingest"] = True
+    if c.chance(0.1):
+        args["source"] = c.choice(["user", "agent", "tool", "external"])  # declared, not bound
     return args
 
 

@@ -30,6 +30,8 @@ record_id = sys.modules[MemoryRecord.__module__].record_id
 
 ACTIVE, QUARANTINED, SUPERSEDED, FORGOTTEN = "active", "quarantined", "superseded", "forgotten"
 NO_RULE = "no matching rule (deny by default)"
+#: Sources, most trusted first: declaring one more trusted than the session's needs ``claim``.
+TRUST_ORDER = ("user", "agent", "tool", "external")
 #: The label a held record (an erasure that could not reach it) carries.
 HELD_LABEL = "erasure_pending"
 
@@ -76,6 +78,7 @@ class ReviewResult:
     status: str
     approvals: tuple[str, ...]
     rejections: tuple[str, ...]
+    quorum: int
     record: Rec | None
 
 
@@ -206,6 +209,11 @@ class Model:
     def allowed(self, principal: str, action: str, rec: Rec | None) -> bool:
         return rec is not None and self.decide(principal, action, rec).allowed
 
+    @staticmethod
+    def missing(principal: str, rid: str) -> NotFound:
+        """The one answer for an id the caller may not know about, whatever exists."""
+        return NotFound(f"no record {rid!r} is visible to {principal!r}")
+
     def require(self, principal: str, action: str, rec: Rec) -> Verdict:
         verdict = self.decide(principal, action, rec)
         if not verdict.allowed:
@@ -239,13 +247,22 @@ class Model:
                     changed = True
         return sorted(found.values(), key=lambda r: (r.version, r.created_at, r.id))
 
-    def knows_memory(self, principal: str, rec: Rec | None) -> bool:
-        """forget and history: the record is seen, or it is an earlier version of a seen memory."""
+    def alive(self, rec: Rec) -> bool:
+        return rec.expires_at is None or rec.expires_at > self.clock.now
+
+    def current(self, principal: str, rec: Rec | None, action: str) -> list[Rec] | None:
+        """forget and history: the versions of ``rec``'s memory when the caller knows it (its
+        current version, the newest not under review, is active, alive, and readable or open
+        to ``action`` for the caller), else None."""
         if rec is None:
-            return False
-        if self.seen(principal, rec):
-            return True
-        return rec.status == SUPERSEDED and any(self.seen(principal, v) for v in self.versions(rec))
+            return None
+        versions = self.versions(rec)
+        settled = [v for v in versions if v.status != QUARANTINED]
+        head = settled[-1] if settled else None
+        if head is None or not self.visible(head) or not (
+                self.allowed(principal, "read", head) or self.allowed(principal, action, head)):
+            return None
+        return versions
 
     def descendants(self, ids: Iterable[str]) -> list[Rec]:
         """Records derived (through parents) from ``ids``, transitively."""
@@ -305,13 +322,17 @@ class Model:
 
     def write(self, principal: str, source: str, namespace: tuple[str, ...] | str, content: str, *, kind: str = "fact",
               subjects: tuple[str, ...] = (), parents: tuple[str, ...] = (), labels: Mapping[str, str] | None = None,
-              ttl: float | None = None, key: str | None = None, allow_reingest: bool = False) -> Rec:
+              ttl: float | None = None, key: str | None = None, allow_reingest: bool = False,
+              source_declared: str | None = None) -> Rec:
         namespace, subjects, now = canonical(namespace), names(subjects), self.clock.now
         lifetime = ttl if ttl is not None else self._lifecycle("ttl", namespace, kind)
         rid = keyed_id(namespace, key) if key is not None else record_id(principal, namespace, content)
-        new = Rec(rid, namespace, content, kind, subjects, principal, self.roles(principal), source, parents, now,
+        new = Rec(rid, namespace, content, kind, subjects, principal, self.roles(principal), source_declared or source,
+                  parents, now,
                   now + timedelta(seconds=lifetime) if lifetime else None, ACTIVE, 1, None, dict(labels or {}), key)
         verdict = self.require(principal, "write", new)
+        if TRUST_ORDER.index(new.source) < TRUST_ORDER.index(source):
+            self.require(principal, "claim", new)  # a more trusted source than the session's
         for parent in parents:
             if not self.seen(principal, self.records.get(parent)):
                 raise InvalidRequest(f"parent {parent!r} is not a record visible to {principal!r}")
@@ -329,8 +350,9 @@ class Model:
                 return old  # a replay stores nothing
         elif old is not None and old.status != FORGOTTEN and (self.visible(old) or old.status == QUARANTINED):
             if not self.seen(principal, old):
-                # Refused exactly like a write denial: nothing about the stored item shows.
-                raise AccessDenied(f"{principal!r} may not write in {_text(namespace)!r}: {NO_RULE}")
+                # Nothing about the stored item shows, only that the key is taken (a documented limit).
+                raise AccessDenied(f"{principal!r} may not write key {key!r} in {_text(namespace)!r}: "
+                                   "the key holds an item it may not replace")
             review = self.require(principal, "update", old).review or review
             review = self.require(principal, "update", new).review or review
             new = replace(new, version=old.version + 1)
@@ -343,7 +365,7 @@ class Model:
                subjects: tuple[str, ...] | None = None, labels: Mapping[str, str] | None = None) -> Rec:
         old = self.records.get(rid)
         if not self.seen(principal, old):
-            raise NotFound(f"no record {rid!r} is visible to {principal!r}")
+            raise self.missing(principal, rid)
         before = self.require(principal, "update", old)
         now = self.clock.now
         new = replace(old, id=record_id(principal, old.namespace, content, supersedes=old.id), content=content,
@@ -361,22 +383,24 @@ class Model:
 
     def forget(self, principal: str, rid: str) -> None:
         target = self.records.get(rid)
-        if not self.knows_memory(principal, target):
-            raise NotFound(f"no record {rid!r} is visible to {principal!r}")
-        versions = self.versions(target)
+        # A version under review or already forgotten names nothing the caller may know of.
+        known = target is not None and target.status in (ACTIVE, SUPERSEDED)
+        versions = self.current(principal, target, "forget") if known else None
+        if versions is None:
+            raise self.missing(principal, rid)
         live = [v for v in versions if v.status != FORGOTTEN]
         for v in [target] + [v for v in live if v.id != target.id]:
             self.require(principal, "forget", v)
         for v in live:
-            self.records[v.id] = replace(v, status=FORGOTTEN)
+            self.records[v.id] = replace(v, status=FORGOTTEN, approvals=(), rejections=())
         self.requarantine(self.descendants(v.id for v in versions), "derived_from_forgotten", target.id)
 
     def retract(self, principal: str, rid: str) -> list[str]:
         rec = self.records.get(rid)
         knows = self.seen(principal, rec) or (
-            self.allowed(principal, "approve", rec) and rec.status in (ACTIVE, QUARANTINED))
+            self.allowed(principal, "approve", rec) and rec.status in (ACTIVE, QUARANTINED) and self.alive(rec))
         if not knows:
-            raise InvalidRequest(f"no record {rid!r} can be retracted")
+            raise self.missing(principal, rid)
         self.require(principal, "approve", rec)
         self.records[rid] = replace(rec, status=FORGOTTEN, approvals=(), rejections=(),
                                     labels={**rec.labels, "forgotten": "retracted"})
@@ -384,9 +408,10 @@ class Model:
 
     def review(self, principal: str, rid: str, approve: bool) -> ReviewResult:
         rec = self.records.get(rid)
-        awaiting = rec is not None and rec.status == QUARANTINED and HELD_LABEL not in rec.labels
+        # A record past its expiry can never be released: it is gone, like a missing one.
+        awaiting = rec is not None and rec.status == QUARANTINED and self.alive(rec) and HELD_LABEL not in rec.labels
         if not (awaiting and self.allowed(principal, "approve", rec)):
-            raise InvalidRequest(f"no record {rid!r} is awaiting review")
+            raise self.missing(principal, rid)
         if principal == rec.writer:
             raise AccessDenied(f"{principal!r} wrote {rid!r} and may not review it")
         if (self.clock.now - rec.created_at).total_seconds() >= self.review_timeout:
@@ -406,17 +431,18 @@ class Model:
         if status == ACTIVE and older is not None and older.status == ACTIVE:
             self.records[older.id] = replace(older, status=SUPERSEDED)
         shown = decided if self.allowed(principal, "read", decided) else None
-        return ReviewResult(rid, status, decided.approvals, decided.rejections, shown)
+        return ReviewResult(rid, status, decided.approvals, decided.rejections, self.quorum, shown)
 
     def history(self, principal: str, rid: str) -> list[Rec]:
         target = self.records.get(rid)
-        if not self.knows_memory(principal, target):
-            raise InvalidRequest(f"no record {rid!r} has a history visible to {principal!r}")
+        knows = self.seen(principal, target) or (
+            self.allowed(principal, "history", target) and target.status in (ACTIVE, SUPERSEDED) and self.alive(target))
+        versions = self.current(principal, target, "history") if knows else None
+        if versions is None:
+            raise self.missing(principal, rid)
         self.require(principal, "history", target)
-        now = self.clock.now
-        return [v for v in self.versions(target)
-                if v.status in (ACTIVE, SUPERSEDED) and (v.expires_at is None or v.expires_at > now)
-                and self.allowed(principal, "read", v) and self.allowed(principal, "history", v)]
+        return [v for v in versions if v.status in (ACTIVE, SUPERSEDED) and self.alive(v)
+                and self.allowed(principal, "history", v)]
 
     def erase(self, principal: str, subject: str | None = None, ids: tuple[str, ...] = ()) -> Receipt:
         if self.scope_empty(principal, "erase", ()):
@@ -424,7 +450,8 @@ class Model:
         subject = names([subject])[0] if subject is not None else None
         mine = lambda r: self.allowed(principal, "erase", r)  # noqa: E731 - read as a predicate
         direct = {i for i in ids if mine(self.records.get(i))}
-        about = {r.id for r in self.records.values() if subject is not None and subject in r.subjects}
+        about = {r.id for r in self.records.values() if subject is not None
+                 and (subject in r.subjects or r.labels.get(HELD_LABEL) == subject)}
         reached = direct | about
         frontier = set(reached)
         while frontier:
@@ -440,7 +467,9 @@ class Model:
             rec = self.records.pop(i)
             self.tombstones |= {(rec.namespace, s, normal(rec.content)) for s in rec.subjects}
         for rec in held:
-            self.records[rec.id] = replace(rec, status=QUARANTINED, approvals=(), rejections=(),
-                                           labels={**rec.labels, HELD_LABEL: "true"})
+            # Held until an erase that may reach it does; a forgotten record stays forgotten.
+            self.records[rec.id] = replace(rec, status=FORGOTTEN if rec.status == FORGOTTEN else QUARANTINED,
+                                           approvals=(), rejections=(),
+                                           labels={**rec.labels, HELD_LABEL: subject if subject is not None else "ids"})
         first = len(direct | {i for i in about if i in erased})
         return Receipt(subject, tuple(ids), tuple(erased), len(erased), len(erased) - first, len(held), principal)
