@@ -1,7 +1,7 @@
 """A small in-memory reference model of memwarden's documented semantics (issue 16, item 6).
 
-It is the spec of /work/briefs/semantics.md written as code, and nothing more: a dict of
-records, a set of tombstones and a clock. Decisions are made by the tiny evaluator below over
+It is the semantics of issue 16 ("one decision point": who may do what, and what a caller may
+learn) written as code, and nothing more: a dict of records, a set of tombstones and a clock. Decisions are made by the tiny evaluator below over
 the rules memwarden's own parser reads (so that the parser is shared but PolicyEngine, pycasbin,
 the pushdown and the store are all under test): a rule applies when its subject is one of the
 caller's subjects, its action is the one asked, its pattern matches the namespace label by label
@@ -9,8 +9,8 @@ and its condition holds on the record; any applying deny wins, else any allow or
 (review also quarantines), else deny by default.
 
 Every operation returns what memwarden should return, or raises the memwarden exception (type and
-message) it should raise. Messages are the texts memwarden uses today; where the spec names none
-the assumption is recorded in /work/briefs/model-questions.md.
+message) it should raise. Where the spec names no message the model uses memwarden's text;
+the spec questions and the model's assumptions are listed in the issue's notes.
 """
 
 from __future__ import annotations

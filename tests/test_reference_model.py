@@ -215,6 +215,10 @@ SCENARIOS = {
     "a tombstone confirms nothing outside its namespace": [
         _w("alice", NOTE, P1, subjects=("p1",)), Step("erase_subject", "dpo", {"subject": "p1"}),
         _w("mal", NOTE, LOBBY, subjects=("p1",))],
+    "a record held for erasure cannot be voted back": [
+        _w("feed", NOTE, ("ward", "pat", "p2"), subjects=("p1",)), Step("erase_subject", "dana", {"subject": "p1"}),
+        _on("approve", "rita", _rid("feed", NOTE, ("ward", "pat", "p2"))),
+        _on("approve", "rex", _rid("feed", NOTE, ("ward", "pat", "p2")))],
     # 2. complete records: nothing of an overwritten keyed item carries over
     "an overwrite without a label drops the label": [
         _w("alice", NOTE, NOTES, key="k1", labels={"audience": "external"}), _w("alice", NOTE + "!", NOTES, key="k1"),
@@ -255,6 +259,15 @@ SCENARIOS = {
         _w("feed", NOTE, P1), _on("history", "bob", _rid("feed", NOTE, P1))],
     "capacity evicts without the writer's forget right": [
         *[_w("zed", f"{NOTE} {i}", BOARD) for i in range(4)], Step("search", "zed", {"prefix": BOARD, "query": None})],
+    # found by the model: a write into a partition right after an erasure there is lost
+    "a write after an erasure in the same partition is stored": [
+        _w("alice", NOTE, ("ward", "pat", "p2"), kind="rule", subjects=("p2",), key="k3"),
+        _w("bob", "p1 takes drug A daily", BOARD, kind="event", subjects=("p1",)),
+        Step("update", "bob", {"id": keyed_id(("ward", "pat", "p2"), "k3"), "content": "p2 has diabetes"}),
+        _w("feed", NOTE, P1, kind="rule", subjects=("p1", "p2"), key="k1"),
+        Step("erase_subject", "dpo", {"subject": "p1"}),
+        _w("bob", "p2 is HIV positive", P1, kind="event", subjects=("p1",)),
+        _on("get", "omni", _rid("bob", "p2 is HIV positive", P1))],
     # 6. nothing reaches the embedder before the decision
     "a denied batch embeds nothing": [
         Step("batch", "rex", {"ops": (("write", _w("rex", NOTE, BOARD).args), ("write", _w("rex", "x y", NOTES).args))})],
