@@ -5,7 +5,8 @@ OpenTelemetry and written to a hash-chained audit log.
 """
 
 from memwarden.core.errors import (
-    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, WriteRejected,
+    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError, SignatureInvalid,
+    WriteRejected,
 )
 from memwarden.memory.memory import Memory
 from memwarden.memory.settings import Settings
@@ -20,8 +21,9 @@ from memwarden.memory.session import Session
 __version__ = "0.1.0"
 
 __all__ = [
-    "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind", "ListNamespacesOp",
-    "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal", "RetractOp", "ReviewOp", "ReviewResult",
-    "SearchHit", "SearchOp", "Session", "Settings", "Source", "Status", "SweepOp", "UpdateOp", "WriteOp",
+    "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind",
+    "ListNamespacesOp", "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal",
+    "ProofError", "RetractOp", "ReviewOp", "ReviewResult", "SearchHit", "SearchOp", "Session", "Settings",
+    "SignatureInvalid", "Source", "Status", "SweepOp", "UpdateOp", "WriteOp",
     "WriteRejected",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,49 +42,69 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     return 0 if result.audit_ok else 1
 
 
-def _audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - AuditLog, imported lazily
-    from memwarden.databases import is_database_url
-    from memwarden.memory.audit import AuditLog
+def _audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - AuditLog | exit code
+    """The log ``--data``/``--audit`` names, or the exit code when there is none to open: 2 for
+    nothing there, 1 for a SQLite log that is gone although its key is still beside it."""
+    from memwarden.databases import is_database_url, kind, sqlite_path
+    from memwarden.memory.audit import KEY_ENV, KEY_FILE, AuditLog
 
-    if args.audit is not None:
-        if not is_database_url(args.audit) and not Path(args.audit).is_file():
-            console.print(f"[red]no audit log at {args.audit}[/]")
-            return None
+    if args.audit is None:
+        path = Path(args.data) / "audit.sqlite3"
+    elif not is_database_url(args.audit):
+        path = Path(args.audit)
+    elif kind(args.audit) == "sqlite":
+        path = sqlite_path(args.audit)
+    else:
         return AuditLog(args.audit, key_path=args.key)
-    path = Path(args.data) / "audit.sqlite3"
     if not path.is_file():
+        key = Path(args.key or os.environ.get(KEY_ENV) or path.parent / KEY_FILE)
+        if key.is_file():
+            console.print(f"[red]TAMPERED[/]: there is no audit log at {path}, but its key {key} exists "
+                          "(the log was deleted)", soft_wrap=True)
+            return 1
         console.print(f"[red]no audit log at {path}[/]")
-        return None
+        return 2
     return AuditLog(path, key_path=args.key)
 
 
+def _print_report(report, console: Console, what: str) -> int:  # noqa: ANN001 - VerifyReport
+    if report.ok:
+        console.print(f"[green]ok[/]: {report.entries} entries{what}", soft_wrap=True)
+        return 0
+    console.print(f"[red]TAMPERED[/]: {len(report.problems)} problem(s) in {report.entries} entries"
+                  + (f"; first bad entry: {report.bad_entries[0]}" if report.bad_entries else ""), soft_wrap=True)
+    for problem in report.problems[:50]:
+        console.print(f"  - {problem}", markup=False, soft_wrap=True)
+    if len(report.problems) > 50:
+        console.print(f"  ... and {len(report.problems) - 50} more")
+    return 1
+
+
 def _audit_verify(args: argparse.Namespace, console: Console) -> int:
-    log = _audit_log(args, console)
-    if log is None:
+    if args.log is not None or args.public_key is not None:
+        from memwarden.cli_proof import verify_exported
+
+        return verify_exported(args, console)
+    if args.head is not None:
+        console.print("[red]error:[/] --head goes with --log and --public-key (an exported log)")
         return 2
+    log = _audit_log(args, console)
+    if isinstance(log, int):
+        return log
     try:
         report = log.verify()
     finally:
         log.close()
-    if report.ok:
-        signed = f", {report.authenticated} signed" if report.authenticated else ""
-        console.print(f"[green]ok[/]: {report.entries} entries{signed}, hash chain and MACs intact")
-        return 0
-    console.print(f"[red]TAMPERED[/]: {len(report.problems)} problem(s) in {report.entries} entries"
-                  + (f"; first bad entry: {report.bad_entries[0]}" if report.bad_entries else ""))
-    for problem in report.problems[:50]:
-        console.print(f"  - {problem}", markup=False)
-    if len(report.problems) > 50:
-        console.print(f"  ... and {len(report.problems) - 50} more")
-    return 1
+    signed = f", {report.authenticated} signed" if report.authenticated else ""
+    return _print_report(report, console, f"{signed}, hash chain, MACs and anchored head intact")
 
 
 def _audit_flows(args: argparse.Namespace, console: Console) -> int:
     from memwarden.integrations.flows import build_flows, render_html, render_table
 
     log = _audit_log(args, console)
-    if log is None:
-        return 2
+    if isinstance(log, int):
+        return log
     try:
         report = build_flows(log.entries(), verify=log.verify())
     finally:
@@ -179,7 +200,12 @@ def _erase(args: argparse.Namespace, console: Console) -> int:
     memory, session = _acting_session(args)
     with memory:
         receipt = session.erase(subject=args.subject, ids=args.id)
-    console.print_json(receipt.model_dump_json())
+    if args.out:
+        Path(args.out).write_text(receipt.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        console.print(f"receipt written to {args.out}; check it with: memwarden receipt verify {args.out} "
+                      "--public-key KEY.PUB", markup=False, soft_wrap=True)
+    else:
+        console.print_json(receipt.model_dump_json())
     return 0
 
 
@@ -212,12 +238,15 @@ def _add_actor(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--role", action="append", default=[], help="a role given to the principal (repeatable)")
 
 
-def _add_log(parser: argparse.ArgumentParser) -> None:
+def _add_log(parser: argparse.ArgumentParser, *, exported: bool = False) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--data", help="the memory directory (as given to Memory.open); its audit.sqlite3")
     where.add_argument("--audit", help="the audit log itself: a SQLite file, sqlite:/// or postgresql:// URL")
+    if exported:
+        where.add_argument("--log", metavar="FILE", help="an exported log (memwarden audit export), checked with "
+                                                          "--public-key alone, offline")
     parser.add_argument("--key", help="the audit key file (default: $MEMWARDEN_AUDIT_KEY_FILE, else audit.key "
-                                      "beside a SQLite log)")
+                                      "beside a SQLite log); the signing key and head file are beside it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -232,13 +261,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
 
     audit = sub.add_parser("audit", help="audit log tools").add_subparsers(dest="audit_command", required=True)
-    verify = audit.add_parser("verify", help="check the hash chain and MACs of a memory's audit log")
-    _add_log(verify)
+    verify = audit.add_parser("verify", help="check a memory's audit log (hash chain, MACs, anchored head), "
+                                             "or an exported log with the store's public key")
+    _add_log(verify, exported=True)
+    verify.add_argument("--public-key", metavar="KEY.PUB", help="the store's public keys (memwarden keys export-public)")
+    verify.add_argument("--head", metavar="HEAD.JSON", help="the signed head exported with the log (default: the "
+                                                            "one embedded in a JSON Lines export)")
     verify.set_defaults(run=_audit_verify)
     flows = audit.add_parser("flows", help="who wrote which record and who read it, from the audit log")
     _add_log(flows)
     flows.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page with the flow graph")
     flows.set_defaults(run=_audit_flows)
+
+    from memwarden.cli_proof import add_proof_commands
+
+    add_proof_commands(sub, audit, _add_log)
 
     policy = sub.add_parser("policy", help="policy tools").add_subparsers(dest="policy_command", required=True)
     check = policy.add_parser("check", help="print the decision and the deciding rule for one request")
@@ -276,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_actor(erase)
     erase.add_argument("--subject", help="the subject to erase")
     erase.add_argument("--id", action="append", default=[], help="a record id to erase (repeatable)")
+    erase.add_argument("--out", "-o", metavar="RECEIPT.JSON", help="write the signed receipt here (default: print it)")
     erase.set_defaults(run=_erase)
 
     sweep = sub.add_parser("sweep", help="physically remove forgotten, expired and rejected records")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from memwarden import Memory, Principal, Session
+from memwarden import ErasureReceipt, Memory, Principal, Session
 from memwarden.orchestrator import Scorecard, ScriptedChatModel, Team, Worker, calls, scorecard, tool_call
 from memwarden.orchestrator.examples import (
     Catalog, example_embedding, example_parser, load_chat_model, recalled, tool_errors,
@@ -160,24 +161,29 @@ def scripted_models() -> dict[str, ScriptedChatModel]:
     return {"router": router, "physician": physician, "nurse": nurse, "billing": billing}
 
 
-def erase_subject(task: str, session: Session) -> ErasureReport:
-    """The privacy officer: a plain function, no model. Erases the patient the task names."""
+def erase_subject(task: str, session: Session, receipts: list[ErasureReceipt] | None = None) -> ErasureReport:
+    """The privacy officer: a plain function, no model. Erases the patient the task names;
+    the signed receipt goes to ``receipts`` (the report that crosses back holds no proof)."""
     found = re.search(r"\bp\d+\b", task) or re.search(r"patient\s+(\d+)", task, re.IGNORECASE)
     if not found:
         raise ValueError("the erasure task names no patient id (p12, p14, ...)")
     subject = found.group(0) if found.group(0).startswith("p") else f"p{found.group(1)}"
     receipt = session.erase(subject=subject)
+    if receipts is not None:
+        receipts.append(receipt)
     return ErasureReport(subject=subject, erased=receipt.count, cascaded=receipt.cascaded, audit_seq=receipt.audit_seq)
 
 
-def build_team(mem: Memory, model: Any = None) -> tuple[Team, dict[str, ScriptedChatModel]]:
-    """The ward team: scripted models unless ``model`` (a real chat model) is given."""
+def build_team(mem: Memory, model: Any = None, receipts: list[ErasureReceipt] | None = None,
+               ) -> tuple[Team, dict[str, ScriptedChatModel]]:
+    """The ward team: scripted models unless ``model`` (a real chat model) is given; the
+    privacy officer's signed receipts are kept in ``receipts``."""
     models: dict[str, Any] = scripted_models() if model is None else {}
     workers = [
         Worker.react(name, principal, models.get(name, model), schema, description=description)
         for name, (principal, schema, description) in WORKERS.items()
     ]
-    workers.append(Worker("privacy_officer", DPO, erase_subject, ErasureReport,
+    workers.append(Worker("privacy_officer", DPO, partial(erase_subject, receipts=receipts), ErasureReport,
                           description="Handles erasure requests: give it the patient id (e.g. p14) to erase."))
     return Team(models.get("router", model), workers, mem), models
 
@@ -219,7 +225,8 @@ def run_demo(data_dir: str | Path | None = None, console: Console | None = None,
             console.print(f"[bold]Ward 3[/]: {len(HISTORY) + 1} memories from earlier shifts, in one governed "
                           f"store at {root}")
 
-            team, _ = build_team(mem, model)
+            receipts: list[ErasureReceipt] = []
+            team, _ = build_team(mem, model, receipts)
             app = team.compile(checkpointer=InMemorySaver())
             receipt: ErasureReport | None = None
             for n, request in enumerate(REQUESTS, 1):
@@ -233,7 +240,27 @@ def run_demo(data_dir: str | Path | None = None, console: Console | None = None,
                 card.notes.append(f"erasure of {receipt.subject}: {receipt.erased} records erased "
                                   f"({receipt.cascaded} by cascade), audit entry {receipt.audit_seq}")
             card.print(console, describe=catalog.describe)
+            if receipts:
+                _show_proof(console, mem, root, receipts[-1], kept=data_dir is not None)
     return card
+
+
+def _show_proof(console: Console, mem: Memory, root: Path, receipt: ErasureReceipt, *, kept: bool) -> None:
+    """Write the signed receipt and the store's public keys beside the data, check the
+    receipt as an auditor would, and print the command that does it."""
+    from memwarden.memory.receipts import load_receipt
+    from memwarden.memory.signing import PublicKeys
+
+    path, pub = root / "erasure-receipt.json", root / "key.pub"
+    path.write_text(receipt.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    pub.write_text(mem.audit_log.signing_keys().public.to_json(), encoding="utf-8")
+    checked = load_receipt(path, PublicKeys.load(pub))
+    console.print(f"signed erasure receipt: {path} (key {checked.key_id}, {checked.count} records, digest "
+                  f"{checked.records_digest[:16]}...), verified with the public key alone:", soft_wrap=True)
+    console.print(f"  memwarden keys export-public --data {root} -o {pub}\n"
+                  f"  memwarden receipt verify {path} --public-key {pub}", markup=False, soft_wrap=True)
+    if not kept:
+        console.print("  (the demo's directory is temporary: run `memwarden demo --data DIR` to keep both files)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -133,3 +133,74 @@ def test_unflushed_entries_survive_a_killed_process(store: str, request: pytest.
     assert [e["i"] for e in log.entries()] == list(range(40))
     assert [e["op"] for e in log.entries()][:5] == ["write", "search", "search", "search", "write"]
     log.close()
+
+
+# -- the anchor: a head file per state directory ------------------------------------------------
+
+N = 5
+
+
+def _meta_rows(url: str) -> list[tuple[str, str]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT name, value FROM memwarden_audit_meta").fetchall()
+
+
+@pytest.mark.parametrize("heads", ["rolled back", "deleted"])
+@pytest.mark.parametrize("keep", [0, 1, N - 1])
+def test_a_cut_log_fails_verification_and_refuses_appends(pg_url: str, key: Path, keep: int, heads: str) -> None:
+    log = AuditLog(pg_url, key_path=key)
+    snapshots = {}
+    for i in range(N):
+        log.append({"op": "write", "principal": f"p{i}"})
+        snapshots[i + 1] = _meta_rows(pg_url)
+    log.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM memwarden_audit WHERE seq > %s", (keep,))
+        if keep == 0:
+            conn.execute("DELETE FROM memwarden_audit_meta")
+        elif heads == "deleted":
+            conn.execute("DELETE FROM memwarden_audit_meta WHERE name LIKE 'head%%'")
+        else:
+            conn.execute("DELETE FROM memwarden_audit_meta")
+            conn.cursor().executemany("INSERT INTO memwarden_audit_meta VALUES (%s, %s)", snapshots[keep])
+    report = _verify(pg_url, key)
+    assert not report.ok
+    assert any(p.startswith("anchored head:") and f"says it had {N}" in p for p in report.problems), report.problems
+    log = AuditLog(pg_url, key_path=key)
+    with pytest.raises(AuditError, match="anchored head|refusing"):
+        log.append({"op": "write", "principal": "mallory"})
+    log.close()
+    assert main(["audit", "verify", "--audit", pg_url, "--key", str(key)]) == 1
+
+
+def test_both_tables_emptied_fail_in_a_fresh_state_directory_too(written: str, key: Path, tmp_path: Path) -> None:
+    """Another machine's process has copies of the keys but no head file of its own: the
+    empty log still fails, and it refuses to start a new chain."""
+    other = tmp_path / "machine2"
+    other.mkdir()
+    for name in ("audit.key", "audit.signing.key"):
+        (other / name).write_bytes((key.parent / name).read_bytes())
+    _sql(written, "DELETE FROM memwarden_audit")
+    _sql(written, "DELETE FROM memwarden_audit_meta")
+    for where in (key, other / "audit.key"):
+        report = _verify(written, where)
+        assert not report.ok and report.entries == 0
+        log = AuditLog(written, key_path=where)
+        with pytest.raises(AuditError):
+            log.append({"op": "write"})
+        log.close()
+
+
+def test_each_state_directory_anchors_its_own_appends(written: str, key: Path, tmp_path: Path) -> None:
+    other = tmp_path / "machine2"
+    other.mkdir()
+    for name in ("audit.key", "audit.signing.key"):
+        (other / name).write_bytes((key.parent / name).read_bytes())
+    log = AuditLog(written, key_path=other / "audit.key")
+    log.append({"op": "write", "principal": "m2"})  # anchors the log from here on
+    log.close()
+    assert _verify(written, key).ok and _verify(written, other / "audit.key").ok
+    _sql(written, "DELETE FROM memwarden_audit WHERE seq = 6")
+    _sql(written, "DELETE FROM memwarden_audit_meta WHERE name LIKE 'head%%'")
+    assert _verify(written, key).ok is False  # the head row is gone; entry 5 is machine 1's anchor
+    assert any("anchored head" in p for p in _verify(written, other / "audit.key").problems)

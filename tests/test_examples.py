@@ -47,6 +47,12 @@ def test_hospital_ward(tmp_path: Path) -> None:
     assert "error: access denied: you may not read in 'ward3/patients/p12'" in out  # the clerk's refusal
     assert "What each principal was shown" in out and "hash chain verified" in out
     assert "warfarin" not in out.split("Request 3")[1].split("Ward 3:")[0]  # nothing left about p14
+    data = tmp_path / "data"
+    command = f"memwarden receipt verify {data / 'erasure-receipt.json'} --public-key {data / 'key.pub'}"
+    assert command in out
+    from memwarden.cli import main
+
+    assert main(command.split()[1:]) == 0  # the printed command, run as printed
 
 
 def test_hospital_ward_with_the_default_embedding_is_fast(tmp_path: Path) -> None:

@@ -48,3 +48,13 @@ class PolicyError(MemwardenError, ValueError):
 
 class AuditError(MemwardenError):
     """The audit log could not be written; the operation fails closed."""
+
+
+class ProofError(MemwardenError, ValueError):
+    """A signed document (an erasure receipt, an audit head, a file of public keys) is
+    unreadable, malformed or does not verify; the message says which and where."""
+
+
+class SignatureInvalid(ProofError):
+    """A signed document is well formed but does not verify: it was changed after signing,
+    or it was signed by a key that is not among the keys given (another store's)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timezone
 from enum import Enum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -194,10 +195,19 @@ class ReviewResult(BaseModel):
 
 
 class ErasureReceipt(BaseModel):
-    """Content-free proof of an erasure: what was removed, by whom, under which rule."""
+    """Content-free, signed proof of an erasure: what was removed, by whom, under which rule.
+
+    ``records_digest`` commits to the erased records as they stood before deletion:
+    ``record_leaves`` holds, sorted, ``sha256(id + "\\n" + sha256(content))`` of each (hex,
+    UTF-8), and the digest is ``sha256`` of the leaves joined by ``"\\n"``. ``audit_seqs`` are
+    the audit entries it covers. ``key_id`` and ``signature`` are the store's Ed25519
+    signature over the canonical JSON of every other field (see docs/erasure.md); check it
+    with ``memwarden receipt verify`` and the store's public key, offline.
+    """
 
     model_config = ConfigDict(frozen=True)
 
+    format: Literal["memwarden-erasure-receipt-v1"] = "memwarden-erasure-receipt-v1"
     subject: str | None
     requested_ids: tuple[str, ...] = ()
     erased_ids_sha256: tuple[str, ...]
@@ -211,6 +221,11 @@ class ErasureReceipt(BaseModel):
     rules: tuple[str, ...]
     erased_at: datetime
     audit_seq: int | None = None
+    audit_seqs: tuple[int, ...] = ()
+    records_digest: str
+    record_leaves: tuple[str, ...]
+    key_id: str
+    signature: str
 
 
 def hashed(value: str) -> str:

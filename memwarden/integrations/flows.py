@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 #: Record states, strongest last: a later state replaces an earlier one.
-STATUSES = ("active", "quarantined", "superseded", "forgotten", "erased", "swept")
+STATUSES = ("active", "quarantined", "superseded", "forgotten", "erasing", "erased", "swept")
 _REMOVED = {"forgotten", "erased", "swept"}
 _VOTES = re.compile(r"votes: (\d+) approve, (\d+) reject, quorum (\d+)")
 
@@ -138,6 +138,13 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
         if outcome == "denied":
             denied.append(who)
             continue
+        if op == "erase" and outcome == "pending":
+            # An erasure's intent: under way until its final entry (or a recovery) says it is done.
+            by_hash = {_sha(rid): flow for rid, flow in records.items()}
+            for digest in entry.get("records") or ():
+                if (flow := by_hash.get(str(digest))) is not None and flow.status not in _REMOVED:
+                    flow.status, flow.removed_by = "erasing", who
+            continue
         if outcome != "ok" or index in void:
             continue
         ids = [str(r) for r in entry.get("records") or ()]
@@ -190,7 +197,12 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
             for rid in ids:
                 flow = record(rid)
                 flow.status, flow.removed_by = "swept", who
-        elif op == "erase":
+        elif op == "evict":
+            for rid in ids:
+                flow = record(rid, namespace)
+                set_status(flow, "forgotten")
+                flow.removed_by = flow.removed_by or who
+        elif op in ("erase", "recover"):
             by_hash = {_sha(rid): flow for rid, flow in records.items()}
             for digest in ids:
                 flow = by_hash.get(digest)
@@ -206,7 +218,7 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
 # -- terminal --------------------------------------------------------------------------------
 
 _STATUS_STYLE = {"active": "green", "quarantined": "yellow", "superseded": "dim", "forgotten": "magenta",
-                 "erased": "red", "swept": "red"}
+                 "erasing": "magenta", "erased": "red", "swept": "red"}
 
 
 def short_id(rid: str) -> str:
@@ -251,9 +263,9 @@ def render_table(report: FlowReport, console: Console | None = None) -> Table:
 # -- HTML ------------------------------------------------------------------------------------
 
 _FILL = {"active": "#e8f5e9", "quarantined": "#fff8e1", "superseded": "#eeeeee", "forgotten": "#f3e5f5",
-         "erased": "#ffebee", "swept": "#fbe9e7"}
+         "erasing": "#fce4ec", "erased": "#ffebee", "swept": "#fbe9e7"}
 _STROKE = {"active": "#2e7d32", "quarantined": "#f9a825", "superseded": "#9e9e9e", "forgotten": "#8e24aa",
-           "erased": "#c62828", "swept": "#bf360c"}
+           "erasing": "#ad1457", "erased": "#c62828", "swept": "#bf360c"}
 
 
 _PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#9c755f", "#76b7b2", "#edc948",

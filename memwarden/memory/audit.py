@@ -1,41 +1,56 @@
-"""The append-only, hash-chained and keyed audit log: SQLite next to the data by default, or
-PostgreSQL when several processes or machines share one memory (``audit="postgresql://..."``).
+"""The append-only, hash-chained, keyed and anchored audit log: SQLite next to the data by
+default, or PostgreSQL when several processes or machines share one memory
+(``audit="postgresql://..."``).
 
 Every governed operation appends one entry. Entries never hold content or query text, only
 ids, counts, decisions and verdicts.
 
-Two layers protect the entries:
+Four layers protect the entries:
 
-1. A hash chain. Each entry's hash covers its fields (including its sequence number) and the
-   previous entry's hash, so editing, deleting, inserting or reordering entries breaks the
-   chain at a place :meth:`AuditLog.verify` reports.
+1. A hash chain (:mod:`memwarden.memory.chain`). Each entry's hash covers its fields (its
+   sequence number included) and the previous entry's hash, so editing, deleting, inserting
+   or reordering entries breaks the chain at a place :meth:`AuditLog.verify` reports.
 2. A MAC. Each entry's hash is also signed with HMAC-SHA256 under a secret key kept in a
    separate file (``audit.key`` beside the database, mode 0600, created on the first append).
    Anyone can recompute a plain hash chain after tampering; without the key nobody can
-   recompute the MACs. The log's authenticated head (the sequence number and hash of the last
-   entry, MAC'd too) is updated with every append, so cutting entries off the end is seen too.
+   recompute the MACs. The log's head (sequence number and hash of the last entry, MAC'd) is
+   kept in the database and updated with every append.
+3. An anchor outside the database (:mod:`memwarden.memory.anchor`): every append also writes
+   the head, signed, to ``audit.head`` beside the key, only ever forward. A log shorter than
+   its anchor, down to zero entries and with its head rows deleted too, fails verification,
+   and appends to it are refused instead of starting a fresh chain.
+4. An Ed25519 key (:mod:`memwarden.memory.signing`, ``audit.signing.key`` beside the key)
+   signs the anchored head, exported heads (:meth:`AuditLog.export`) and erasure receipts,
+   so that anyone with the public key can check an exported log, its length included,
+   without the HMAC key (which would let them forge).
 
-Threat model. Detected: an attacker who can write the database but cannot read the key file
-edits an entry (even one byte), deletes one (anywhere, the last included), swaps or reorders
-entries, inserts one, or appends one by hand, whether or not they recompute the hashes; and
-deleting or replacing the key file. Not detected: an attacker who can read the key file can
-forge anything, so keep it where the process that writes the log can read it and those who
-administer the database cannot (``key_path=`` or ``MEMWARDEN_AUDIT_KEY_FILE`` put it
-elsewhere); an attacker who restores an older copy of both the database and its head (a
-rollback to a state that was once genuine) is not detected by the log alone: export the
-head now and then (:meth:`AuditLog.head`) to somewhere they cannot write.
+Threat model. Detected: an attacker who can write the database but cannot read the key files
+or write their directory edits an entry (even one byte), deletes any entries (anywhere, from
+the end, or all of them, with or without the head rows), swaps or reorders entries, inserts
+one, or appends one by hand, whether or not they recompute the hashes; deleting the database
+while its key exists; deleting or replacing a key file. Not detected: an attacker who can read
+the key files can forge anything, so keep them where the process that writes the log can
+read them and those who administer the database cannot (``key_path=`` or
+``MEMWARDEN_AUDIT_KEY_FILE`` put them elsewhere). An attacker who can also write the key
+directory can roll back the database and the head file together to a state that was once
+genuine: heads exported and handed to someone else (``memwarden audit export``) are the
+defence against that. In PostgreSQL mode each process's head file is that process's anchor
+(one state directory per process is fine): it holds the head as of that process's last
+append, so the log can be cut back no further than the newest of them; a process with a fresh
+state directory anchors from its first append on.
 
 Entries written before the key existed (logs from memwarden before MACs) stay verifiable by
-their hash chain; every entry from the first keyed one on must carry a valid MAC.
+their hash chain; every entry from the first keyed one on must carry a valid MAC. A log from
+before the anchor is anchored from its next append.
 
 Many writers, one chain. An append reads the head and inserts the next entry in one
 transaction that excludes every other appender: ``BEGIN IMMEDIATE`` in SQLite (the database
 write lock), a transaction-scoped advisory lock in PostgreSQL (``pg_advisory_xact_lock``, held
 until commit or rollback, so a writer that dies mid-append releases it). Two processes can
 therefore never chain onto the same entry, and the sequence number's primary key rejects a
-duplicate even if they tried. The chain logic below is the same for both stores; a store only
-says how to connect, lock and spell a query. Every writer of one log must read the same key
-file (distribute it before starting them: a writer with another key refuses to append).
+duplicate even if they tried. Every writer of one log must read the same key files (distribute
+``audit.key`` and ``audit.signing.key`` before starting them: a writer with another key
+refuses to append), and every log needs its own keys.
 """
 
 from __future__ import annotations
@@ -44,197 +59,45 @@ import hashlib
 import hmac
 import json
 import os
-import sqlite3
+import secrets
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from memwarden.databases import is_database_url, kind, libpq_url, redacted, sqlite_path
-from memwarden.core.errors import AuditError
-from memwarden.memory.keyfile import create_key, read_key
+from memwarden.databases import is_database_url, kind, redacted, sqlite_path
+from memwarden.core.errors import AuditError, ProofError
+from memwarden.memory.anchor import HeadFile, check_head, head_path, sign_head, verify_head
+from memwarden.memory.audit_stores import SET_META, PostgresStore, SQLiteStore
+from memwarden.memory.files import atomic_write
+from memwarden.memory.chain import GENESIS, Findings, Row, VerifyReport, _digest, check_chain, entries_text
+from memwarden.memory.signing import SigningKeys, signing_key_path
 
-GENESIS = "0" * 64
+__all__ = ["GENESIS", "KEY_FILE", "KEY_ENV", "AuditLog", "VerifyReport", "open_audit"]
+
 KEY_FILE = "audit.key"
 KEY_ENV = "MEMWARDEN_AUDIT_KEY_FILE"
 _MAC_DOMAIN = b"memwarden-audit-v1\n"
-
-# Queries name the tables {log} and {meta} and take ? parameters; each store spells them.
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS {log} (seq {seq} PRIMARY KEY, body TEXT NOT NULL, prev TEXT NOT NULL, "
-           "hash TEXT NOT NULL, mac TEXT)",
-           "CREATE TABLE IF NOT EXISTS {meta} (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-_SET_META = "INSERT INTO {meta}(name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
-# Any constant works: it only has to be the same for every appender of this database.
-_PG_APPEND_LOCK = 0x6D656D77_61726400  # "memward\0"
-
-
-def _digest(prev: str, body: str) -> str:
-    return hashlib.sha256((prev + "\n" + body).encode("utf-8")).hexdigest()
+ANCHOR = "anchored head"
 
 
 def _mac(key: bytes, text: str) -> str:
     return hmac.new(key, _MAC_DOMAIN + text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def _entries(first: int, last: int) -> str:
-    return f"entry {first}" if first == last else f"entries {first}-{last}"
-
-
 def _key_id(key: bytes) -> str:
     return hashlib.sha256(b"memwarden-audit-key-id\n" + key).hexdigest()[:16]
 
 
-@dataclass(frozen=True, slots=True)
-class VerifyReport:
-    """The outcome of checking the whole log.
-
-    ``problems`` are sentences, each naming the entry (``entry N``) or the part of the log it
-    is about; ``bad_entries`` lists the sequence numbers named; ``authenticated`` counts the
-    entries whose MAC was checked (the rest predate the key).
-    """
-
-    ok: bool
-    entries: int
-    problems: list[str] = field(default_factory=list)
-    bad_entries: list[int] = field(default_factory=list)
-    authenticated: int = 0
-
-
-class _SQLiteStore:
-    """The log in a SQLite file (WAL; a flushed commit is synced to disk before it returns)."""
-
-    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
-
-    def __init__(self, path: Path) -> None:
-        self.where = str(path)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._flushing = True
-        for statement in _SCHEMA:
-            self._db.execute(self._sql(statement).replace("{seq}", "INTEGER"))
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(audit)")}
-        if "mac" not in columns:  # a log from before MACs: add the column, keep its entries
-            try:
-                self._db.execute("ALTER TABLE audit ADD COLUMN mac TEXT")
-            except sqlite3.OperationalError as exc:  # another process just did it
-                if "duplicate column" not in str(exc):
-                    raise
-
-    @staticmethod
-    def _sql(query: str) -> str:
-        return query.replace("{log}", "audit").replace("{meta}", "audit_meta")
-
-    def rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
-        """Run a query written with {log}, {meta} and ? parameters; its rows."""
-        return self._db.execute(self._sql(query), params).fetchall()
-
-    def run_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Run a statement once per parameter row."""
-        self._db.executemany(self._sql(query), rows)
-
-    @contextmanager
-    def _transaction(self, begin: str) -> Iterator[None]:
-        self._db.execute(begin)
-        try:
-            yield
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
-
-    def appending(self, flush: bool = True) -> Any:
-        """A transaction no other appender can run beside: IMMEDIATE takes the write lock
-        before the head is read. Unflushed, its commit is in the WAL (safe from a killed
-        process) and reaches the disk with the next flushed commit or checkpoint."""
-        if flush != self._flushing:
-            self._db.execute(f"PRAGMA synchronous={'FULL' if flush else 'NORMAL'}")
-            self._flushing = flush
-        return self._transaction("BEGIN IMMEDIATE")
-
-    def snapshot(self) -> Any:
-        """A read transaction: every query in it sees the same state of the log."""
-        return self._transaction("BEGIN")
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._db.close()
-
-
-class _PostgresStore:
-    """The log in PostgreSQL tables ``memwarden_audit`` and ``memwarden_audit_meta`` (psycopg 3)."""
-
-    def __init__(self, url: str) -> None:
-        import psycopg
-
-        self.errors: tuple[type[BaseException], ...] = (psycopg.Error,)
-        self.where = redacted(url)
-        self._url = libpq_url(url)
-        self._db = psycopg.connect(self._url, autocommit=True)
-        try:
-            # Concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog; the
-            # append lock makes the first process create the tables and the others find them.
-            with self.appending():
-                for statement in _SCHEMA:
-                    self._db.execute(self._sql(statement).replace("{seq}", "BIGINT"))
-        except BaseException:
-            self._db.close()
-            raise
-
-    @staticmethod
-    def _sql(query: str) -> str:
-        return query.replace("{log}", "memwarden_audit").replace("{meta}", "memwarden_audit_meta").replace("?", "%s")
-
-    def _connection(self) -> Any:
-        if self._db.closed or self._db.broken:  # the server restarted: the next call reconnects
-            import psycopg
-
-            self._db = psycopg.connect(self._url, autocommit=True)
-        return self._db
-
-    def rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple]:
-        """Run a query written with {log}, {meta} and ? parameters; its rows."""
-        return self._connection().execute(self._sql(query), params).fetchall()
-
-    def run_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Run a statement once per parameter row."""
-        self._connection().cursor().executemany(self._sql(query), rows)
-
-    @contextmanager
-    def appending(self, flush: bool = True) -> Iterator[None]:
-        """A transaction holding the log's advisory lock until it commits or rolls back.
-        Unflushed, its commit does not wait for the server's WAL flush (which follows within
-        ``wal_writer_delay``; a server crash before that loses it, never the chain)."""
-        db = self._connection()
-        with db.transaction():
-            if not flush:
-                db.execute("SET LOCAL synchronous_commit TO OFF")
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_APPEND_LOCK,))
-            yield
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """A read-only REPEATABLE READ transaction: one state of the log for every query."""
-        db = self._connection()
-        with db.transaction():
-            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._db.close()
-
-
 class AuditLog:
-    """Hash-chained, MAC'd entries in SQLite or PostgreSQL; safe across threads and processes.
+    """Hash-chained, MAC'd, anchored entries in SQLite or PostgreSQL; safe across threads and
+    processes.
 
     ``target`` is a SQLite file path (or ``sqlite:///path``) or a ``postgresql://`` URL. The key
     file is ``key_path``, else ``$MEMWARDEN_AUDIT_KEY_FILE``, else ``audit.key`` beside a SQLite
-    file; a PostgreSQL log has no "beside", so it needs one of the first two.
+    file; a PostgreSQL log has no "beside", so it needs one of the first two. The signing key
+    and the anchored head live beside the key file (see the module docstring).
     """
 
     def __init__(self, target: str | Path, *, key_path: str | Path | None = None) -> None:
@@ -247,12 +110,18 @@ class AuditLog:
         sqlite_file = None if postgres else sqlite_path(url) if url is not None else Path(target)
         self.path: Path | None = sqlite_file
         self.key_path = Path(key_path) if key_path is not None else Path(env_key) if env_key else sqlite_file.parent / KEY_FILE
+        self.signing_key_path = signing_key_path(self.key_path)
+        self._head_file = HeadFile(head_path(self.key_path), self.key_path)
         self._lock = threading.Lock()
         self._key: bytes | None = None
         self._checked = False
+        self._signer: SigningKeys | None = None
+        self._signer_stamp: tuple[int, int] | None = None
+        # The head this object last knew to be anchored: (count, last hash).
+        self._anchor: tuple[int, str] | None = None
         where = redacted(url) if postgres else str(sqlite_file)
         try:
-            self._store: _SQLiteStore | _PostgresStore = _PostgresStore(url) if postgres else _SQLiteStore(sqlite_file)
+            self._store: SQLiteStore | PostgresStore = PostgresStore(url) if postgres else SQLiteStore(sqlite_file)
         except Exception as exc:  # sqlite3.Error, psycopg.Error: the driver's own error types
             raise AuditError(f"cannot open the audit log at {where}: {exc}") from exc
 
@@ -261,14 +130,59 @@ class AuditLog:
         """The log's file path or (password-free) database URL, for messages."""
         return self._store.where
 
-    # -- the key ----------------------------------------------------------------------------
+    @property
+    def head_path(self) -> Path:
+        """The anchored head file."""
+        return self._head_file.path
+
+    # -- the keys ---------------------------------------------------------------------------
 
     def _read_key(self) -> bytes | None:
-        return read_key(self.key_path, what="audit key", error=AuditError)
+        try:
+            text = self.key_path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AuditError(f"cannot read the audit key {self.key_path}: {exc}") from exc
+        try:
+            key = bytes.fromhex(text)
+        except ValueError:
+            key = b""
+        if len(key) < 32:
+            raise AuditError(f"the audit key {self.key_path} is not a 256-bit hex key")
+        return key
 
     def _create_key(self) -> bytes:
-        """Write a fresh key atomically (mode 0600); if another process won the race, use its."""
-        return create_key(self.key_path, what="audit key", error=AuditError)
+        """Write a fresh key (mode 0600); if another process won the race, use its."""
+        atomic_write(self.key_path, secrets.token_hex(32) + "\n", replace=False)
+        key = self._read_key()
+        assert key is not None
+        return key
+
+    def _load_signer(self) -> SigningKeys | None:
+        """The signing keys, read again whenever the file changed (a rotation elsewhere)."""
+        try:
+            st = os.stat(self.signing_key_path)
+        except FileNotFoundError:
+            self._signer = self._signer_stamp = None
+            return None
+        stamp = (st.st_ino, st.st_mtime_ns)
+        if self._signer is None or stamp != self._signer_stamp:
+            try:
+                self._signer = SigningKeys.load(self.signing_key_path)
+            except ProofError as exc:
+                raise AuditError(str(exc)) from exc
+            self._signer_stamp = stamp
+        return self._signer
+
+    def signing_keys(self) -> SigningKeys:
+        """The store's Ed25519 keys (created with the audit key on the first append)."""
+        with self._lock:
+            signer = self._load_signer()
+        if signer is None:
+            raise AuditError(f"there is no signing key {self.signing_key_path} yet: it is created with the "
+                             "log's first append")
+        return signer
 
     def _meta(self) -> dict[str, str]:
         return dict(self._store.rows("SELECT name, value FROM {meta}"))
@@ -282,20 +196,30 @@ class AuditLog:
         return (meta.get("key_id") == _key_id(key)
                 and hmac.compare_digest(claimed, _mac(key, f"meta:hmac_from={meta.get('hmac_from')}")))
 
-    def _ensure_key(self) -> bytes:
-        """The key to sign with; creates it (and the log's key record) on first use. Called
-        inside the append transaction; checked once per AuditLog (verify re-checks it all)."""
-        if self._key is not None and self._checked:
-            return self._key
+    def _ensure_keys(self) -> tuple[bytes, SigningKeys, set[str]]:
+        """The MAC key and the signing keys, created (with the log's key record) on first use,
+        and which of them this call created ("key", "signing"). Called inside the append
+        transaction; the MAC key is checked once per AuditLog (verify re-checks it all)."""
+        created: set[str] = set()
         if self._key is None:
             key = self._read_key()
-            meta = self._meta()
             if key is None:
+                meta = self._meta()
                 if "key_id" in meta or self._any_signed():
                     raise AuditError(f"the audit key {self.key_path} is missing but this log was signed with one; "
                                      "refusing to append (restore the key file)")
-                key = self._create_key()
-            self._key = key
+                created.add("key")
+        signer = self._load_signer()
+        if signer is None:
+            if self._head_file.path.exists():
+                raise AuditError(f"the signing key {self.signing_key_path} is missing but the head file "
+                                 f"{self._head_file.path} was signed with it; refusing to append (restore it)")
+            signer = self._signer = SigningKeys.create(self.signing_key_path)
+            created.add("signing")
+        if self._key is None:
+            self._key = key if key is not None else self._create_key()
+        if self._checked:
+            return self._key, signer, created
         meta = self._meta()
         if "key_id" not in meta:
             if self._any_signed():
@@ -307,9 +231,74 @@ class AuditLog:
             self._store.run_many("INSERT INTO {meta}(name, value) VALUES (?, ?)", rows)
         elif not self._keyed_meta(meta, self._key):
             raise AuditError(f"the audit key {self.key_path} does not match this log (replaced?); refusing to append")
-        return self._key
+        return self._key, signer, created
+
+    # -- the anchor -------------------------------------------------------------------------
+
+    def _hash_at(self, seq: int, last: tuple[int, str]) -> str | None:
+        if seq == 0:
+            return GENESIS
+        if seq == last[0]:
+            return last[1]
+        row = self._store.rows("SELECT hash FROM {log} WHERE seq = ?", (seq,))
+        return row[0][0] if row else None
+
+    def _check_anchor(self, last: tuple[int, str], signer: SigningKeys, created: set[str]) -> None:
+        """Inside the append transaction, before the entry after ``last`` (seq, hash) goes in:
+        refuse to extend a log that is shorter than its anchor, or that lost its anchor."""
+        if self._anchor is None:
+            try:
+                doc = self._head_file.read()
+                if doc is not None:
+                    self._anchor = verify_head(doc, signer.public, f"the head file {self._head_file.path}")
+            except ProofError as exc:
+                raise AuditError(f"{exc}; refusing to append: run `memwarden audit verify`") from exc
+            if doc is None:
+                if last[0] == 0 and created != {"key", "signing"}:
+                    raise AuditError(f"the audit log at {self.where} is empty but its keys ({self.key_path}) exist and "
+                                     f"no head file anchors it: the log was wiped, or these keys belong to another "
+                                     "log; refusing to start a new chain (move the keys away to start a new log)")
+                if self.path is not None and "signing" not in created:
+                    raise AuditError(f"the head file {self._head_file.path} is missing (deleted?); refusing to append: "
+                                     "run `memwarden audit verify`")
+                # A log from before the anchor, or a fresh state directory of a shared log:
+                # anchor what is committed now, before anything is added to it.
+                self._head_file.advance(last[0], lambda: sign_head(signer, *last), flush=True)
+                self._anchor = last
+        count, digest = self._anchor
+        if last[0] < count or self._hash_at(count, last) != digest:
+            raise AuditError(f"the audit log at {self.where} ends at entry {last[0]} but its anchored head "
+                             f"{self._head_file.path} names entry {count}: entries were deleted or replaced; "
+                             "refusing to append: run `memwarden audit verify`")
 
     # -- writing and reading ------------------------------------------------------------------
+
+    def _insert(self, fields: dict[str, Any]) -> tuple[int, str]:
+        """Inside the append transaction: check keys and anchor, insert the next entry."""
+        key, signer, created = self._ensure_keys()
+        row = self._store.rows("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")
+        last = (row[0][0], row[0][1]) if row else (0, GENESIS)
+        self._check_anchor(last, signer, created)
+        seq, prev = last[0] + 1, last[1]
+        body = json.dumps({"seq": seq, **fields}, sort_keys=True, separators=(",", ":"), default=str)
+        digest = _digest(prev, body)
+        self._store.run_many("INSERT INTO {log}(seq, body, prev, hash, mac) VALUES (?, ?, ?, ?, ?)",
+                             [(seq, body, prev, digest, _mac(key, f"entry:{seq}:{digest}"))])
+        head = f"{seq}:{digest}"
+        self._store.run_many(SET_META, [("head", head), ("head_mac", _mac(key, f"head:{head}"))])
+        return seq, digest
+
+    def _appended(self, seq: int, digest: str, flush: bool) -> None:
+        """After the commit: the anchor moves forward."""
+        self._checked = True  # the key record is committed and matches the key
+        self._anchor = (seq, digest)
+        signer = self._signer
+        assert signer is not None
+        try:
+            self._head_file.advance(seq, lambda: sign_head(signer, seq, digest), flush=flush)
+        except OSError as exc:
+            raise AuditError(f"entry {seq} is in the audit log but its head file {self._head_file.path} "
+                             f"could not be written: {exc}") from exc
 
     def append(self, fields: dict[str, Any], *, flush: bool = True) -> int:
         """Append one entry and return its sequence number; raise AuditError if it cannot.
@@ -324,19 +313,31 @@ class AuditLog:
                 # Reading the head inside the appending transaction means two writers can never
                 # chain onto the same previous entry (see the module docstring).
                 with self._store.appending(flush):
-                    key = self._ensure_key()
-                    row = self._store.rows("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")
-                    seq, prev = (row[0][0] + 1, row[0][1]) if row else (1, GENESIS)
-                    body = json.dumps({"seq": seq, **fields}, sort_keys=True, separators=(",", ":"), default=str)
-                    digest = _digest(prev, body)
-                    self._store.run_many("INSERT INTO {log}(seq, body, prev, hash, mac) VALUES (?, ?, ?, ?, ?)",
-                                         [(seq, body, prev, digest, _mac(key, f"entry:{seq}:{digest}"))])
-                    head = f"{seq}:{digest}"
-                    self._store.run_many(_SET_META, [("head", head), ("head_mac", _mac(key, f"head:{head}"))])
-                self._checked = True  # the key record is committed and matches the key
+                    seq, digest = self._insert(fields)
             except self._store.errors as exc:
                 raise AuditError(f"cannot append to the audit log at {self.where}: {exc}") from exc
+            self._appended(seq, digest, flush)
         return seq
+
+    def rotate_signing_key(self, principal: str) -> tuple[str, str, int]:
+        """Replace the signing key with a new one the old one endorses, and audit it; returns
+        (old key id, new key id, the audit entry). What the old key signed stays verifiable
+        with the exported public keys, which list both."""
+        self.signing_keys()  # there must be a key to rotate
+        with self._lock:
+            try:
+                with self._store.appending(True):
+                    old = self._load_signer()
+                    assert old is not None
+                    new = old.rotate()
+                    self._signer, self._signer_stamp = new, None
+                    seq, digest = self._insert({"ts": datetime.now(timezone.utc).isoformat(), "op": "rotate_key",
+                                                "principal": principal, "old_key_id": old.key_id,
+                                                "new_key_id": new.key_id, "outcome": "ok"})
+            except self._store.errors as exc:
+                raise AuditError(f"cannot append to the audit log at {self.where}: {exc}") from exc
+            self._appended(seq, digest, True)
+        return old.key_id, new.key_id, seq
 
     def _read(self, query: str) -> list[tuple]:
         with self._lock:
@@ -350,23 +351,26 @@ class AuditLog:
         for (body,) in self._read("SELECT body FROM {log} ORDER BY seq"):
             yield json.loads(body)
 
+    def entries_after(self, seq: int) -> Iterator[dict[str, Any]]:
+        """The fields of every entry after sequence number ``seq``, in order."""
+        for (body,) in self._read("SELECT body FROM {log} WHERE seq > " + str(int(seq)) + " ORDER BY seq"):
+            yield json.loads(body)
+
     def head(self) -> tuple[int, str] | None:
-        """(sequence number, hash) of the last entry, to keep somewhere the log's writers
-        cannot reach; None for an empty log."""
+        """(sequence number, hash) of the last entry; None for an empty log."""
         row = self._read("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")
         return (row[0][0], row[0][1]) if row else None
 
-    # -- verification -------------------------------------------------------------------------
+    # -- verification and export ----------------------------------------------------------------
 
-    def verify(self) -> VerifyReport:
-        """Check the chain, the MACs and the head; report every place where they do not hold."""
-        problems: list[str] = []
-        bad: set[int] = set()
-
-        def problem(text: str, *seqs: int) -> None:
-            problems.append(text)
-            bad.update(seqs)
-
+    def _snapshot(self) -> tuple[dict[str, Any] | None, str | None, list[Row], dict[str, str]]:
+        """(head file document, why it could not be read, rows, meta), the head file read
+        first: it is written after each commit, so the rows read after it contain its entry."""
+        head_doc, head_error = None, None
+        try:
+            head_doc = self._head_file.read()
+        except ProofError as exc:
+            head_error = str(exc)
         with self._lock:
             try:
                 # One snapshot: an append by another process between the two reads would
@@ -376,11 +380,37 @@ class AuditLog:
                     meta = self._meta()
             except self._store.errors as exc:
                 raise AuditError(f"cannot read the audit log at {self.where}: {exc}") from exc
+        return head_doc, head_error, rows, meta
+
+    def verify(self) -> VerifyReport:
+        """Check the chain, the MACs, the head and the anchor; report every place where they do
+        not hold."""
+        return self._check(*self._snapshot())[0]
+
+    def export(self) -> tuple[VerifyReport, list[Row], dict[str, Any] | None]:
+        """(report, rows, signed head) of one snapshot of the log. The head is signed only when
+        the log verifies (None otherwise): a fresh signature over a cut log would launder it."""
+        snapshot = self._snapshot()
+        report, signer = self._check(*snapshot)
+        rows = snapshot[2]
+        if not report.ok or signer is None:
+            return report, rows, None
+        return report, rows, sign_head(signer, len(rows), rows[-1][3] if rows else GENESIS)
+
+    def _check(self, head_doc: dict[str, Any] | None, head_error: str | None, rows: list[Row],
+               meta: dict[str, str]) -> tuple[VerifyReport, SigningKeys | None]:
+        problem = Findings()
         try:
             key = self._read_key()
         except AuditError as exc:
             key = None
             problem(f"key: {exc}")
+        try:
+            with self._lock:
+                signer = self._load_signer()
+        except AuditError as exc:
+            signer = None
+            problem(f"signing key: {exc}")
 
         # -- the key and the log's key record
         keyed = key is not None and "key_id" in meta
@@ -408,67 +438,69 @@ class AuditLog:
             hmac_from = 1
 
         # -- the entries
-        claimed_seqs: dict[int, Any] = {}
-        for seq, body, *_ in rows:
-            try:
-                claimed_seqs[seq] = json.loads(body).get("seq")
-            except (json.JSONDecodeError, AttributeError):
-                claimed_seqs[seq] = None
-        reported_swaps: set[int] = set()
-        prev_hash, expected_seq, authenticated = GENESIS, 1, 0
-        for seq, body, prev, digest, mac in rows:
-            claimed = claimed_seqs[seq]
-            if seq != expected_seq:
-                if seq > expected_seq:
-                    problem(f"entry {seq}: expected sequence number {expected_seq}: "
-                            f"{_entries(expected_seq, seq - 1)} missing (deleted)",
-                            *range(expected_seq, seq + 1))
-                else:
-                    problem(f"entry {seq}: expected sequence number {expected_seq} (inserted)", seq)
-            if claimed != seq:
-                other = claimed if isinstance(claimed, int) else None
-                if other is not None and claimed_seqs.get(other) == seq:
-                    if min(seq, other) not in reported_swaps:
-                        reported_swaps.add(min(seq, other))
-                        lo, hi = sorted((seq, other))
-                        problem(f"entries {lo} and {hi}: swapped (each holds the other's body)", lo, hi)
-                else:
-                    problem(f"entry {seq}: its body says sequence {claimed} (moved or edited)", seq)
-            if prev != prev_hash:
-                problem(f"entry {seq}: does not chain onto the entry before it (deleted, inserted or reordered)", seq)
-            if _digest(prev, body) != digest:
-                problem(f"entry {seq}: content does not match its hash (edited)", seq)
-            if hmac_from is not None and seq >= hmac_from:
-                if mac is None:
-                    problem(f"entry {seq}: has no MAC (appended or rewritten by hand, without the key)", seq)
-                elif keyed:
-                    authenticated += 1
-                    if not hmac.compare_digest(mac, _mac(key, f"entry:{seq}:{digest}")):  # type: ignore[arg-type]
-                        problem(f"entry {seq}: MAC does not verify (edited, or forged without the key)", seq)
-            prev_hash, expected_seq = digest, seq + 1
+        def mac_check(seq: int, digest: str, mac: Any) -> bool | None:
+            if hmac_from is None or seq < hmac_from:
+                return None
+            if mac is None:
+                problem(f"entry {seq}: has no MAC (appended or rewritten by hand, without the key)", seq)
+                return False
+            if not keyed:
+                return None
+            if not hmac.compare_digest(mac, _mac(key, f"entry:{seq}:{digest}")):  # type: ignore[arg-type]
+                problem(f"entry {seq}: MAC does not verify (edited, or forged without the key)", seq)
+            return True
 
-        # -- the head: the last entry the key holder wrote
+        authenticated = check_chain(rows, problem, mac_check)
         if keyed and hmac_from is not None and (rows or "head" in meta):
-            head = meta.get("head")
-            last = rows[-1] if rows else None
-            if head is None or not hmac.compare_digest(meta.get("head_mac", ""), _mac(key, f"head:{head}")):  # type: ignore[arg-type]
-                if last is not None and last[0] >= hmac_from:
-                    problem("head: missing or its MAC does not verify (edited)", last[0])
+            self._check_head_row(meta, rows, hmac_from, key, problem)  # type: ignore[arg-type]
+        self._check_anchor_file(head_doc, head_error, rows, key, signer, problem)
+        return problem.report(len(rows), authenticated), signer
+
+    @staticmethod
+    def _check_head_row(meta: dict[str, str], rows: list[Row], hmac_from: int, key: bytes, problem: Findings) -> None:
+        """The head row in the database: the last entry the key holder wrote."""
+        head = meta.get("head")
+        last = rows[-1] if rows else None
+        if head is None or not hmac.compare_digest(meta.get("head_mac", ""), _mac(key, f"head:{head}")):
+            if last is not None and last[0] >= hmac_from:
+                problem("head: missing or its MAC does not verify (edited)", last[0])
+            return
+        head_seq = int(head.split(":", 1)[0])
+        if last is None or head.split(":", 1)[1] != last[3] or head_seq != last[0]:
+            last_seq = last[0] if last else 0
+            if last_seq > head_seq:
+                problem(f"head: the log ends at entry {last_seq} but the last signed append was entry "
+                        f"{head_seq} ({entries_text(head_seq + 1, last_seq)} appended by hand)",
+                        *range(head_seq + 1, last_seq + 1))
+            elif last_seq < head_seq:
+                problem(f"head: the log ends at entry {last_seq} but the last signed append was entry "
+                        f"{head_seq} ({entries_text(last_seq + 1, head_seq)} deleted from the end)",
+                        *range(last_seq + 1, head_seq + 1))
             else:
-                head_seq = int(head.split(":", 1)[0])
-                if last is None or head.split(":", 1)[1] != last[3] or head_seq != last[0]:
-                    last_seq = last[0] if last else 0
-                    if last_seq > head_seq:
-                        problem(f"head: the log ends at entry {last_seq} but the last signed append was entry "
-                                f"{head_seq} ({_entries(head_seq + 1, last_seq)} appended by hand)",
-                                *range(head_seq + 1, last_seq + 1))
-                    elif last_seq < head_seq:
-                        problem(f"head: the log ends at entry {last_seq} but the last signed append was entry "
-                                f"{head_seq} ({_entries(last_seq + 1, head_seq)} deleted from the end)",
-                                *range(last_seq + 1, head_seq + 1))
-                    else:
-                        problem(f"head: entry {head_seq} is not the entry that was signed last (replaced)", head_seq)
-        return VerifyReport(not problems, len(rows), problems, sorted(bad), authenticated)
+                problem(f"head: entry {head_seq} is not the entry that was signed last (replaced)", head_seq)
+
+    def _check_anchor_file(self, doc: dict[str, Any] | None, error: str | None, rows: list[Row],
+                           key: bytes | None, signer: SigningKeys | None, problem: Findings) -> None:
+        """The head outside the database: the log is at least as long as it says."""
+        where = self._head_file.path
+        if error is not None:
+            problem(f"{ANCHOR}: {error}")
+        elif doc is not None:
+            if signer is None:
+                problem(f"{ANCHOR}: the head file {where} cannot be checked: the signing key "
+                        f"{self.signing_key_path} is missing")
+                return
+            try:
+                count, digest = verify_head(doc, signer.public, f"the head file {where}")
+            except ProofError as exc:
+                problem(f"{ANCHOR}: {exc}")
+                return
+            check_head(count, digest, rows, problem, ANCHOR, exact=False)
+        elif not rows and (key is not None or signer is not None):
+            problem(f"{ANCHOR}: the log is empty but its key {self.key_path} exists and no head file ({where}) "
+                    "anchors it: the log was wiped or its database deleted")
+        elif rows and self.path is not None and signer is not None:
+            problem(f"{ANCHOR}: the head file {where} is missing (deleted?)")
 
     def close(self) -> None:
         """Close the database connection."""

@@ -96,8 +96,12 @@ class OpContext:
 
     def allows(self, action: str, record: MemoryRecord) -> bool:
         """Whether the caller may do ``action`` on ``record`` (not recorded: a filter)."""
-        return self._pipeline.decide(self.facts.subjects, action, record.namespace,
-                                     RecordAttributes.of(record)).allowed
+        return self.ruling(action, record).allowed
+
+    def ruling(self, action: str, record: MemoryRecord) -> Decision:
+        """The decision on ``action`` for ``record``, not recorded in the facts (the caller
+        records what it may tell)."""
+        return self._pipeline.decide(self.facts.subjects, action, record.namespace, RecordAttributes.of(record))
 
     def sees(self, record: MemoryRecord | None) -> bool:
         """Visible and readable by the caller."""

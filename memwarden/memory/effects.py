@@ -8,7 +8,7 @@ be absent, never a change no entry accounts for), and the caches follow from the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from memwarden.core.records import MemoryRecord, Status
 from memwarden.memory.journal import Intent
@@ -64,6 +64,8 @@ class Erase:
     subject: str | None
     #: The journal intent this erasure finishes (recovery after an interrupt), if any.
     resumes: Intent | None = None
+    #: The receipt's fields; the pipeline signs it once the erasure is complete.
+    receipt: dict[str, Any] | None = None
 
 
 Effect = Union[Store, Restate, Touch, Purge, Erase]

@@ -44,6 +44,8 @@ class OpFacts:
     note: str | None = None
     #: The audit entry this one completes (an erasure's intent), if any.
     completes: int | None = None
+    #: The journal token of an erasure's intent (its "pending" entry carries it).
+    intent: str | None = None
     # Operations of the core that this one causes (lessons, evictions), run once it is audited.
     follow_ups: list[Callable[[], None]] = field(default_factory=list)
 
@@ -85,6 +87,8 @@ class OpFacts:
             entry["held"] = self.held
         if self.completes is not None:
             entry["completes"] = self.completes
+        if self.intent is not None:
+            entry["intent"] = self.intent
         return entry
 
     def span_attributes(self) -> dict[str, Any]:

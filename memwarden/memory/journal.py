@@ -14,9 +14,10 @@ keeps nothing of an erasure that has finished.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,9 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS intents (n INTEGER PRIMARY KEY AUTOINCREME
 
 @dataclass(frozen=True, slots=True)
 class Intent:
-    """What one erasure is to do. ``n`` is its journal number; ``audit_seq`` the sequence
-    number of its "pending" audit entry (None until that entry is written)."""
+    """What one erasure is to do. ``n`` is its journal number; ``token`` names it in its
+    "pending" audit entry, which comes after entry ``after_seq``; ``audit_seq`` is that
+    entry's sequence number once known."""
 
     n: int
     principal: str
@@ -35,20 +37,23 @@ class Intent:
     purge: tuple[str, ...]
     hold: tuple[str, ...]
     marks: tuple[str, ...]
+    token: str
+    after_seq: int
     audit_seq: int | None = None
     rules: tuple[str, ...] = field(default_factory=tuple)
 
     def body(self) -> str:
         """The intent as stored (JSON)."""
         return json.dumps({"principal": self.principal, "subject": self.subject, "purge": list(self.purge),
-                           "hold": list(self.hold), "marks": list(self.marks), "audit_seq": self.audit_seq,
-                           "rules": list(self.rules)})
+                           "hold": list(self.hold), "marks": list(self.marks), "token": self.token,
+                           "after_seq": self.after_seq, "audit_seq": self.audit_seq, "rules": list(self.rules)})
 
 
 def _intent(n: int, body: str) -> Intent:
     data: dict[str, Any] = json.loads(body)
     return Intent(n, data["principal"], data["subject"], tuple(data["purge"]), tuple(data["hold"]),
-                  tuple(data["marks"]), data.get("audit_seq"), tuple(data.get("rules", ())))
+                  tuple(data["marks"]), data["token"], data["after_seq"], data.get("audit_seq"),
+                  tuple(data.get("rules", ())))
 
 
 class ErasureJournal:
@@ -63,17 +68,17 @@ class ErasureJournal:
         self._db.execute(_SCHEMA)
 
     def begin(self, principal: str, subject: str | None, purge: list[str], hold: list[str], marks: list[str],
-              rules: list[str]) -> Intent:
+              rules: list[str], after_seq: int) -> Intent:
         """Record an intent durably; returns it with its journal number."""
-        draft = Intent(0, principal, subject, tuple(purge), tuple(hold), tuple(marks), None, tuple(rules))
+        draft = Intent(0, principal, subject, tuple(purge), tuple(hold), tuple(marks), secrets.token_hex(16),
+                       after_seq, None, tuple(rules))
         with self._lock:
             n = self._db.execute("INSERT INTO intents(body) VALUES (?)", (draft.body(),)).lastrowid
-        return Intent(int(n), principal, subject, draft.purge, draft.hold, draft.marks, None, draft.rules)
+        return replace(draft, n=int(n))
 
     def audited(self, intent: Intent, seq: int | None) -> Intent:
         """Note the sequence number of the intent's "pending" audit entry."""
-        noted = Intent(intent.n, intent.principal, intent.subject, intent.purge, intent.hold, intent.marks, seq,
-                       intent.rules)
+        noted = replace(intent, audit_seq=seq)
         with self._lock:
             self._db.execute("UPDATE intents SET body = ? WHERE n = ?", (noted.body(), intent.n))
         return noted

@@ -191,6 +191,20 @@ class PartitionedBackend:
         self._depth = self._open_layout(depth, repartition)
         if self._root is not None and compaction._read_marker(self._root, _MARKER) is not None:
             self.purge([])  # an erasure across partitions was interrupted: finish it
+        self._trim_tails()
+
+    def _trim_tails(self) -> None:
+        """Load every partition and cut what lies past its elements in its vector files.
+
+        Chroma re-creates the vector files of an index it never persisted each time a process
+        loads it, from uninitialised memory (see compaction._trim_segment_tails), and a process
+        that held rows before another erased them may write them out so. Every purge trims
+        them; an open and a close do too, so a store closed (or opened again after a crash)
+        holds no bytes of an erased row in any partition's files."""
+        if self._root is None:
+            return
+        for name in sorted(self._parts.values()):
+            compaction._trim_segment_tails(self._root, self._handle(name))
 
     @classmethod
     def embedded(cls, path: str, **options: Any) -> PartitionedBackend:
@@ -688,8 +702,7 @@ class PartitionedBackend:
         # The purge re-opened the client, so every other partition whose index Chroma never
         # persisted is re-created from uninitialised memory at its next load: load each now
         # and cut what lies past its elements, as the purge did for its own collections.
-        for name in sorted(self._parts.values()):
-            compaction._trim_segment_tails(self._root, self._handle(name))
+        self._trim_tails()
 
     def _swap_client(self, client: Any) -> None:
         """A purge may re-open the client: every collection handle then belongs to the old one."""
@@ -699,7 +712,9 @@ class PartitionedBackend:
                 self._handles.clear()
 
     def close(self) -> None:
-        """Release the client and the query threads."""
+        """Release the client and the query threads (after trimming the vector files)."""
+        if self._client is not None:
+            self._trim_tails()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

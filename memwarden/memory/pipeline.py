@@ -29,9 +29,7 @@ import numpy as np
 from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import Op, RecoverOp, WriteOp, op_namespace
-from memwarden.core.records import (
-    Binding, ErasureReceipt, Kind, MemoryRecord, Principal, Status, hashed, utcnow,
-)
+from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Status, hashed, utcnow
 from memwarden.core.schema import LESSONS_NAMESPACE, OP_KINDS
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonValidator, lesson_content
@@ -51,6 +49,7 @@ from memwarden.memory.handlers.erasure import held
 from memwarden.memory.journal import ErasureJournal
 from memwarden.memory.metrics import record_operation
 from memwarden.memory.needs import Found, InNamespace, InScope, Need, OnRecord
+from memwarden.memory.receipts import sign_receipt
 from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.memory.tracing import finish_operation, start_operation, use_operation
@@ -204,10 +203,25 @@ class Pipeline:
 
     def recover(self) -> int:
         """Finish every erasure an interrupt left half done (a system operation each, audited
-        and traced); returns how many. Run when a memory opens and before the next call."""
+        and traced); returns how many. Run when a memory opens and before the next call.
+
+        The audit log says how far each got: an intent whose "pending" entry was written is
+        completed by the recovery's entry; one whose final entry was written already is
+        complete, and only its journal entry is left to forget."""
         pending = self.journal.pending()
         for intent in pending:
-            self.system(RecoverOp(intent.n))
+            found = {e.get("intent"): e for e in self._audit.entries_after(intent.after_seq)
+                     if e.get("outcome") == "pending" and e.get("intent") == intent.token}
+            entry = found.get(intent.token)
+            if entry is not None and intent.audit_seq is None:
+                intent = self.journal.audited(intent, entry["seq"])
+            done = intent.audit_seq is not None and any(
+                e.get("completes") == intent.audit_seq and e.get("outcome") == "ok"
+                for e in self._audit.entries_after(intent.audit_seq))
+            if done:
+                self.journal.finish(intent)
+            else:
+                self.system(RecoverOp(intent.n))
         self._unfinished = False
         return len(pending)
 
@@ -392,10 +406,12 @@ class Pipeline:
         holds = held(list(erase.held), erase.subject)
         intent = erase.resumes
         if intent is None:
+            head = self._audit.head()
             intent = self.journal.begin(facts.principal.id, erase.subject, [r.id for r in erase.records],
-                                        [r.id for _, r in holds], list(erase.marks), list(dict.fromkeys(facts.rules)))
+                                        [r.id for _, r in holds], list(erase.marks), list(dict.fromkeys(facts.rules)),
+                                        after_seq=head[0] if head else 0)
             self._unfinished = True
-            facts.outcome = "pending"
+            facts.outcome, facts.intent = "pending", intent.token
             seq = self._audit.append(facts.audit_entry())
             intent = self.journal.audited(intent, seq)
             facts.completes = seq
@@ -417,9 +433,13 @@ class Pipeline:
         facts.audit_seq = self._audit.append(facts.audit_entry())
         self.journal.finish(intent)
         self._unfinished = bool(self.journal.pending())
-        if isinstance(result, ErasureReceipt):
-            return result.model_copy(update={"audit_seq": facts.audit_seq})
-        return result
+        if erase.receipt is None:
+            return result
+        # Only now, complete, does the erasure get its receipt: signed by the store's key,
+        # committing to the erased records as they stood before deletion.
+        covered = tuple(s for s in (intent.audit_seq, facts.audit_seq) if s is not None)
+        return sign_receipt(self._audit.signing_keys(), {**erase.receipt, "audit_seq": facts.audit_seq,
+                                                         "audit_seqs": covered}, erase.records)
 
     # -- cache loaders (system reads) ---------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import EraseOp
 from memwarden.core.schema import LESSONS_NAMESPACE
-from memwarden.core.records import ErasureReceipt, Kind, MemoryRecord, Status, hashed
+from memwarden.core.records import Kind, MemoryRecord, Status, hashed
 from memwarden.guards.lessons import parse_lesson
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Erase
@@ -38,10 +38,12 @@ def _lesson_scope(ctx: OpContext, record: MemoryRecord) -> Namespace | None:
     return lesson.scope if lesson is not None else None
 
 
-def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[ErasureReceipt, list[Effect]]:
+def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[None, list[Effect]]:
     erased: dict[str, MemoryRecord] = {}
     held: dict[str, MemoryRecord] = {}
     lessons = 0
+    # The rules that allowed what is erased; a held record's rule is nobody's business.
+    rules: dict[str, None] = {}
 
     def take(record: MemoryRecord) -> bool:
         """Sort one reached record into erased or held; True when it is new. A lesson of the
@@ -52,9 +54,11 @@ def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[ErasureReceipt,
             return False
         scope = _lesson_scope(ctx, record)
         where = record.model_copy(update={"namespace": scope}) if scope is not None else record
-        if ctx.allows("erase", where):
+        decision = ctx.ruling("erase", where)
+        if decision.allowed:
             erased[record.id] = record
             lessons += scope is not None
+            rules[decision.rule_text] = None
         else:
             held[record.id] = record
         return True
@@ -79,20 +83,21 @@ def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[ErasureReceipt,
         reached += ctx.view.records([i for i in earlier if i not in erased and i not in held])
         frontier = [r for r in reached if take(r)]
     if lessons:
-        ctx.facts.rules.append(f"core: {lessons} lesson(s) in {namespace_text(LESSONS_NAMESPACE)!r} "
-                               "erased with what they were learnt from")
+        rules[f"core: {lessons} lesson(s) in {namespace_text(LESSONS_NAMESPACE)!r} "
+              "erased with what they were learnt from"] = None
+    # What decided is the rules that allowed each erasure, not the scope the look-up used.
+    ctx.facts.rules[:] = list(rules)
     ids = sorted(erased)
     ctx.facts.record_ids = [hashed(i) for i in ids]
     ctx.facts.returned, ctx.facts.held = len(ids), len(held)
     # No tombstone for a lesson: the same rejection later is a new lesson to learn.
     marks = tuple(tombstone_mark(s, r.namespace, r.content) for r in erased.values()
                   if _lesson_scope(ctx, r) is None for s in r.subjects)
-    receipt = ErasureReceipt(
-        subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(ctx.facts.record_ids),
-        count=len(ids), cascaded=len(ids) - direct, held=len(held), actor=ctx.principal_id,
-        rules=tuple(dict.fromkeys(ctx.facts.rules)), erased_at=ctx.now,
-    )
-    return receipt, [Erase(tuple(erased[i] for i in ids), tuple(held.values()), marks, op.subject)]
+    # The pipeline signs the receipt once the erasure is complete (see Erase).
+    receipt = dict(subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(ctx.facts.record_ids),
+                   count=len(ids), cascaded=len(ids) - direct, held=len(held), actor=ctx.principal_id,
+                   rules=tuple(rules), erased_at=ctx.now)
+    return None, [Erase(tuple(erased[i] for i in ids), tuple(held.values()), marks, op.subject, receipt=receipt)]
 
 
 def held(records: list[MemoryRecord], subject: str | None) -> list[tuple[MemoryRecord, MemoryRecord]]:
