@@ -25,7 +25,7 @@ from reference_model import canonical, keyed_id, record_id  # noqa: E402
 # restricted or tool-written notes, a contractor who sees only external notes, a reviewer who may
 # approve but not read, a senior reviewer who reads only what physicians wrote, an officer who
 # may erase only part of the tree, an eraser who may erase everything and read nothing, and zed,
-# who holds no role at all.
+# whose rights are its own (a principal's rules: zed's only role, guest, has none).
 POLICY = """
 g, alice, physician
 g, bob, nurse
@@ -37,6 +37,7 @@ g, dpo, eraser
 g, feed, ingest
 g, mal, visitor
 g, omni, auditor
+g, zed, guest
 
 p, physician, ward/**, read
 p, physician, ward/pat/*, write
@@ -94,7 +95,7 @@ p, auditor, ward/**, read
 p, auditor, ward/**, history
 p, auditor, lobby, read
 
-# a principal with no roles at all, named only by its own rules
+# a declared principal's own rules
 p, zed, ward/board, read
 p, zed, ward/board, write
 p, zed, ward/board, update

@@ -181,24 +181,33 @@ class Model:
 
     # -- decisions ---------------------------------------------------------------------
 
-    def subjects(self, principal: str) -> frozenset[str]:
-        """The principal and every role it holds through ``g`` lines, transitively."""
-        found, frontier = {principal}, [principal]
-        while frontier:
-            member = frontier.pop()
-            for link in self.links:
-                if link.member == member and link.role not in found:
-                    found.add(link.role)
-                    frontier.append(link.role)
-        return frozenset(found)
+    def declared(self) -> frozenset[str]:
+        """Names that are principals: on the left of a g line and on the right of none."""
+        return frozenset({l.member for l in self.links} - {l.role for l in self.links})
 
     def roles(self, principal: str) -> tuple[str, ...]:
-        return tuple(sorted(self.subjects(principal) - {principal}))
+        """Every role the principal holds through ``g`` lines, transitively (a principal id
+        never holds the role of the same name)."""
+        found: set[str] = set()
+        frontier = [("principal", principal)]
+        while frontier:
+            kind, name = frontier.pop()
+            for link in self.links:
+                member_kind = "principal" if link.member in self.declared() else "role"
+                if (member_kind, link.member) == (kind, name) and link.role not in found:
+                    found.add(link.role)
+                    frontier.append(("role", link.role))
+        return tuple(sorted(found))
+
+    def applies(self, rule: object, principal: str) -> bool:
+        """A rule of a declared principal is that principal's; any other rule is a role's."""
+        if rule.subject in self.declared():
+            return rule.subject == principal
+        return rule.subject in self.roles(principal)
 
     def decide(self, principal: str, action: str, rec: Rec) -> Verdict:
         """Deny overrides allow; review allows and asks for review; no rule denies."""
-        subjects = self.subjects(principal)
-        applying = [r for r in self.rules if r.subject in subjects and r.action == action
+        applying = [r for r in self.rules if self.applies(r, principal) and r.action == action
                     and _matches(r, rec.namespace) and _holds(r, rec)]
         for effect in ("deny", "review", "allow"):
             hit = next((r for r in applying if r.effect == effect), None)
@@ -222,8 +231,7 @@ class Model:
 
     def scope_empty(self, principal: str, action: str, prefix: tuple[str, ...]) -> bool:
         """No allow (or review) rule of ``action`` can reach anything at or below ``prefix``."""
-        subjects = self.subjects(principal)
-        return not any(r.subject in subjects and r.action == action and r.effect != "deny"
+        return not any(self.applies(r, principal) and r.action == action and r.effect != "deny"
                        and _may_reach_below(r, prefix) for r in self.rules)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -347,9 +355,13 @@ class Model:
         old = self.records.get(rid)
         if key is None:
             if old is not None and old.status != FORGOTTEN:
-                return old  # a replay stores nothing
-        elif old is not None and old.status != FORGOTTEN and (self.visible(old) or old.status == QUARANTINED):
-            if not self.seen(principal, old):
+                # A replay stores nothing; it never says that an erasure holds the record.
+                return replace(old, labels={k: v for k, v in old.labels.items() if k != HELD_LABEL})
+        elif old is not None and old.status != FORGOTTEN and self.alive(old) and (
+                self.visible(old) or old.status == QUARANTINED):
+            own_pending = (old.status == QUARANTINED and old.writer == principal and HELD_LABEL not in old.labels
+                           and self.allowed(principal, "read", old))
+            if not (self.seen(principal, old) or own_pending):
                 # Nothing about the stored item shows, only that the key is taken (a documented limit).
                 raise AccessDenied(f"{principal!r} may not write key {key!r} in {_text(namespace)!r}: "
                                    "the key holds an item it may not replace")
@@ -367,6 +379,9 @@ class Model:
         if not self.seen(principal, old):
             raise self.missing(principal, rid)
         before = self.require(principal, "update", old)
+        if old.key is not None:
+            raise InvalidRequest(f"{old.id!r} is the item of key {old.key!r}; change it by writing that key again "
+                                 "(Session.write(..., key=...) or the LangGraph store's put), not with update")
         now = self.clock.now
         new = replace(old, id=record_id(principal, old.namespace, content, supersedes=old.id), content=content,
                       kind=kind or old.kind, subjects=names(subjects) if subjects is not None else old.subjects,
@@ -374,6 +389,10 @@ class Model:
                       writer_roles=self.roles(principal), source=source, created_at=now, version=old.version + 1,
                       supersedes=old.id, approvals=(), rejections=())
         after = self.require(principal, "update", new)
+        if self.allowed(principal, "read", new):
+            erased = next((s for s in new.subjects if (new.namespace, s, normal(content)) in self.tombstones), None)
+            if erased is not None:
+                raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
         new = replace(new, status=QUARANTINED if before.review or after.review else ACTIVE)
         self.records[new.id] = new
         if new.status == ACTIVE:

@@ -429,3 +429,38 @@ def test_a_failed_purge_leaves_a_working_backend_and_the_next_purge_finishes(tmp
     _assert_nothing_retrievable(backend._col, canary, k=backend.count())
     _assert_survivors_intact(backend._col, other)
     assert find_remnants(path, _texts(canary), canary[3], exclude=_texts(other)).clean
+
+
+LOG_POLICY = """
+p, staff, ward/**, read
+p, staff, ward/**, write
+p, staff, ward/**, update
+p, staff, ward/pat/*, write, review, kind=rule
+p, officer, ward/**, erase
+g, alice, staff
+g, bob, staff
+g, dpo, officer
+"""
+
+
+def test_writes_after_an_erasure_that_empties_a_partition_are_stored(tmp_path: Path) -> None:
+    # Found by the reference model: dropping the emptied partition deleted the newest log
+    # entries, Chroma numbered the next write below what the other partition had applied, and
+    # that write was skipped: reported stored, never readable, not even after reopening.
+    policy = tmp_path / "policy.csv"
+    policy.write_text(LOG_POLICY, encoding="utf-8")
+    opened = dict(policy=policy, embedding=HashingEmbedding(), validators=[], lessons=False)
+    with Memory.open(tmp_path / "d", **opened) as mem:
+        alice, bob = mem.session(Principal("alice")), mem.session(Principal("bob"))
+        note = alice.write("a note about p2", "ward/pat/p2", subjects=["p2"])
+        bob.write("p1 takes drug A daily", "ward/board", kind="event", subjects=["p1"])  # its partition empties
+        bob.update(note.id, "p2 has diabetes")
+        assert bob.write("a note", "ward/pat/p1", kind="rule", subjects=["p1"]).status.value == "quarantined"
+        assert mem.session(Principal("dpo")).erase(subject="p1").count == 2
+        after = [bob.write(f"p3 visit {i}", "ward/pat/p3", kind="event") for i in range(3)]
+        assert all(alice.get(r.id) is not None for r in after)
+    with Memory.open(tmp_path / "d", **opened) as mem:
+        alice = mem.session(Principal("alice"))
+        assert all(alice.get(r.id) is not None for r in after)
+        later = alice.write("written after reopening", "ward/pat/p3")
+        assert alice.get(later.id) is not None

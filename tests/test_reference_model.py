@@ -239,7 +239,7 @@ SCENARIOS = {
     "a nurse cannot overwrite a restricted item she may not read": [
         _w("alice", NOTE, P1, key="k1", labels={"sens": "restricted"}), _w("bob", NOTE + "!", P1, key="k1")],
     # 4. approvals bound to content, no content for a reviewer who may not read
-    "an overwrite of an item under review is refused, its approval gone with it": [
+    "its writer may overwrite an item under review, and the approvals go with the old text": [
         _w("bob", NOTE, NOTES, key="k1", kind="rule"), _on("approve", "alice", keyed_id(NOTES, "k1")),
         _w("bob", NOTE + "!", NOTES, key="k1", kind="rule"), _on("approve", "rex", keyed_id(NOTES, "k1"))],
     "a record re-quarantined by retract needs a full quorum again": [

@@ -49,6 +49,10 @@ OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
 #: Where the core keeps its lesson records (it writes nowhere else).
 LESSONS_NAMESPACE: tuple[str, ...] = ("memwarden", "lessons")
 
+#: The label of a record an erasure reached but its officer may not erase (its value: the
+#: subject, or "ids"): held, never returned, until someone who may erase it does.
+HELD_LABEL = "erasure_pending"
+
 #: A keyed write (a LangGraph store ``put``) creates or overwrites without the caller choosing.
 UPSERT_SPAN = "upsert_memory"
 

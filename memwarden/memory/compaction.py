@@ -457,6 +457,36 @@ def _purge_queue(db_path: Path, topic_like: str, remove: list[str], applied: int
     return removed
 
 
+def keep_log_ahead(root: str | Path) -> bool:
+    """Keep the log's numbering ahead of what every segment has applied; True if it had to.
+
+    Chroma numbers a new log entry max(seq_id) + 1 over the whole log, and a segment skips
+    entries at or below what it has applied. Deleting entries (a purge's, or Chroma's own when
+    a purge drops an emptied collection) can leave the highest remaining number below what
+    some other segment has applied: its collection's next writes would then be skipped, lost
+    silently. An inert placeholder at the highest applied number keeps them ahead.
+    """
+    db_path = Path(root) / "chroma.sqlite3"
+    if not db_path.exists():
+        return False
+    with _connect(db_path) as db:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            (applied,) = db.execute("SELECT COALESCE(MAX(seq_id), 0) FROM max_seq_id").fetchone()
+            (top,) = db.execute("SELECT COALESCE(MAX(seq_id), 0) FROM embeddings_queue").fetchone()
+            topic = db.execute("SELECT topic FROM embeddings_queue ORDER BY seq_id DESC LIMIT 1").fetchone() or \
+                db.execute("SELECT 'persistent://default/default/' || id FROM collections ORDER BY name LIMIT 1").fetchone()
+            behind = int(applied) > int(top) and topic is not None
+            if behind:
+                db.execute("INSERT INTO embeddings_queue (seq_id, operation, topic, id) VALUES (?, ?, ?, ?)",
+                           (int(applied), _DELETE_OP, topic[0], _PLACEHOLDER_ID))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    return behind
+
+
 def _swap_segment(root: Path, segment: str) -> None:
     seg_dir, new_dir, old_dir = root / segment, root / (segment + _SEG_NEW), root / (segment + _SEG_OLD)
     if not new_dir.exists():

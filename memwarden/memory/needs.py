@@ -39,8 +39,9 @@ class OnRecord:
 
     The caller knows a record when it may read it and it is visible, or when it may do
     ``action`` on it and the record is in one of ``states`` (a reviewer may approve what it
-    cannot read). With ``versions``, a superseded version counts as visible when the memory
-    it belongs to is. A record the caller does not know gets the answer for a missing id:
+    cannot read). With ``versions``, a superseded version counts when the memory it belongs
+    to is known: its current version is visible and the caller may read it or do ``action``
+    on it. A record the caller does not know gets the answer for a missing id:
     None when ``missing_is_none``, else NotFound; one it knows but may not act on,
     AccessDenied.
     """
@@ -50,6 +51,9 @@ class OnRecord:
     states: frozenset[Status] = frozenset()
     versions: bool = False
     missing_is_none: bool = False
+    #: False when only ``states`` make a record known (a vote: what a reader sees is not
+    #: awaiting review, so reading it tells nothing about this operation).
+    readers_know: bool = True
 
 
 @dataclass(frozen=True, slots=True)

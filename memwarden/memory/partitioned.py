@@ -681,6 +681,9 @@ class PartitionedBackend:
             report.mechanism = "+".join(dict.fromkeys(mechanisms))
             if self._root is not None:
                 self._drop_emptied(todo)
+                # Dropping an emptied partition deletes its log entries, which may have been
+                # the newest ones: see compaction.keep_log_ahead.
+                compaction.keep_log_ahead(self._root)
                 compaction._clear_marker(self._root, _MARKER)
             return report
 

@@ -125,7 +125,7 @@ class Pipeline:
         return self._policy.lifecycle(namespace, kind.value)
 
     def find(self, ctx: OpContext, rid: str, action: str, states: frozenset[Status],
-             versions: bool, expired: bool = False) -> MemoryRecord | None:
+             versions: bool, expired: bool = False, readers_know: bool = True) -> MemoryRecord | None:
         """The record ``rid`` if the caller knows it (see :class:`OnRecord`), looked up only
         where the caller's read scope, or its scope for ``action`` when ``states`` allow
         acting on records it cannot read, reaches; None for a hidden record as for a missing one."""
@@ -136,14 +136,22 @@ class Pipeline:
         record = self.view.within(rid, scopes)
         if record is None:
             return None
-        if ctx.sees(record):
-            return record
-        if (versions and record.status is Status.SUPERSEDED and ctx.alive(record)
-                and ctx.allows("read", record)):
+        if versions and record.status is Status.SUPERSEDED:
+            # An earlier version names its memory only while the memory is known: decided on
+            # its current version, before anything is decided on this one.
+            return record if ctx.alive(record) and self._knows_memory(ctx, record, action) else None
+        if readers_know and ctx.sees(record):
             return record
         if record.status in states and (expired or ctx.alive(record)) and ctx.allows(action, record):
             return record
         return None
+
+    def _knows_memory(self, ctx: OpContext, record: MemoryRecord, action: str) -> bool:
+        """Whether the caller knows the memory ``record`` is a version of: its current version
+        (the newest not awaiting review) is visible, and the caller may read it or do ``action``."""
+        versions = self.view.lineage(record)
+        head = next((r for r in reversed(versions) if r.status is not Status.QUARANTINED), record)
+        return ctx.sees(head) or (head.status is Status.ACTIVE and ctx.alive(head) and ctx.allows(action, head))
 
     def related(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]:
         """Up to ``k`` active records sharing a subject with ``record`` that the caller may
@@ -324,7 +332,7 @@ class Pipeline:
             facts.rules.extend(f"scope: not {c.text}" for c in scope.deny)
             return scope
         assert isinstance(need, OnRecord)
-        record = self.find(ctx, need.id, need.action, need.states, need.versions)
+        record = self.find(ctx, need.id, need.action, need.states, need.versions, readers_know=need.readers_know)
         if record is None:
             facts.record_ids = [need.id]
             if need.missing_is_none:

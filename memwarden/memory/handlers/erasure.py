@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import EraseOp
-from memwarden.core.schema import LESSONS_NAMESPACE
+from memwarden.core.schema import HELD_LABEL, LESSONS_NAMESPACE
 from memwarden.core.records import Kind, MemoryRecord, Status, hashed
 from memwarden.guards.lessons import parse_lesson
 from memwarden.memory.context import OpContext
@@ -25,8 +25,6 @@ from memwarden.memory.tombstones import tombstone_mark
 from memwarden.policies.engine import ReadScope
 
 _ALL = frozenset(Status)
-#: The label a held record carries (its value: the subject, or "ids").
-HELD_LABEL = "erasure_pending"
 
 
 def _lesson_scope(ctx: OpContext, record: MemoryRecord) -> Namespace | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memwarden.core.errors import AccessDenied, InvalidRequest
 from memwarden.core.ops import ForgetOp, RetractOp, ReviewOp, SweepOp
 from memwarden.core.records import MemoryRecord, ReviewResult, Status, content_digest
+from memwarden.core.schema import HELD_LABEL
 from memwarden.guards.validators import Outcome, Verdict
 from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
@@ -64,8 +65,10 @@ RETRACT = Handler(need=lambda op, ctx: OnRecord(op.id, "approve", frozenset({Sta
 
 def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult, list[Effect]]:
     record = got.record
-    if record.status is not Status.QUARANTINED:
-        raise ctx.missing(op.id)  # nothing awaits review under this id, whatever else is there
+    if record.status is not Status.QUARANTINED or HELD_LABEL in record.labels:
+        # Nothing awaits review under this id, whatever else is there: a record an erasure
+        # holds waits for someone who may erase it, never for votes.
+        raise ctx.missing(op.id)
     ctx.facts.record_ids = [record.id]
     voter = ctx.principal_id
     if voter == record.writer:
@@ -102,7 +105,8 @@ def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult,
                         quorum=quorum, record=shown), effects
 
 
-REVIEW = Handler(need=lambda op, ctx: OnRecord(op.id, "approve", frozenset({Status.QUARANTINED})), run=_run_review)
+REVIEW = Handler(need=lambda op, ctx: OnRecord(op.id, "approve", frozenset({Status.QUARANTINED}), readers_know=False),
+                 run=_run_review)
 
 
 def _run_sweep(op: SweepOp, scope: ReadScope, ctx: OpContext) -> tuple[int, list[Effect]]:
@@ -113,7 +117,7 @@ def _run_sweep(op: SweepOp, scope: ReadScope, ctx: OpContext) -> tuple[int, list
                    all_of([{"status": Status.QUARANTINED.value}, {"created_at": {"$lte": cutoff}}])])
     rows = ctx.view.listed(ctx.view.targets(scope), gone, None)
     # Records held for an erasure are not garbage: they wait for someone who may erase them.
-    doomed = [r for r in map(from_row, rows) if ctx.allows("admin", r) and "erasure_pending" not in r.labels]
+    doomed = [r for r in map(from_row, rows) if ctx.allows("admin", r) and HELD_LABEL not in r.labels]
     ctx.facts.record_ids = sorted(r.id for r in doomed)
     ctx.facts.returned = len(doomed)
     return len(doomed), [Purge(tuple(doomed))]

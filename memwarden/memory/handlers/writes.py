@@ -7,7 +7,7 @@ from datetime import timedelta
 from memwarden.core.errors import AccessDenied, InvalidRequest, WriteRejected
 from memwarden.core.namespace import namespace_text
 from memwarden.core.ops import EvictOp, UpdateOp, WriteOp
-from memwarden.core.schema import LESSONS_NAMESPACE
+from memwarden.core.schema import HELD_LABEL, LESSONS_NAMESPACE
 from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status, keyed_id, record_id
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Restate, Store
@@ -62,18 +62,20 @@ def _checked(op: WriteOp, ctx: OpContext, attributes: RecordAttributes) -> None:
         ctx.require("erase", op.namespace, attributes)
 
 
-def _keyed_version(op: WriteOp, ctx: OpContext, existing: MemoryRecord, attributes: RecordAttributes) -> int:
-    """The version a keyed put gets over the row stored under its key (see docs/langgraph.md):
-    an item the caller sees is updated (update on the old and the new record); an expired or
-    forgotten one is gone, so the put starts afresh; any other is refused without saying more
-    about it than that the key is taken."""
-    if ctx.sees(existing) or (existing.status is Status.QUARANTINED and existing.writer == ctx.principal_id
-                              and ctx.allows("read", existing)):
-        ctx.require_on("update", existing)
-        ctx.require("update", op.namespace, attributes)
-        return existing.version + 1
-    if existing.status is Status.FORGOTTEN or (existing.status is not Status.QUARANTINED and not ctx.alive(existing)):
-        return 1
+def _keyed_version(op: WriteOp, ctx: OpContext, existing: MemoryRecord, attributes: RecordAttributes,
+                   decision: Decision) -> tuple[int, Decision]:
+    """The version a keyed put gets over the row stored under its key (see docs/langgraph.md),
+    and the decision its review follows: an item the caller sees, or its own item awaiting
+    review, is updated (update on the old and the new record; a review either asks for
+    holds); an expired or forgotten one is gone, so the put starts afresh; any other is
+    refused without saying more about it than that the key is taken."""
+    own_pending = (existing.status is Status.QUARANTINED and existing.writer == ctx.principal_id
+                   and HELD_LABEL not in existing.labels and ctx.alive(existing) and ctx.allows("read", existing))
+    if ctx.sees(existing) or own_pending:
+        decisions = [decision, ctx.require_on("update", existing), ctx.require("update", op.namespace, attributes)]
+        return existing.version + 1, next((d for d in decisions if d.review), decision)
+    if existing.status is Status.FORGOTTEN or not ctx.alive(existing):
+        return 1, decision
     raise AccessDenied(f"{ctx.principal_id!r} may not write key {op.key!r} in {namespace_text(op.namespace)!r}: "
                        "the key holds an item it may not replace")
 
@@ -93,9 +95,12 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     if existing is not None:
         if not keyed and existing.status is not Status.FORGOTTEN:
             ctx.facts.replay = True  # the same writer, place and content: a retry
-            return existing, []
+            # A record an erasure holds is returned as held for review, without saying why:
+            # that an erasure reached it is nobody's business but its officer's.
+            return existing.model_copy(update={"labels": {k: v for k, v in existing.labels.items()
+                                                          if k != HELD_LABEL}}), []
         if keyed:
-            version = _keyed_version(op, ctx, existing, attributes)
+            version, decision = _keyed_version(op, ctx, existing, attributes, decision)
     now = ctx.now
     lifecycle = ctx.lifecycle(op.namespace, op.kind)
     ttl = op.ttl if op.ttl is not None else lifecycle.ttl
@@ -118,6 +123,10 @@ WRITE = Handler(need=_need_write, run=_run_write)
 
 def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord, list[Effect]]:
     old, before = got.record, got.decision
+    if old.key is not None:
+        # A keyed item has one id, the one its key names: it changes by a put of the key.
+        raise InvalidRequest(f"{old.id!r} is the item of key {old.key!r}; change it by writing that key again "
+                             "(Session.write(..., key=...) or the LangGraph store's put), not with update")
     now = ctx.now
     candidate = MemoryRecord(
         id=record_id(ctx.principal_id, old.namespace, op.content, supersedes=old.id),
@@ -137,6 +146,10 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     # Both versions must be allowed: an update cannot move a record out of (or into) what a
     # condition covers by changing its kind or labels.
     after = ctx.require_on("update", candidate)
+    erased = ctx.tombstoned(candidate.subjects, candidate.namespace, candidate.content,
+                            RecordAttributes.of(candidate))
+    if erased is not None:
+        raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
     new = ctx.validate(candidate, after if after.review or not before.review else before)
     ctx.facts.record_ids = [new.id, old.id]
     effects: list[Effect] = [Store(new)]
