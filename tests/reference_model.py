@@ -258,6 +258,13 @@ class Model:
     def alive(self, rec: Rec) -> bool:
         return rec.expires_at is None or rec.expires_at > self.clock.now
 
+    def knows_version(self, principal: str, rec: Rec | None, action: str) -> bool:
+        """forget and history name a memory by the id of any of its versions: the caller knows
+        that id when the version is active or superseded, not expired, and the caller may read
+        it or do ``action`` on it (and the memory itself is known: see ``current``)."""
+        return (rec is not None and rec.status in (ACTIVE, SUPERSEDED) and self.alive(rec)
+                and (self.allowed(principal, "read", rec) or self.allowed(principal, action, rec)))
+
     def current(self, principal: str, rec: Rec | None, action: str) -> list[Rec] | None:
         """forget and history: the versions of ``rec``'s memory when the caller knows it (its
         current version, the newest not under review, is active, alive, and readable or open
@@ -403,7 +410,7 @@ class Model:
     def forget(self, principal: str, rid: str) -> None:
         target = self.records.get(rid)
         # A version under review or already forgotten names nothing the caller may know of.
-        known = target is not None and target.status in (ACTIVE, SUPERSEDED)
+        known = self.knows_version(principal, target, "forget")
         versions = self.current(principal, target, "forget") if known else None
         if versions is None:
             raise self.missing(principal, rid)
@@ -454,8 +461,7 @@ class Model:
 
     def history(self, principal: str, rid: str) -> list[Rec]:
         target = self.records.get(rid)
-        knows = self.seen(principal, target) or (
-            self.allowed(principal, "history", target) and target.status in (ACTIVE, SUPERSEDED) and self.alive(target))
+        knows = self.knows_version(principal, target, "history")
         versions = self.current(principal, target, "history") if knows else None
         if versions is None:
             raise self.missing(principal, rid)

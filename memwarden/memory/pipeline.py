@@ -131,15 +131,16 @@ class Pipeline:
         acting on records it cannot read, reaches; None for a hidden record as for a missing one."""
         subjects = ctx.facts.subjects
         scopes = [self.scope(subjects, "read", ())]
-        if states and action != "read":
+        if (states or versions) and action != "read":
             scopes.append(self.scope(subjects, action, ()))
         record = self.view.within(rid, scopes)
         if record is None:
             return None
-        if versions and record.status is Status.SUPERSEDED:
-            # An earlier version names its memory only while the memory is known: decided on
-            # its current version, before anything is decided on this one.
-            return record if ctx.alive(record) and self._knows_memory(ctx, record, action) else None
+        if versions and record.status in (Status.ACTIVE, Status.SUPERSEDED):
+            # Any version names its memory: known when the caller may read it or do ``action``
+            # on it, and only while the memory itself is known (its current version).
+            known = ctx.alive(record) and (ctx.allows("read", record) or ctx.allows(action, record))
+            return record if known and self._knows_memory(ctx, record, action) else None
         if readers_know and ctx.sees(record):
             return record
         if record.status in states and (expired or ctx.alive(record)) and ctx.allows(action, record):
