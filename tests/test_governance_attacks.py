@@ -317,3 +317,73 @@ def test_a_batch_embeds_its_writes_together_and_only_after_they_are_decided(mem:
     with pytest.raises(AccessDenied):
         mem.session(NORA).batch(ops)
     assert sorted(embedder.texts) == ["note 0", "note 1", "note 2"]  # stored: the ones before the denial
+
+
+# -- issue 17, class 7: provenance the caller cannot forge -------------------------------------------
+
+CLAIM_POLICY = """
+p, nurse, ward/**, read
+p, nurse, ward/**, write
+p, nurse, ward/**, write, review, source=tool|external
+p, ingest, ward/**, write
+p, ingest, ward/**, read
+p, ingest, ward/**, claim, allow, source=tool
+g, nina, nurse
+g, bot, ingest
+"""
+
+
+@pytest.fixture
+def claims(tmp_path: Path):
+    policy = tmp_path / "policy.csv"
+    policy.write_text(CLAIM_POLICY, encoding="utf-8")
+    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), validators=[]) as memory:
+        yield memory
+
+
+def test_a_tool_bound_session_cannot_declare_a_more_trusted_source(claims: Memory) -> None:
+    tool = claims.session(Principal("nina"), source="tool")
+    assert tool.write("Lab system: potassium 5.9", "ward/p1").status is Status.QUARANTINED
+    with pytest.raises(AccessDenied, match="may not claim"):
+        tool.write("Lab system: potassium 6.1", "ward/p1", source="agent")  # the bypass of the review rule
+    with pytest.raises(AccessDenied, match="may not claim"):  # nor more trust than its binding
+        claims.session(Principal("nina"), source="tool", trust=0.5).write("potassium 6.2", "ward/p1", trust=0.9)
+    # Declaring less trust than the binding gives is always allowed.
+    assert claims.session(Principal("nina")).write("copied from the lab system", "ward/p1",
+                                                     source="tool").status is Status.QUARANTINED
+
+
+def test_a_claim_is_granted_only_as_the_policy_says(claims: Memory) -> None:
+    bot = claims.session(Principal("bot"), source="external")
+    assert bot.write("Feed: bed 4 free", "ward/beds", source="tool").source.value == "tool"
+    with pytest.raises(AccessDenied, match="may not claim"):
+        bot.write("Feed: bed 5 free", "ward/beds", source="user")
+
+
+def test_the_store_and_the_tools_write_as_an_agent(claims: Memory) -> None:
+    from memwarden.integrations.tools import memory_tools
+
+    with bind_principal(Principal("nina")):
+        claims.as_store().put(("ward", "p2"), "k", {"v": 1})
+    [record] = [h.record for h in claims.session(Principal("nina")).search(None, "ward/p2", k=5)]
+    assert record.source.value == "agent"
+    remember = next(t for t in memory_tools(claims.session(Principal("nina"))) if t.name == "remember")
+    remember.invoke({"content": "a tool-written note", "namespace": "ward/p3"})
+    [record] = [h.record for h in claims.session(Principal("nina")).search(None, "ward/p3", k=5)]
+    assert record.source.value == "agent"
+
+
+def test_maintenance_at_open_is_audited_as_the_cores_own_operation(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.csv"
+    policy.write_text(POLICY, encoding="utf-8")
+    opened = dict(policy=policy, embedding=HashingEmbedding(), validators=[])
+    with Memory.open(tmp_path / "data", **opened) as mem:
+        mem.session(ALICE).write("Bed 3 is free", "ward3/notes/n1")
+    (tmp_path / "data" / "lexical.sqlite3").unlink()  # lost: the open rebuilds it from Chroma
+    with Memory.open(tmp_path / "data", **opened) as mem:
+        [entry] = [e for e in mem.audit_log.entries() if e["op"] == "maintain"]
+        assert entry["principal"] == "memwarden" and entry["outcome"] == "ok"
+        assert any("lexical index rebuilt" in rule for rule in entry["rules"])
+        assert mem.audit_log.verify().ok
+    with Memory.open(tmp_path / "data", **opened) as mem:  # nothing to do: nothing logged
+        assert len([e for e in mem.audit_log.entries() if e["op"] == "maintain"]) == 1

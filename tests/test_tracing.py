@@ -462,3 +462,25 @@ def test_cli_demo_rejects_a_bad_url(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["demo", "--otlp", "localhost:6006"]) == 2
     assert "--otlp" in capsys.readouterr().out
+
+
+def test_a_write_span_ends_after_the_store_call_with_its_real_outcome(mem: Memory, spans: InMemorySpanExporter,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from memwarden.memory.partitioned import PartitionedBackend
+
+    called: list[int] = []
+
+    def failing(self, *args, **kwargs):
+        called.append(time.time_ns())
+        raise RuntimeError("the store is down")
+
+    monkeypatch.setattr(PartitionedBackend, "upsert", failing)
+    with pytest.raises(RuntimeError):
+        mem.session(Principal("alice")).write("Patient 12 is allergic to penicillin", "ward3/patients/p12")
+    [span] = [s for s in spans.get_finished_spans() if s.name == "create_memory"]
+    assert called and span.end_time >= called[-1]
+    assert span.attributes["memwarden.outcome"] == "error" and span.status.status_code.name == "ERROR"
+    entries = [e for e in mem.audit_log.entries() if e["op"] == "write"]
+    assert [e["outcome"] for e in entries] == ["ok", "error"]  # audited first, then compensated

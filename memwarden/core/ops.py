@@ -446,6 +446,21 @@ class EvictOp:
 
 
 @dataclass(frozen=True, slots=True)
+class MaintainOp:
+    """The core's account of what the storage did to itself when the memory opened (finished
+    an interrupted purge, repaired the lexical index, migrated the format or the layout):
+    ``events`` says what, one sentence each."""
+
+    action: ClassVar[str] = "maintain"
+
+    events: tuple[str, ...]
+
+    def canonical(self) -> MaintainOp:
+        """Built by the memory from its parts' reports."""
+        return self
+
+
+@dataclass(frozen=True, slots=True)
 class RecoverOp:
     """The core finishing an erasure an interrupt left half done (journal number ``intent``)."""
 

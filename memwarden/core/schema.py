@@ -44,6 +44,8 @@ OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
     OpKind("evict", "forget", "delete_memory", False),
     # finishing an erasure an interrupt left half done: a system operation
     OpKind("recover", "erase", "delete_memory", False),
+    # what the storage repaired or migrated when the memory opened: a system operation
+    OpKind("maintain", "admin", "update_memory", False),
 )}
 
 #: Where the core keeps its lesson records (it writes nowhere else).

@@ -216,6 +216,11 @@ class DelegatingBackend:
         """Run before every read (nothing by default)."""
 
     @property
+    def maintenance(self) -> list[str]:
+        """What opening the store did to it, one sentence each (the wrapped store's first)."""
+        return list(getattr(self._inner, "maintenance", ())) + list(getattr(self, "_maintenance", ()))
+
+    @property
     def has_text_index(self) -> bool:
         """Whether the store beneath keeps a lexical index (see Backend.has_text_index)."""
         return self._inner.has_text_index

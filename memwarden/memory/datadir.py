@@ -153,6 +153,8 @@ class DataDir:
     def __init__(self, root: Path, fd: int, read_only: bool) -> None:
         self.root = root
         self.read_only = read_only
+        #: What opening did to the directory (format migrations), one sentence each.
+        self.maintenance: list[str] = []
         self._fd: int | None = fd
 
     @classmethod
@@ -260,6 +262,7 @@ class DataDir:
             finally:
                 close()
             self._write_format(version + 1)
+            self.maintenance.append(f"store format migrated from {version} to {version + 1}: {step.description}")
             _log.info("memwarden: store %s migrated from format %d to %d", self.root, version, version + 1)
 
     def writable(self, why: str) -> None:

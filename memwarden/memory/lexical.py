@@ -376,11 +376,14 @@ class IndexedBackend(DelegatingBackend):
 
     def repair(self) -> None:
         """Make the index agree with Chroma (see :meth:`open`)."""
+        self._maintenance: list[str] = []
         pending = self._index.pending()
         if pending:
             self._reconcile(pending)
+            self._maintenance.append(f"lexical index: {len(pending)} row(s) a crash left pending re-read from Chroma")
         if self._index.count() != self._inner.count():
             self._index.replace_all(self._all_rows())
+            self._maintenance.append("lexical index rebuilt from Chroma (its row count did not match)")
 
     def _all_rows(self) -> Iterator[StoredRow]:
         offset = 0

@@ -7,12 +7,12 @@ the one governed path. Nothing else holds the store, so there is no second way t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memwarden.core.errors import InvalidRequest
-from memwarden.core.ops import Op, operations
+from memwarden.core.ops import MaintainOp, Op, operations
 from memwarden.core.records import Binding, Principal, Source
 from memwarden.guards.validators import WriteValidator
 from memwarden.memory import compaction
@@ -104,13 +104,14 @@ class Memory:
             if compaction.pending(root / "chroma"):
                 data.writable("an erasure a crash interrupted must be finished")
                 compaction.recover(root / "chroma")  # finish an erasure a crash interrupted
+                data.maintenance.append("finished the physical purge of Chroma's files an interrupt left")
             # The lexical index is repaired against Chroma before first use (see memory/lexical.py).
             chroma = PartitionedBackend.embedded(str(root / "chroma"), **options.backend_options())
             return data.guard(IndexedBackend.open(chroma, root / INDEX_FILE, repair=not read_only))
 
         try:
             memory = cls._assemble(root, backend, policy, audit, embedding, validators, settings,
-                                   read_only=read_only)
+                                   read_only=read_only, maintenance=data.maintenance)
         except BaseException:
             data.release()
             raise
@@ -145,7 +146,8 @@ class Memory:
     @classmethod
     def _assemble(cls, state: Path, backend: Callable[[Settings], Backend], policy: str | Path | PolicyEngine | None,
                   audit: str | Path | None, embedding: object | None, validators: Iterable[WriteValidator] | None,
-                  settings: dict[str, Any], *, read_only: bool = False) -> Memory:
+                  settings: dict[str, Any], *, read_only: bool = False,
+                  maintenance: Sequence[str] = ()) -> Memory:
         """Open the parts of a memory whose local state is ``state``; if one fails, the parts
         already opened are released before the error propagates."""
         options = Settings(**settings)
@@ -161,7 +163,11 @@ class Memory:
             memory = cls(backend(options), engine, log, tombstones, embedding=embedding,
                          validators=_chain(validators), settings=options, journal=journal,
                          lesson_key=lessons_key(state), read_only=read_only)
-            # An erasure an interrupt left half done is finished before anything is served.
+            # What the storage did to open is audited, as the core's own operation; an erasure
+            # an interrupt left half done is finished before anything is served.
+            events = [*maintenance, *getattr(memory._pipeline.backend, "maintenance", ())]
+            if events and not read_only:
+                memory._pipeline.system(MaintainOp(tuple(events)))
             memory._pipeline.recover()
         except BaseException:
             for close in reversed(opened):

@@ -188,9 +188,12 @@ class PartitionedBackend:
         self._located: dict[str, Partition] = {}  # record id -> partition (ids never move)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memwarden-partition") \
             if workers > 1 else None
+        #: What opening did to the store, one sentence each (audited by the memory).
+        self.maintenance: list[str] = []
         self._depth = self._open_layout(depth, repartition)
         if self._root is not None and compaction._read_marker(self._root, _MARKER) is not None:
             self.purge([])  # an erasure across partitions was interrupted: finish it
+            self.maintenance.append("finished the physical purge of an erasure an interrupt left across partitions")
         self._trim_tails()
 
     def _trim_tails(self) -> None:
@@ -251,6 +254,7 @@ class PartitionedBackend:
         self._depth = chosen
         if sources:
             self._migrate(sources)
+            self.maintenance.append(f"migrated {len(sources)} collection(s) to partition depth {chosen}")
         self._refresh(now=True)
         return chosen
 

@@ -61,7 +61,7 @@ from memwarden.policies.subjects import Subjects
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
 #: Operations only the core runs (they have no need: no policy decides them).
-SYSTEM_OPS = frozenset({"evict", "recover"})
+SYSTEM_OPS = frozenset({"evict", "recover", "maintain"})
 #: The binding of the core's own operations.
 _CORE_BINDING = Binding()
 

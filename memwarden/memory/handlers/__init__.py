@@ -41,5 +41,5 @@ def handlers() -> dict[str, Handler]:
         "forget": lifecycle.FORGET, "retract": lifecycle.RETRACT, "review": lifecycle.REVIEW,
         "sweep": lifecycle.SWEEP,
         "erase": erasure.ERASE,
-        "evict": system.EVICT, "recover": system.RECOVER,
+        "evict": system.EVICT, "recover": system.RECOVER, "maintain": system.MAINTAIN,
     }

@@ -3,7 +3,7 @@ run them; they go through the pipeline like any other operation, audited and tra
 
 from __future__ import annotations
 
-from memwarden.core.ops import EvictOp, RecoverOp
+from memwarden.core.ops import EvictOp, MaintainOp, RecoverOp
 from memwarden.core.records import Status, hashed
 from memwarden.guards.forgetting import eviction_order
 from memwarden.memory.context import OpContext
@@ -42,3 +42,14 @@ def _run_recover(op: RecoverOp, _: None, ctx: OpContext) -> tuple[int, list[Effe
 
 
 RECOVER = Handler(need=lambda op, ctx: None, run=_run_recover)
+
+
+def _run_maintain(op: MaintainOp, _: None, ctx: OpContext) -> tuple[int, list[Effect]]:
+    # The storage did this before the pipeline existed (it had to, to open); the entry says so.
+    ctx.facts.decision = "allow"
+    ctx.facts.rules.append("core: storage maintenance when the memory opened")
+    ctx.facts.rules.extend(op.events)
+    return len(op.events), []
+
+
+MAINTAIN = Handler(need=lambda op, ctx: None, run=_run_maintain)
