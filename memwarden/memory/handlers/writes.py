@@ -44,13 +44,15 @@ def _core_write(op: WriteOp, ctx: OpContext) -> Decision:
     return Decision(True, "write", op.namespace, None)
 
 
-def _checked(op: WriteOp, ctx: OpContext, attributes: RecordAttributes) -> None:
-    """What a caller's write must pass besides the write decision: claims, parents, tombstones."""
+def _checked(op: WriteOp, ctx: OpContext, attributes: RecordAttributes) -> Decision | None:
+    """What a caller's write must pass besides the write decision: claims, parents, tombstones;
+    returns the claim's decision, when the write makes one."""
     source, trust = _provenance(op, ctx)
+    claim = None
     if SOURCE_ORDER.index(source) < SOURCE_ORDER.index(ctx.binding.source) or trust > ctx.binding.trust:
         # Provenance more trusted than the binding gives is a claim, which needs the right to
         # make it; declaring less (tool output in a user's session) needs none.
-        ctx.require("claim", op.namespace, attributes)
+        claim = ctx.require("claim", op.namespace, attributes)
     for parent in op.parents:
         if ctx.find(parent) is None:
             raise InvalidRequest(f"parent {parent!r} is not a record visible to {ctx.principal_id!r}")
@@ -60,6 +62,7 @@ def _checked(op: WriteOp, ctx: OpContext, attributes: RecordAttributes) -> None:
             raise WriteRejected(f"this content about subject {erased!r} was erased; re-ingesting it "
                                 "needs allow_reingest=True and erase permission")
         ctx.require("erase", op.namespace, attributes)
+    return claim
 
 
 def _keyed_version(op: WriteOp, ctx: OpContext, existing: MemoryRecord, attributes: RecordAttributes,
@@ -85,7 +88,9 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     if ctx.is_core:
         decision = _core_write(op, ctx)
     else:
-        _checked(op, ctx, attributes)
+        claim = _checked(op, ctx, attributes)
+        if claim is not None and claim.review:
+            decision = claim  # a claim held for review holds the write
     assert decision is not None
     keyed = op.key is not None
     rid = keyed_id(op.namespace, op.key) if keyed else record_id(ctx.principal_id, op.namespace, op.content)
