@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from memwarden.core.errors import AccessDenied, NotFound, WriteRejected
 from memwarden.core.namespace import Namespace, namespace_text
-from memwarden.core.records import Binding, Kind, MemoryRecord, Status
+from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Status
 from memwarden.guards.forgetting import forget_at
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict, strongest
 from memwarden.guards.visibility import is_visible
@@ -30,9 +30,39 @@ from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, ReadScope
 
 if TYPE_CHECKING:
-    from memwarden.memory.pipeline import Pipeline
+    from memwarden.guards.validators import ValidatorChain
+    from memwarden.memory.caches import SubjectIndex
+    from memwarden.memory.journal import ErasureJournal
     from memwarden.memory.settings import Settings
+    from memwarden.memory.tombstones import Tombstones
     from memwarden.memory.view import StoreView
+    from memwarden.policies.subjects import Subjects
+
+
+class Governor(Protocol):
+    """What a context asks of the pipeline that runs it (the pipeline is the one
+    implementation; naming it here keeps the two modules from importing each other)."""
+
+    core: Principal
+    settings: Settings
+    view: StoreView
+    tombstones: Tombstones
+    journal: ErasureJournal
+    subject_index: SubjectIndex
+    validators: ValidatorChain
+
+    def is_core(self, principal: object) -> bool: ...
+    def decide(self, subjects: Subjects, action: str, namespace: Namespace,
+               attributes: RecordAttributes | None) -> Decision: ...
+    def scope(self, subjects: Subjects, action: str, prefix: Namespace) -> ReadScope: ...
+    def lifecycle(self, namespace: Namespace, kind: Kind) -> Lifecycle: ...
+    def find(self, ctx: OpContext, rid: str, action: str, states: frozenset[Status], versions: bool,
+             expired: bool = False, readers_know: bool = True) -> MemoryRecord | None: ...
+    def related(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]: ...
+    def lessons(self) -> list[MemoryRecord]: ...
+    def embed_query(self, text: str) -> np.ndarray: ...
+    def learn(self, record: MemoryRecord, verdicts: Sequence[Verdict], *, stored: bool) -> None: ...
+    def system(self, op: Any) -> Any: ...
 
 
 @dataclass
@@ -42,7 +72,7 @@ class OpContext:
     facts: OpFacts
     binding: Binding
     now: datetime
-    _pipeline: Pipeline
+    _pipeline: Governor
 
     # -- who and when ---------------------------------------------------------------------
 

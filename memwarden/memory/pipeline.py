@@ -44,7 +44,8 @@ from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Erase, Purge, Restate, Store, Touch
 from memwarden.memory.embeddings import Embedder, embed_many, embed_one
 from memwarden.memory.facts import OpFacts
-from memwarden.memory.handlers import handlers
+from memwarden.memory.handlers import erasure, lifecycle, reads, search, system as maintenance, writes
+from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.erasure import held
 from memwarden.memory.journal import ErasureJournal
 from memwarden.memory.metrics import record_operation
@@ -58,6 +59,15 @@ from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
 from memwarden.policies.subjects import Subjects
 
+#: Every handler, by operation kind (:data:`memwarden.core.schema.OP_KINDS`).
+HANDLERS: dict[str, Handler] = {
+    "write": writes.WRITE, "update": writes.UPDATE,
+    "get": reads.GET, "history": reads.HISTORY, "list": reads.LIST,
+    "search": search.SEARCH,
+    "forget": lifecycle.FORGET, "retract": lifecycle.RETRACT, "review": lifecycle.REVIEW, "sweep": lifecycle.SWEEP,
+    "erase": erasure.ERASE,
+    "evict": maintenance.EVICT, "recover": maintenance.RECOVER, "maintain": maintenance.MAINTAIN,
+}
 # Lessons are consulted on every write; a bound keeps that cost flat as they accumulate.
 _MAX_LESSONS = 500
 #: Operations only the core runs (they have no need: no policy decides them).
@@ -92,7 +102,7 @@ class Pipeline:
                                          for v in checked)
         self.settings = settings
         self.core = core
-        self._handlers = handlers()
+        self._handlers = HANDLERS
         self._lesson_key = next((v.key for v in self.validators.validators if isinstance(v, LessonValidator)),
                                 store_key)
         self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS, ttl=settings.cache_ttl)

@@ -19,7 +19,7 @@ from memwarden.core.records import Kind, MemoryRecord, Status, hashed
 from memwarden.guards.lessons import parse_lesson
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Erase
-from memwarden.memory.handlers import Handler
+from memwarden.memory.handlers.base import Handler
 from memwarden.memory.needs import InScope
 from memwarden.memory.tombstones import tombstone_mark
 from memwarden.policies.engine import ReadScope

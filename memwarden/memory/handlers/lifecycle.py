@@ -10,7 +10,7 @@ from memwarden.guards.validators import Outcome, Verdict
 from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Purge, Restate, relabel
-from memwarden.memory.handlers import Handler
+from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.reads import current
 from memwarden.memory.handlers.writes import retire
 from memwarden.memory.needs import Found, InScope, OnRecord

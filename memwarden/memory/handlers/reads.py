@@ -9,7 +9,7 @@ from memwarden.guards.visibility import visible_metadata
 from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Touch
-from memwarden.memory.handlers import Handler
+from memwarden.memory.handlers.base import Handler
 from memwarden.memory.needs import Found, InScope, OnRecord
 from memwarden.policies.engine import ReadScope
 

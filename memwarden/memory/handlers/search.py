@@ -17,7 +17,7 @@ from memwarden.memory.caches import INDEXED_KINDS
 from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect
-from memwarden.memory.handlers import Handler
+from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.reads import touched
 from memwarden.memory.needs import InScope
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter

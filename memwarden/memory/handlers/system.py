@@ -8,7 +8,7 @@ from memwarden.core.records import Status, hashed
 from memwarden.guards.forgetting import eviction_order
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Erase, relabel
-from memwarden.memory.handlers import Handler
+from memwarden.memory.handlers.base import Handler
 
 
 def _run_evict(op: EvictOp, _: None, ctx: OpContext) -> tuple[int, list[Effect]]:

@@ -11,7 +11,7 @@ from memwarden.core.schema import HELD_LABEL, LESSONS_NAMESPACE
 from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status, keyed_id, record_id
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Restate, Store
-from memwarden.memory.handlers import Handler
+from memwarden.memory.handlers.base import Handler
 from memwarden.memory.needs import Found, InNamespace, OnRecord
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision
