@@ -70,3 +70,16 @@ def integer_argument(value: object, what: str, *, minimum: int, maximum: int | N
         bound = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
         raise InvalidRequest(f"{what} must be an integer {bound}, got {shown(value)}")
     return value
+
+
+def encodable(value: str, what: str) -> str:
+    """``value`` when it is valid Unicode, else InvalidRequest naming ``what``: a lone
+    surrogate (from a bad "\\ud800" JSON escape, say) is a str no store, index or audit log can
+    encode, so it is refused at the edge rather than failing half-way through a write."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise InvalidRequest(f"{what} contains the lone surrogate U+{ord(value[err.start]):04X} at "
+                                 f"position {err.start}; text must be valid Unicode") from None
+    return value

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import ClassVar, Union
 
 from memwarden.core.errors import InvalidRequest
-from memwarden.core.arguments import flag_argument, integer_argument, iterable_argument, sequence_argument, shown
+from memwarden.core.arguments import encodable, flag_argument, integer_argument, iterable_argument, sequence_argument, shown
 from memwarden.core.records import Kind, Source, ensure_kind
 from memwarden.core.schema import OP_KINDS
 from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, canonical_value, is_label_name
@@ -50,14 +50,7 @@ def _text(value: object, what: str, limit: int) -> str:
         raise InvalidRequest(f"{what} is {len(value)} characters long; the limit is {limit}")
     if "\x00" in value:
         raise InvalidRequest(f"{what} contains a NUL character")
-    if not value.isascii():
-        # A lone surrogate (from a bad "\\ud800" JSON escape, say) is a str no store, index or
-        # audit log can encode: refused here rather than failing half-way through a write.
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as err:
-            raise InvalidRequest(f"{what} contains the lone surrogate U+{ord(value[err.start]):04X} at "
-                                 f"position {err.start}; text must be valid Unicode") from None
+    encodable(value, what)
     return value
 
 

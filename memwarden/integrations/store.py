@@ -49,7 +49,7 @@ from langgraph.store.base import (
 
 from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
-from memwarden.core.arguments import iterable_argument, shown
+from memwarden.core.arguments import encodable, iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
 from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, split_namespace
 from memwarden.core import ops as mw
@@ -256,12 +256,7 @@ def _key(value: object) -> str:
         raise InvalidRequest(f"key must be a string, got {type(value).__name__}")
     if len(value) > mw.MAX_KEY_CHARS:
         raise InvalidRequest(f"key is {len(value)} characters long; the limit is {mw.MAX_KEY_CHARS}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise InvalidRequest(f"key contains the lone surrogate U+{ord(value[err.start]):04X}; "
-                             "keys must be valid Unicode") from None
-    return value
+    return encodable(value, "key")
 
 
 def _item_id(namespace: object, key: object) -> str:
@@ -329,11 +324,7 @@ def _write_op(op: PutOp) -> mw.WriteOp:
     # Checked here so that the error names the value, not the content the core would see.
     if len(content) > mw.MAX_CONTENT_CHARS:
         raise InvalidRequest(f"a store value is {len(content)} characters as JSON; the limit is {mw.MAX_CONTENT_CHARS}")
-    try:
-        content.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise InvalidRequest(f"a store value holds the lone surrogate U+{ord(content[err.start]):04X}; "
-                             "text must be valid Unicode") from None
+    encodable(content, "a store value")
     return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl))
 
 

@@ -59,7 +59,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -70,7 +69,7 @@ from memwarden.databases import is_database_url, kind, redacted, sqlite_path
 from memwarden.core.errors import AuditError, ProofError
 from memwarden.memory.anchor import HeadFile, check_head, head_path, sign_head, verify_head
 from memwarden.memory.audit_stores import SET_META, PostgresStore, SQLiteStore
-from memwarden.memory.files import atomic_write
+from memwarden.memory.keyfile import create_key, read_key
 from memwarden.memory.chain import GENESIS, Findings, Row, VerifyReport, _digest, check_chain, entries_text
 from memwarden.memory.signing import SigningKeys, signing_key_path
 
@@ -138,26 +137,11 @@ class AuditLog:
     # -- the keys ---------------------------------------------------------------------------
 
     def _read_key(self) -> bytes | None:
-        try:
-            text = self.key_path.read_text(encoding="ascii").strip()
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise AuditError(f"cannot read the audit key {self.key_path}: {exc}") from exc
-        try:
-            key = bytes.fromhex(text)
-        except ValueError:
-            key = b""
-        if len(key) < 32:
-            raise AuditError(f"the audit key {self.key_path} is not a 256-bit hex key")
-        return key
+        return read_key(self.key_path, what="audit key", error=AuditError)
 
     def _create_key(self) -> bytes:
         """Write a fresh key (mode 0600); if another process won the race, use its."""
-        atomic_write(self.key_path, secrets.token_hex(32) + "\n", replace=False)
-        key = self._read_key()
-        assert key is not None
-        return key
+        return create_key(self.key_path, what="audit key", error=AuditError)
 
     def _load_signer(self) -> SigningKeys | None:
         """The signing keys, read again whenever the file changed (a rotation elsewhere)."""

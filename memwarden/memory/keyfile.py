@@ -13,6 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
+from memwarden.memory.files import atomic_write
 from memwarden.core.errors import InvalidRequest, MemwardenError
 
 __all__ = ["LESSONS_KEY_FILE", "LESSONS_KEY_ENV", "read_key", "create_key", "lessons_key", "lessons_key_path"]
@@ -42,20 +43,7 @@ def read_key(path: Path, *, what: str, error: type[MemwardenError]) -> bytes | N
 def create_key(path: Path, *, what: str, error: type[MemwardenError]) -> bytes:
     """Write a fresh key to ``path`` atomically (mode 0600) unless one is there; the key the
     file then holds (if another process won the race, its key)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(secrets.token_hex(32) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)  # fails if the key already exists: never overwrite one
-        except FileExistsError:
-            pass
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(path, secrets.token_hex(32) + "\n", replace=False)
     key = read_key(path, what=what, error=error)
     assert key is not None
     return key
