@@ -88,6 +88,7 @@ from chromadb.config import Settings as ChromaSettings  # noqa: E402
 from memwarden import Memory, Principal  # noqa: E402
 from memwarden.guards.visibility import visible_filter  # noqa: E402
 from memwarden.memory.audit import AuditLog  # noqa: E402
+from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal  # noqa: E402
 from memwarden.memory.settings import Settings  # noqa: E402
 from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend, collection_name  # noqa: E402
 from memwarden.memory.codec import stored_metadata, to_metadata  # noqa: E402
@@ -355,10 +356,11 @@ class Bench:
         self.validator_names = [getattr(v, "name", type(v).__name__) for v in chain]
         # Two Memories over one backend, policy, audit log and tombstones: identical but for
         # the write validators, so writes can be measured with and without the chain.
-        self.mem = Memory(self.store, self.engine, audit, tombstones, embedding=self.embedder, validators=chain,
-                          settings=settings)
-        self.mem_noval = Memory(self.store, self.engine, audit, tombstones, embedding=self.embedder, validators=(),
-                                settings=settings)
+        journal = ErasureJournal(root / JOURNAL_FILE)
+        self.mem = Memory(self.store, self.engine, audit, tombstones, journal=journal, embedding=self.embedder,
+                          validators=chain, settings=settings)
+        self.mem_noval = Memory(self.store, self.engine, audit, tombstones, journal=journal, embedding=self.embedder,
+                                validators=(), settings=settings)
         self.alice = self.mem.session(Principal("alice"))
         self.alice_noval = self.mem_noval.session(Principal("alice"))
         self.size = 0

@@ -137,6 +137,17 @@ class HeadFile:
         parse_head(doc, f"the head file {self.path}")
         return doc
 
+    def sync(self) -> None:
+        """Put the head file's last write on disk (when there is a file)."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
     def advance(self, count: int, make: Callable[[], dict[str, Any]], *, flush: bool) -> None:
         """Write ``make()`` (the head at ``count``) unless the file already holds a head at
         least that long (another process appended after us). ``flush``: sync it to disk."""

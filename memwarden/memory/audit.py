@@ -272,14 +272,17 @@ class AuditLog:
         self._store.run_many(SET_META, [("head", head), ("head_mac", _mac(key, f"head:{head}"))])
         return seq, digest
 
-    def _appended(self, seq: int, digest: str, flush: bool) -> None:
+    def _appended(self, seq: int, digest: str) -> None:
         """After the commit: the anchor moves forward."""
         self._checked = True  # the key record is committed and matches the key
         self._anchor = (seq, digest)
         signer = self._signer
         assert signer is not None
         try:
-            self._head_file.advance(seq, lambda: sign_head(signer, seq, digest), flush=flush)
+            # Not synced per entry: against someone who cuts the log, the file as the OS holds
+            # it is what counts (and it is synced when the log closes); syncing it each time
+            # cost every write 0.5-0.7 ms. A power cut can leave it a few entries behind.
+            self._head_file.advance(seq, lambda: sign_head(signer, seq, digest), flush=False)
         except OSError as exc:
             raise AuditError(f"entry {seq} is in the audit log but its head file {self._head_file.path} "
                              f"could not be written: {exc}") from exc
@@ -300,7 +303,7 @@ class AuditLog:
                     seq, digest = self._insert(fields)
             except self._store.errors as exc:
                 raise AuditError(f"cannot append to the audit log at {self.where}: {exc}") from exc
-            self._appended(seq, digest, flush)
+            self._appended(seq, digest)
         return seq
 
     def rotate_signing_key(self, principal: str) -> tuple[str, str, int]:
@@ -320,7 +323,7 @@ class AuditLog:
                                                 "new_key_id": new.key_id, "outcome": "ok"})
             except self._store.errors as exc:
                 raise AuditError(f"cannot append to the audit log at {self.where}: {exc}") from exc
-            self._appended(seq, digest, True)
+            self._appended(seq, digest)
         return old.key_id, new.key_id, seq
 
     def _read(self, query: str) -> list[tuple]:
@@ -487,8 +490,9 @@ class AuditLog:
             problem(f"{ANCHOR}: the head file {where} is missing (deleted?)")
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Sync the head file and close the database connection."""
         with self._lock:
+            self._head_file.sync()
             self._store.close()
 
 
