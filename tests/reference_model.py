@@ -425,12 +425,14 @@ class Model:
         rec = self.records.get(rid)
         knows = self.seen(principal, rec) or (
             self.allowed(principal, "approve", rec) and rec.status in (ACTIVE, QUARANTINED) and self.alive(rec))
-        if not knows:
+        if not knows or HELD_LABEL in rec.labels:
             raise self.missing(principal, rid)
         self.require(principal, "approve", rec)
         self.records[rid] = replace(rec, status=FORGOTTEN, approvals=(), rejections=(),
                                     labels={**rec.labels, "forgotten": "retracted"})
-        return sorted(self.requarantine(self.descendants([rid]), "tainted_by", rid))
+        # Only the held records the caller may review are named.
+        return sorted(i for i in self.requarantine(self.descendants([rid]), "tainted_by", rid)
+                      if self.allowed(principal, "approve", self.records[i]))
 
     def review(self, principal: str, rid: str, approve: bool) -> ReviewResult:
         rec = self.records.get(rid)

@@ -121,7 +121,8 @@ class Session:
         return self._one(ReviewOp(id, False))
 
     def retract(self, id: str) -> list[str]:  # noqa: A002
-        """Retract a record as poisoned; returns the ids of derived records now quarantined."""
+        """Retract a record as poisoned; returns the ids of the derived records now quarantined
+        that this principal may review (the others are held too, without being named)."""
         return self._one(RetractOp(id))
 
     def history(self, id: str) -> list[MemoryRecord]:  # noqa: A002
