@@ -254,6 +254,11 @@ class Pipeline:
             return Subjects(self.core.id, frozenset())  # outside the policy: system operations only
         if not isinstance(principal, Principal):
             raise InvalidRequest(f"principal must be a memwarden Principal, got {type(principal).__name__}")
+        if principal.id == self.core.id:
+            # Its records would pass for the core's (lessons steer the validators), and its
+            # operations would read as maintenance in the audit log.
+            raise InvalidRequest(f"principal id {principal.id!r} is reserved for memwarden's core (its lessons "
+                                 "and maintenance); give this principal another id")
         self._policy.require_known(principal.id, principal.roles)
         return self._policy.subjects(principal.id, principal.roles)
 
@@ -262,7 +267,9 @@ class Pipeline:
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is None or (kind in SYSTEM_OPS and principal is not self.core):
             raise InvalidRequest(f"not a memwarden operation: {type(op).__name__}")
-        facts = OpFacts(kind, principal if isinstance(principal, Principal) else Principal("invalid"))
+        # A principal that is not one, or only bears the core's id, is audited as "invalid".
+        genuine = isinstance(principal, Principal) and (principal is self.core or principal.id != self.core.id)
+        facts = OpFacts(kind, principal if genuine else Principal("invalid"))
         started, result, store_held = time.perf_counter(), None, False
         span = start_operation(kind, op)
         try:
