@@ -270,25 +270,29 @@ class Pipeline:
         # A principal that is not one, or only bears the core's id, is audited as "invalid".
         genuine = isinstance(principal, Principal) and (principal is self.core or principal.id != self.core.id)
         facts = OpFacts(kind, principal if genuine else Principal("invalid"))
-        started, result, store_held = time.perf_counter(), None, False
-        span = start_operation(kind, op)
-        try:
-            with use_operation(span):
-                result, store_held = self._run_one(principal, op, binding, handler, facts)
-                return result
-        finally:
-            def close() -> None:
-                finish_operation(span, facts.span_attributes, outcome=facts.outcome, op=op, result=result)
-                record_operation(facts.op, facts.outcome, facts.decision, facts.verdicts,
-                                 time.perf_counter() - started,
-                                 records=facts.returned if facts.op == "erase" else None)
+        # A change and what follows it (its lesson, a capacity eviction) run under one hold of
+        # the write lock: an erasure that starts in between would complete, and the lesson
+        # about its subject would then be written after it.
+        with nullcontext() if OP_KINDS[kind].reads else self._write_lock:
+            started, result, store_held = time.perf_counter(), None, False
+            span = start_operation(kind, op)
+            try:
+                with use_operation(span):
+                    result, store_held = self._run_one(principal, op, binding, handler, facts)
+                    return result
+            finally:
+                def close() -> None:
+                    finish_operation(span, facts.span_attributes, outcome=facts.outcome, op=op, result=result)
+                    record_operation(facts.op, facts.outcome, facts.decision, facts.verdicts,
+                                     time.perf_counter() - started,
+                                     records=facts.returned if facts.op == "erase" else None)
 
-            if store_held:
-                deferred.append(close)
-            else:
-                close()
-            for follow_up in facts.follow_ups:
-                follow_up()
+                if store_held:
+                    deferred.append(close)
+                else:
+                    close()
+                for follow_up in facts.follow_ups:
+                    follow_up()
 
     def _run_one(self, principal: Principal, op: Any, binding: Binding, handler: Any,
                  facts: OpFacts) -> tuple[Any, bool]:
