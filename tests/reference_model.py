@@ -361,11 +361,13 @@ class Model:
         review = verdict.review
         old = self.records.get(rid)
         if key is None:
-            if old is not None and old.status != FORGOTTEN:
-                # A replay stores nothing; it never says that an erasure holds the record.
-                return replace(old, labels={k: v for k, v in old.labels.items() if k != HELD_LABEL})
-        elif old is not None and old.status != FORGOTTEN and self.alive(old) and (
-                self.visible(old) or old.status == QUARANTINED):
+            if old is not None and (old.status != FORGOTTEN or HELD_LABEL in old.labels):
+                # A replay stores nothing; it never says that an erasure holds the record (a
+                # held one, even forgotten, reads as held for review).
+                return replace(old, labels={k: v for k, v in old.labels.items() if k != HELD_LABEL},
+                               status=QUARANTINED if HELD_LABEL in old.labels else old.status)
+        elif old is not None and (HELD_LABEL in old.labels or (old.status != FORGOTTEN and self.alive(old) and (
+                self.visible(old) or old.status == QUARANTINED))):
             own_pending = (old.status == QUARANTINED and old.writer == principal and HELD_LABEL not in old.labels
                            and self.allowed(principal, "read", old))
             if not (self.seen(principal, old) or own_pending):
@@ -425,12 +427,14 @@ class Model:
         rec = self.records.get(rid)
         knows = self.seen(principal, rec) or (
             self.allowed(principal, "approve", rec) and rec.status in (ACTIVE, QUARANTINED) and self.alive(rec))
-        if not knows:
+        if not knows or HELD_LABEL in rec.labels:
             raise self.missing(principal, rid)
         self.require(principal, "approve", rec)
         self.records[rid] = replace(rec, status=FORGOTTEN, approvals=(), rejections=(),
                                     labels={**rec.labels, "forgotten": "retracted"})
-        return sorted(self.requarantine(self.descendants([rid]), "tainted_by", rid))
+        # Only the held records the caller may review are named.
+        return sorted(i for i in self.requarantine(self.descendants([rid]), "tainted_by", rid)
+                      if self.allowed(principal, "approve", self.records[i]))
 
     def review(self, principal: str, rid: str, approve: bool) -> ReviewResult:
         rec = self.records.get(rid)

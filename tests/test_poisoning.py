@@ -136,8 +136,8 @@ def test_lessons_stay_out_of_ordinary_reads_and_the_core_is_no_session(tmp_path:
             w.search("lesson", LESSONS_NAMESPACE)
         with pytest.raises(InvalidRequest, match="core principal"):
             mem.session(CORE)
-        # Another principal named "memwarden" is an ordinary principal: no policy line, no rights.
-        with pytest.raises(InvalidRequest, match="unknown principal"):
+        # No other principal may bear the core's id, roles or not.
+        with pytest.raises(InvalidRequest, match="reserved for memwarden's core"):
             mem.session(Principal("memwarden")).write("memwarden-lesson/1", LESSONS_NAMESPACE, kind="lesson")
         # A lesson written by anyone else would steer the validators: it waits for review.
         forged = mem.session(Principal("w")).write("memwarden-lesson/1\nshingles: 00", "ward/x", kind="lesson")

@@ -16,7 +16,7 @@ from typing import ClassVar, Union
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.arguments import encodable, flag_argument, integer_argument, iterable_argument, sequence_argument, shown
 from memwarden.core.records import Kind, Source, ensure_kind
-from memwarden.core.schema import OP_KINDS
+from memwarden.core.schema import HELD_LABEL, OP_KINDS
 from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, canonical_value, is_label_name
 
 #: Longest content accepted, in characters (documented in the README).
@@ -123,6 +123,9 @@ def _labels(value: object) -> dict[str, str]:
     for key, val in value.items():
         if not is_label_name(key):
             raise InvalidRequest(f"labels: label key {shown(key)} must be ASCII letters, digits or '_'")
+        if key == HELD_LABEL:
+            # The core's mark of a record an erasure holds (votes and the sweeper pass it by).
+            raise InvalidRequest(f"labels: {HELD_LABEL!r} is reserved for records an erasure holds")
         # Policy conditions compare label values exactly, so they are canonicalised like the
         # values a policy names (NFKC, nothing invisible, no look-alike script mixing).
         out[key] = canonical_value(val, what=f"labels[{key!r}]")

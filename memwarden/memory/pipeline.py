@@ -264,6 +264,11 @@ class Pipeline:
             return Subjects(self.core.id, frozenset())  # outside the policy: system operations only
         if not isinstance(principal, Principal):
             raise InvalidRequest(f"principal must be a memwarden Principal, got {type(principal).__name__}")
+        if principal.id == self.core.id:
+            # Its records would pass for the core's (lessons steer the validators), and its
+            # operations would read as maintenance in the audit log.
+            raise InvalidRequest(f"principal id {principal.id!r} is reserved for memwarden's core (its lessons "
+                                 "and maintenance); give this principal another id")
         self._policy.require_known(principal.id, principal.roles)
         return self._policy.subjects(principal.id, principal.roles)
 
@@ -272,26 +277,32 @@ class Pipeline:
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is None or (kind in SYSTEM_OPS and principal is not self.core):
             raise InvalidRequest(f"not a memwarden operation: {type(op).__name__}")
-        facts = OpFacts(kind, principal if isinstance(principal, Principal) else Principal("invalid"))
-        started, result, store_held = time.perf_counter(), None, False
-        span = start_operation(kind, op)
-        try:
-            with use_operation(span):
-                result, store_held = self._run_one(principal, op, binding, handler, facts)
-                return result
-        finally:
-            def close() -> None:
-                finish_operation(span, facts.span_attributes, outcome=facts.outcome, op=op, result=result)
-                record_operation(facts.op, facts.outcome, facts.decision, facts.verdicts,
-                                 time.perf_counter() - started,
-                                 records=facts.returned if facts.op == "erase" else None)
+        # A principal that is not one, or only bears the core's id, is audited as "invalid".
+        genuine = isinstance(principal, Principal) and (principal is self.core or principal.id != self.core.id)
+        facts = OpFacts(kind, principal if genuine else Principal("invalid"))
+        # A change and what follows it (its lesson, a capacity eviction) run under one hold of
+        # the write lock: an erasure that starts in between would complete, and the lesson
+        # about its subject would then be written after it.
+        with nullcontext() if OP_KINDS[kind].reads else self._write_lock:
+            started, result, store_held = time.perf_counter(), None, False
+            span = start_operation(kind, op)
+            try:
+                with use_operation(span):
+                    result, store_held = self._run_one(principal, op, binding, handler, facts)
+                    return result
+            finally:
+                def close() -> None:
+                    finish_operation(span, facts.span_attributes, outcome=facts.outcome, op=op, result=result)
+                    record_operation(facts.op, facts.outcome, facts.decision, facts.verdicts,
+                                     time.perf_counter() - started,
+                                     records=facts.returned if facts.op == "erase" else None)
 
-            if store_held:
-                deferred.append(close)
-            else:
-                close()
-            for follow_up in facts.follow_ups:
-                follow_up()
+                if store_held:
+                    deferred.append(close)
+                else:
+                    close()
+                for follow_up in facts.follow_ups:
+                    follow_up()
 
     def _run_one(self, principal: Principal, op: Any, binding: Binding, handler: Any,
                  facts: OpFacts) -> tuple[Any, bool]:

@@ -107,8 +107,10 @@ class Session:
         self._one(ForgetOp(id))
 
     def erase(self, subject: str | None = None, *, ids: Sequence[str] = ()) -> ErasureReceipt:
-        """Erase every record about ``subject`` (and/or ``ids``) and all records derived from them.
-        All or nothing: if any one may not be erased, nothing is and AccessDenied is raised."""
+        """Erase every record about ``subject`` (and/or ``ids``) and all records derived from them
+        that this principal may erase; the ones it may not erase are held (quarantined) until
+        someone who may does, and counted in the receipt's ``held`` (docs/erasure.md).
+        AccessDenied when it may erase nothing anywhere."""
         return self._one(EraseOp(subject, ids))
 
     def approve(self, id: str) -> ReviewResult:  # noqa: A002
@@ -121,7 +123,8 @@ class Session:
         return self._one(ReviewOp(id, False))
 
     def retract(self, id: str) -> list[str]:  # noqa: A002
-        """Retract a record as poisoned; returns the ids of derived records now quarantined."""
+        """Retract a record as poisoned; returns the ids of the derived records now quarantined
+        that this principal may review (the others are held too, without being named)."""
         return self._one(RetractOp(id))
 
     def history(self, id: str) -> list[MemoryRecord]:  # noqa: A002

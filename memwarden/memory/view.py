@@ -93,15 +93,29 @@ class StoreView:
     # -- relations ------------------------------------------------------------------------------
 
     def lineage(self, record: MemoryRecord) -> list[MemoryRecord]:
-        """Every version of the memory ``record`` belongs to, oldest first."""
+        """Every version of the memory ``record`` belongs to, oldest first (by version, then
+        write time).
+
+        Versions form a tree, not a chain: two updates of one version may wait for review side
+        by side, and both may be released. So every version superseding any version found is
+        found, not only the first, or a forget of the memory would leave a version of it."""
         # Every version keeps the namespace, so all of them are in one partition.
         within = [self._backend.partition_of(record.namespace)]
-        chain = [record]
-        while chain[0].supersedes and (older := self.stored(chain[0].supersedes, record.namespace)) is not None:
-            chain.insert(0, older)
-        while newer := self._backend.fetch(where={"supersedes": chain[-1].id}, limit=1, partitions=within):
-            chain.append(from_row(newer[0]))
-        return chain
+        root = record
+        while root.supersedes and (older := self.stored(root.supersedes, record.namespace)) is not None:
+            root = older
+        found = {root.id: root}
+        frontier = [root.id]
+        while frontier:
+            newer: list[MemoryRecord] = []
+            for start in range(0, len(frontier), LINK_CHUNK):
+                chunk = frontier[start:start + LINK_CHUNK]
+                newer += [from_row(r) for r in self._backend.fetch(where={"supersedes": {"$in": chunk}},
+                                                                   partitions=within)]
+            fresh = [r for r in newer if r.id not in found]
+            found.update((r.id, r) for r in fresh)
+            frontier = [r.id for r in fresh]
+        return sorted(found.values(), key=lambda r: (r.version, r.created_at, r.id))
 
     def children(self, ids: Sequence[str], *, versions: bool = False) -> list[MemoryRecord]:
         """Records with a parent in ``ids`` (and, with ``versions``, those superseding one)."""

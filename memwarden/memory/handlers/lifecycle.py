@@ -51,12 +51,19 @@ def _run_retract(op: RetractOp, got: Found, ctx: OpContext) -> tuple[list[str], 
     # Taint tracing: everything derived from the poisoned record, transitively, is held for
     # review; quarantine only hides, so it is applied wherever descendants live.
     record = got.record
+    if HELD_LABEL in record.labels:
+        # What an erasure holds waits for someone who may erase it (as for a vote): it is
+        # nobody else's to retract, nor to know of.
+        raise ctx.missing(op.id)
     held = _active_descendants(ctx, [record.id])
     ctx.facts.record_ids = [record.id] + [r.id for r in held]
     verdict = Verdict(validator="retraction", outcome=Outcome.REJECT, reason=f"retracted by {ctx.principal_id}")
     ctx.learn(record, [verdict], stored=True)
-    return [r.id for r in held], [relabel([record], Status.FORGOTTEN, {"forgotten": "retracted"}),
-                                  relabel(held, Status.QUARANTINED, {"tainted_by": record.id})]
+    tainted = relabel(held, Status.QUARANTINED, {"tainted_by": record.id})
+    # Descendants are held wherever they live, but the caller is told only of those it may
+    # know of now: the ones it may review (an id is a hash of writer, namespace and content).
+    named = [new.id for new, _ in tainted.changes if ctx.allows("approve", new)]
+    return named, [relabel([record], Status.FORGOTTEN, {"forgotten": "retracted"}), tainted]
 
 
 RETRACT = Handler(need=lambda op, ctx: OnRecord(op.id, "approve", frozenset({Status.ACTIVE, Status.QUARANTINED})),

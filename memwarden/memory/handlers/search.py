@@ -18,7 +18,7 @@ from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect
 from memwarden.memory.handlers.base import Handler
-from memwarden.memory.handlers.reads import touched
+from memwarden.memory.handlers.reads import current, touched
 from memwarden.memory.needs import InScope
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
 from memwarden.policies.engine import ReadScope
@@ -40,9 +40,12 @@ def _shown(now: datetime, kinds: dict[str, Any]) -> Callable[[dict[str, Any]], b
 
 def _may_find(ctx: OpContext, record: MemoryRecord, history: ReadScope | None) -> bool:
     """What a search may return: what the caller sees, and, when the search asks for history,
-    superseded versions it may read and see the history of."""
+    superseded versions it may read and see the history of, of a memory it knows (as
+    HistoryOp: no version of a memory whose current version was retracted, rejected, evicted
+    or forgotten)."""
     if record.status is Status.SUPERSEDED and history is not None:
-        return ctx.alive(record) and ctx.allows("read", record) and ctx.allows("history", record)
+        return (ctx.alive(record) and ctx.allows("read", record) and ctx.allows("history", record)
+                and current(ctx, record, "history") is not None)
     return ctx.sees(record)
 
 

@@ -70,14 +70,16 @@ def _keyed_version(op: WriteOp, ctx: OpContext, existing: MemoryRecord, attribut
     """The version a keyed put gets over the row stored under its key (see docs/langgraph.md),
     and the decision its review follows: an item the caller sees, or its own item awaiting
     review, is updated (update on the old and the new record; a review either asks for
-    holds); an expired or forgotten one is gone, so the put starts afresh; any other is
-    refused without saying more about it than that the key is taken."""
+    holds); an expired or forgotten one is gone, so the put starts afresh, unless an erasure
+    holds it; any other is refused without saying more about it than that the key is taken."""
     own_pending = (existing.status is Status.QUARANTINED and existing.writer == ctx.principal_id
                    and HELD_LABEL not in existing.labels and ctx.alive(existing) and ctx.allows("read", existing))
     if ctx.sees(existing) or own_pending:
         decisions = [decision, ctx.require_on("update", existing), ctx.require("update", op.namespace, attributes)]
         return existing.version + 1, next((d for d in decisions if d.review), decision)
-    if existing.status is Status.FORGOTTEN or not ctx.alive(existing):
+    # A row an erasure holds is not gone, even when forgotten or expired: replacing it would
+    # lose it to the erasure that is to finish it.
+    if (existing.status is Status.FORGOTTEN or not ctx.alive(existing)) and HELD_LABEL not in existing.labels:
         return 1, decision
     raise AccessDenied(f"{ctx.principal_id!r} may not write key {op.key!r} in {namespace_text(op.namespace)!r}: "
                        "the key holds an item it may not replace")
@@ -98,12 +100,15 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     existing = ctx.view.stored(rid, op.namespace)
     version = 1
     if existing is not None:
-        if not keyed and existing.status is not Status.FORGOTTEN:
+        held = HELD_LABEL in existing.labels
+        if not keyed and (existing.status is not Status.FORGOTTEN or held):
             ctx.facts.replay = True  # the same writer, place and content: a retry
             # A record an erasure holds is returned as held for review, without saying why:
-            # that an erasure reached it is nobody's business but its officer's.
-            return existing.model_copy(update={"labels": {k: v for k, v in existing.labels.items()
-                                                          if k != HELD_LABEL}}), []
+            # that an erasure reached it is nobody's business but its officer's. Even a
+            # forgotten one stays held: writing it again must not make it readable.
+            return existing.model_copy(update={
+                "labels": {k: v for k, v in existing.labels.items() if k != HELD_LABEL},
+                "status": Status.QUARANTINED if held else existing.status}), []
         if keyed:
             version, decision = _keyed_version(op, ctx, existing, attributes, decision)
     now = ctx.now
