@@ -1,9 +1,10 @@
 """The adversarial review of issues 16 and 17: attacks that worked against the finished work.
 
 Each test is one attack, written against the public API (the tracing hook of the lesson race
-is memwarden's own ``tracing.set_tracer_provider``). A test the fix of which is a design
-question is marked xfail(strict=True) with the reason; the others failed before their fix
-(see the commit that follows the one adding them).
+is memwarden's own ``tracing.set_tracer_provider``). Every test failed before its fix (the
+review's commit that follows the one adding them; the last two, design questions first, were
+decided by the lead: an overwrite that drops a subject erases its earlier version physically,
+and a tombstone keeps what the policy's conditions can tell of the erased record).
 """
 
 from __future__ import annotations
@@ -232,11 +233,6 @@ def test_a_lesson_written_while_an_erasure_runs_does_not_outlive_it(tmp_path: Pa
         assert [r.id for r in lessons if "p12" in r.subjects] == []
 
 
-@pytest.mark.xfail(strict=True, reason="design question: a keyed overwrite replaces its row in place, so the "
-                   "subjects of the version it replaced are lost; erase(subject) then cannot reach the Chroma "
-                   "copies of that version's text (the write-ahead log keeps them). Keeping every past "
-                   "subject of a keyed row (a hidden erasure key), or purging on an overwrite that drops "
-                   "subjects, would close it")
 def test_an_erasure_reaches_the_text_of_an_overwritten_keyed_version(mem: Memory, tmp_path: Path) -> None:
     dan, olga = mem.session(DAN), mem.session(OLGA)
     dan.write("Patient 12 is HIV positive XYZZYCANARY", "ward/p12", subjects=["p12"], key="chart")
@@ -254,10 +250,6 @@ def test_an_erasure_reaches_the_text_of_an_overwritten_keyed_version(mem: Memory
 # -- existence oracles ------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="design question: a tombstone is (subject, namespace, content) only, and is "
-                   "consulted when the caller may read the namespace with the new write's attributes; the "
-                   "erased record's own attributes (a restricted label) are not known then, so a nurse "
-                   "confirms that a restricted record with a guessed text existed and was erased")
 def test_a_tombstone_confirms_nothing_about_a_record_the_writer_could_never_read(mem: Memory) -> None:
     nina, dan, olga = mem.session(NINA), mem.session(DAN), mem.session(OLGA)
     secret = dan.write("Patient 12 has schizophrenia", "ward/p12", subjects=["p12"],

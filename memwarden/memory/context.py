@@ -10,6 +10,7 @@ checks it), so there is no second way through.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +29,15 @@ from memwarden.memory.facts import OpFacts
 from memwarden.memory.journal import Intent
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, ReadScope
+
+def _attributes(kept: str | None) -> RecordAttributes | None:
+    if kept is None:
+        return None
+    data = json.loads(kept)
+    roles = data.get("writer_roles")
+    return RecordAttributes(data.get("kind"), data.get("source"), None if roles is None else frozenset(roles),
+                            data.get("labels"))
+
 
 if TYPE_CHECKING:
     from memwarden.guards.validators import ValidatorChain
@@ -56,6 +66,7 @@ class Governor(Protocol):
                attributes: RecordAttributes | None) -> Decision: ...
     def scope(self, subjects: Subjects, action: str, prefix: Namespace) -> ReadScope: ...
     def lifecycle(self, namespace: Namespace, kind: Kind) -> Lifecycle: ...
+    def reduced(self, attributes: RecordAttributes) -> RecordAttributes: ...
     def find(self, ctx: OpContext, rid: str, action: str, states: frozenset[Status], versions: bool,
              expired: bool = False, readers_know: bool = True) -> MemoryRecord | None: ...
     def related(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]: ...
@@ -186,14 +197,23 @@ class OpContext:
             return record.model_copy(update={"status": Status.QUARANTINED})
         return record
 
-    def tombstoned(self, subjects: Sequence[str], namespace: Namespace, content: str,
-                   attributes: RecordAttributes) -> str | None:
+    def tombstoned(self, subjects: Sequence[str], namespace: Namespace, content: str) -> str | None:
         """The subject whose erased content this write would re-ingest in ``namespace``, if
-        any; consulted only where the caller may read, so a tombstone never confirms an
-        erasure outside the caller's scope."""
-        if not subjects or not self._pipeline.decide(self.facts.subjects, "read", namespace, attributes).allowed:
-            return None
-        return self._pipeline.tombstones.hit(subjects, namespace, content)
+        any; a tombstone is consulted only where the caller could have read the erased record
+        (its kept attributes; unknown ones decided fail-closed), so it never confirms an erasure
+        outside the caller's scope."""
+        for subject, attrs in self._pipeline.tombstones.hits(subjects, namespace, content):
+            if self._pipeline.decide(self.facts.subjects, "read", namespace, _attributes(attrs)).allowed:
+                return subject
+        return None
+
+    def kept_attributes(self, record: MemoryRecord) -> str:
+        """What a tombstone keeps of an erased record: the attributes the policy's conditions
+        can tell apart (JSON; no content)."""
+        reduced = self._pipeline.reduced(RecordAttributes.of(record))
+        return json.dumps({"kind": reduced.kind, "source": reduced.source,
+                           "writer_roles": None if reduced.writer_roles is None else sorted(reduced.writer_roles),
+                           "labels": reduced.labels}, sort_keys=True)
 
     def related(self, record: MemoryRecord, k: int) -> list[MemoryRecord]:
         """Up to ``k`` records about the same subjects that the caller may see."""

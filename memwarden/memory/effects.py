@@ -60,7 +60,7 @@ class Erase:
 
     records: tuple[MemoryRecord, ...]
     held: tuple[MemoryRecord, ...]
-    marks: tuple[str, ...]
+    marks: tuple[tuple[str, str | None], ...]
     subject: str | None
     #: The journal intent this erasure finishes (recovery after an interrupt), if any.
     resumes: Intent | None = None

@@ -36,7 +36,8 @@ class Intent:
     subject: str | None
     purge: tuple[str, ...]
     hold: tuple[str, ...]
-    marks: tuple[str, ...]
+    #: Tombstone marks, each with the erased record's kept attributes (see tombstones.py).
+    marks: tuple[tuple[str, str | None], ...]
     token: str
     after_seq: int
     audit_seq: int | None = None
@@ -52,7 +53,7 @@ class Intent:
 def _intent(n: int, body: str) -> Intent:
     data: dict[str, Any] = json.loads(body)
     return Intent(n, data["principal"], data["subject"], tuple(data["purge"]), tuple(data["hold"]),
-                  tuple(data["marks"]), data["token"], data["after_seq"], data.get("audit_seq"),
+                  tuple((m[0], m[1]) if isinstance(m, list) else (m, None) for m in data["marks"]), data["token"], data["after_seq"], data.get("audit_seq"),
                   tuple(data.get("rules", ())))
 
 
@@ -67,7 +68,7 @@ class ErasureJournal:
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.execute(_SCHEMA)
 
-    def begin(self, principal: str, subject: str | None, purge: list[str], hold: list[str], marks: list[str],
+    def begin(self, principal: str, subject: str | None, purge: list[str], hold: list[str], marks: list[tuple[str, str | None]],
               rules: list[str], after_seq: int) -> Intent:
         """Record an intent durably; returns it with its journal number."""
         draft = Intent(0, principal, subject, tuple(purge), tuple(hold), tuple(marks), secrets.token_hex(16),

@@ -134,6 +134,10 @@ class Pipeline:
         """The policy's forgetting defaults."""
         return self._policy.lifecycle(namespace, kind.value)
 
+    def reduced(self, attributes: RecordAttributes) -> RecordAttributes:
+        """What the policy's conditions can tell apart of ``attributes``."""
+        return self._policy.reduced(attributes)
+
     def find(self, ctx: OpContext, rid: str, action: str, states: frozenset[Status],
              versions: bool, expired: bool = False, readers_know: bool = True) -> MemoryRecord | None:
         """The record ``rid`` if the caller knows it (see :class:`OnRecord`), looked up only

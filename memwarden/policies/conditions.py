@@ -332,6 +332,19 @@ class Projection:
         self._roles = frozenset(v for t in terms if t.attribute == WRITER_ROLE for v in t.values)
         self.empty = not terms
 
+    def reduce(self, attrs: RecordAttributes) -> RecordAttributes:
+        """Only what the conditions can tell apart of ``attrs``: the attributes no condition
+        names become unknown, a label value no condition names becomes a placeholder no
+        condition names either. Decided fail-closed, the result gets the decision ``attrs``
+        gets under this policy, and one where a later policy looks at more, never a laxer one."""
+        other = "\x1f"  # a control character: no canonical value can be it
+        labels = None if attrs.labels is None else {
+            name: (value if value in values else other)
+            for name, values in self._labels if (value := attrs.labels.get(name)) is not None}
+        return RecordAttributes(attrs.kind if self._kind else None, attrs.source if self._source else None,
+                                None if attrs.writer_roles is None else attrs.writer_roles & self._roles,
+                                None if self.empty else labels)
+
     def __call__(self, attrs: RecordAttributes) -> Hashable:
         """The cache key part for ``attrs``."""
         if self.empty:

@@ -322,6 +322,12 @@ class PolicyEngine:
         tags = subjects.tags
         return tuple(r for r in self._data.rules if r.action == action and self._names.subject(r) in tags)
 
+    def reduced(self, attributes: RecordAttributes) -> RecordAttributes:
+        """What the policy's conditions can tell apart of ``attributes`` (see
+        :meth:`~memwarden.policies.conditions.Projection.reduce`): what may be kept of an erased
+        record to decide, later, who could have read it."""
+        return self._cache[0].reduce(attributes)
+
     def decide(self, subjects: Subjects, action: str, namespace: Namespace,
                attributes: RecordAttributes | None = None) -> Decision:
         """Decide one request about a record in ``namespace`` with ``attributes`` (None:

@@ -89,7 +89,7 @@ def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[None, list[Effe
     ctx.facts.record_ids = [hashed(i) for i in ids]
     ctx.facts.returned, ctx.facts.held = len(ids), len(held)
     # No tombstone for a lesson: the same rejection later is a new lesson to learn.
-    marks = tuple(tombstone_mark(s, r.namespace, r.content) for r in erased.values()
+    marks = tuple((tombstone_mark(s, r.namespace, r.content), ctx.kept_attributes(r)) for r in erased.values()
                   if _lesson_scope(ctx, r) is None for s in r.subjects)
     # The pipeline signs the receipt once the erasure is complete (see Erase).
     receipt = dict(subject=op.subject, requested_ids=tuple(op.ids), erased_ids_sha256=tuple(ctx.facts.record_ids),

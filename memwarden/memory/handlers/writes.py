@@ -10,7 +10,7 @@ from memwarden.core.ops import EvictOp, UpdateOp, WriteOp
 from memwarden.core.schema import HELD_LABEL, LESSONS_NAMESPACE
 from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status, keyed_id, record_id
 from memwarden.memory.context import OpContext
-from memwarden.memory.effects import Effect, Restate, Store
+from memwarden.memory.effects import Effect, Purge, Restate, Store
 from memwarden.memory.handlers.base import Handler
 from memwarden.memory.needs import Found, InNamespace, OnRecord
 from memwarden.policies.conditions import RecordAttributes
@@ -56,7 +56,7 @@ def _checked(op: WriteOp, ctx: OpContext, attributes: RecordAttributes) -> Decis
     for parent in op.parents:
         if ctx.find(parent) is None:
             raise InvalidRequest(f"parent {parent!r} is not a record visible to {ctx.principal_id!r}")
-    erased = ctx.tombstoned(op.subjects, op.namespace, op.content, attributes)
+    erased = ctx.tombstoned(op.subjects, op.namespace, op.content)
     if erased is not None:
         if not op.allow_reingest:
             raise WriteRejected(f"this content about subject {erased!r} was erased; re-ingesting it "
@@ -125,6 +125,11 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     ), decision)
     if lifecycle.capacity is not None and record.status is Status.ACTIVE:
         ctx.system(EvictOp(op.namespace, rid, lifecycle.capacity, lifecycle.capacity_rule or "cap"))
+    if keyed and existing is not None and set(existing.subjects) - set(record.subjects):
+        # The overwrite drops a subject: the item's earlier text stays in Chroma's files (its
+        # log) under an id an erasure of that subject would no longer reach. So the earlier
+        # version is erased physically first, and the new one stored afresh.
+        return record, [Purge((existing,)), Store(record)]
     return record, [Store(record, replacing=existing)]
 
 
@@ -156,8 +161,7 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     # Both versions must be allowed: an update cannot move a record out of (or into) what a
     # condition covers by changing its kind or labels.
     after = ctx.require_on("update", candidate)
-    erased = ctx.tombstoned(candidate.subjects, candidate.namespace, candidate.content,
-                            RecordAttributes.of(candidate))
+    erased = ctx.tombstoned(candidate.subjects, candidate.namespace, candidate.content)
     if erased is not None:
         raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
     new = ctx.validate(candidate, after if after.review or not before.review else before)
