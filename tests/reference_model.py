@@ -446,6 +446,9 @@ class Model:
             raise AccessDenied(f"{principal!r} wrote {rid!r} and may not review it")
         if (self.clock.now - rec.created_at).total_seconds() >= self.review_timeout:
             raise InvalidRequest(f"the review window of {rid!r} has closed; it counts as rejected")
+        older = self.records.get(rec.supersedes) if rec.supersedes else None
+        if approve and older is not None and older.status != ACTIVE:
+            raise InvalidRequest(f"{rid!r} updates a version that is no longer current; it can only be rejected")
         approvals, rejections = set(rec.approvals), set(rec.rejections)
         (approvals if approve else rejections).add(principal)
         (rejections if approve else approvals).discard(principal)
@@ -457,7 +460,6 @@ class Model:
         decided = replace(rec, status=status, labels=labels, approvals=tuple(sorted(approvals)),
                           rejections=tuple(sorted(rejections)))
         self.records[rid] = decided
-        older = self.records.get(rec.supersedes) if rec.supersedes else None
         if status == ACTIVE and older is not None and older.status == ACTIVE:
             self.records[older.id] = replace(older, status=SUPERSEDED)
         shown = decided if self.allowed(principal, "read", decided) else None

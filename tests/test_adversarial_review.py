@@ -88,15 +88,19 @@ def _contents(mem: Memory, who: Principal, prefix: str, **kw) -> set[str]:
 
 
 def test_forget_reaches_every_version_of_a_memory_with_two_updates_released_from_review(mem: Memory) -> None:
-    """Two updates of the same version wait for review side by side; both are approved. A
-    forget of the memory must leave no version of it readable."""
+    """Two updates of the same version wait for review side by side. Once one is released, the
+    other updates a version that is no longer current: it can only be rejected (else two
+    versions of one memory would stand side by side). A forget of the memory must leave no
+    version of it readable."""
     olive, ed, r1 = mem.session(OLIVE), mem.session(ED), mem.session(R1)
     rec = olive.write("the meeting is on monday", "team/a")
     v1 = ed.update(rec.id, "the meeting is on tuesday")
     v2 = ed.update(rec.id, "the meeting is on wednesday")
     assert v1.status is v2.status is Status.QUARANTINED
     r1.approve(v1.id)
-    r1.approve(v2.id)
+    with pytest.raises(InvalidRequest, match="no longer current"):
+        r1.approve(v2.id)
+    assert _contents(mem, OLIVE, "team") == {"the meeting is on tuesday"}
     olive.forget(rec.id)
     assert _contents(mem, OLIVE, "team") == set()
     assert olive.get(v1.id) is None and olive.get(v2.id) is None

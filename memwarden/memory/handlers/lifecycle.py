@@ -82,6 +82,11 @@ def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult,
         raise AccessDenied(f"{voter!r} wrote {record.id!r} and may not review it")
     if (ctx.now - record.created_at).total_seconds() >= ctx.settings.review_timeout:
         raise InvalidRequest(f"the review window of {record.id!r} has closed; it counts as rejected")
+    older = ctx.view.stored(record.supersedes, record.namespace) if record.supersedes else None
+    if op.approve and older is not None and older.status is not Status.ACTIVE:
+        # Released, it would stand beside the version that replaced its predecessor: two
+        # current versions of one memory (or a forgotten memory back with new text).
+        raise InvalidRequest(f"{record.id!r} updates a version that is no longer current; it can only be rejected")
     # A vote counts only for the content it was cast on.
     digest = content_digest(record.content)
     fresh = record.reviewed == digest
@@ -99,10 +104,8 @@ def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult,
     decided = record.model_copy(update={"approvals": tuple(sorted(approvals)), "rejections": tuple(sorted(rejections)),
                                         "reviewed": digest, "status": status, "labels": labels})
     effects: list[Effect] = [Restate(((decided, record),))]
-    if record.supersedes and status is Status.ACTIVE:
-        older = ctx.view.stored(record.supersedes, record.namespace)
-        if older is not None and older.status is Status.ACTIVE:
-            effects.append(retire(older, ctx.now))
+    if status is Status.ACTIVE and older is not None:
+        effects.append(retire(older, ctx.now))
     if status is Status.FORGOTTEN:
         ctx.learn(decided, [Verdict(validator="quorum", outcome=Outcome.REJECT,
                                     reason=f"rejected by {len(rejections)} reviewers")], stored=True)
