@@ -90,6 +90,9 @@ class Backend(Protocol):
         """Rows by id that pass the filter of one of ``steps`` (partition, filter), asking
         every one of those partitions."""
 
+    def located(self, rid: str) -> Partition | None:
+        """The partition the backend last saw ``rid`` in, if it knows (a hint)."""
+
     def close(self) -> None:
         """Release resources."""
 
@@ -277,6 +280,10 @@ class DelegatingBackend:
         """See :meth:`Backend.fetch_ids`."""
         self._before_read()
         return self._inner.fetch_ids(ids, steps)
+
+    def located(self, rid: str) -> Partition | None:
+        """See :meth:`Backend.located` (pure: no read)."""
+        return self._inner.located(rid)
 
     def partition_of(self, namespace: Namespace) -> Partition:
         """See :meth:`Backend.partition_of` (pure: no read)."""

@@ -479,6 +479,10 @@ class PartitionedBackend:
                 return rows if limit is None else rows[:limit]
             return self._paged([(p, where) for p in parts], limit, offset or 0)
 
+    def located(self, rid: str) -> Partition | None:
+        """The partition this backend last saw ``rid`` in, if any (a hint, never an answer)."""
+        return self._located.get(rid)
+
     def fetch_ids(self, ids: Sequence[str], steps: Sequence[tuple[Partition, Where | None]]) -> list[StoredRow]:
         """Rows by id that pass the filter of one of ``steps`` (partition, filter), asking
         every one of those partitions side by side, whether or not this backend has seen the

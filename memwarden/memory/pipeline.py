@@ -147,19 +147,18 @@ class Pipeline:
         scopes = [self.scope(subjects, "read", ())]
         if (states or versions) and action != "read":
             scopes.append(self.scope(subjects, action, ()))
-        record = self.view.within(rid, scopes)
-        if record is None:
-            return None
-        if versions and record.status in (Status.ACTIVE, Status.SUPERSEDED):
-            # Any version names its memory: known when the caller may read it or do ``action``
-            # on it, and only while the memory itself is known (its current version).
-            known = ctx.alive(record) and (ctx.allows("read", record) or ctx.allows(action, record))
-            return record if known and self._knows_memory(ctx, record, action) else None
-        if readers_know and ctx.sees(record):
-            return record
-        if record.status in states and (expired or ctx.alive(record)) and ctx.allows(action, record):
-            return record
-        return None
+
+        def known(record: MemoryRecord) -> bool:
+            if versions and record.status in (Status.ACTIVE, Status.SUPERSEDED):
+                # Any version names its memory: known when the caller may read it or do
+                # ``action`` on it, and only while the memory itself is known (its current version).
+                return (ctx.alive(record) and (ctx.allows("read", record) or ctx.allows(action, record))
+                        and self._knows_memory(ctx, record, action))
+            if readers_know and ctx.sees(record):
+                return True
+            return record.status in states and (expired or ctx.alive(record)) and ctx.allows(action, record)
+
+        return self.view.within(rid, scopes, known)
 
     def _knows_memory(self, ctx: OpContext, record: MemoryRecord, action: str) -> bool:
         """Whether the caller knows the memory ``record`` is a version of: its current version

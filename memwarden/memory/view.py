@@ -56,10 +56,14 @@ class StoreView:
 
     # -- by id --------------------------------------------------------------------------------
 
-    def within(self, rid: str, scopes: Iterable[ReadScope]) -> MemoryRecord | None:
-        """The record ``rid`` if some scope's pushed-down filter lets it through, asking every
-        partition any of the scopes reaches (see the module docstring). The caller decides
-        again on what comes back."""
+    def within(self, rid: str, scopes: Iterable[ReadScope],
+               known: Callable[[MemoryRecord], bool]) -> MemoryRecord | None:
+        """The record ``rid`` if some scope's pushed-down filter lets it through and ``known``
+        takes it, else None.
+
+        Whatever the answer, a look-up that finds nothing the caller knows asks every partition
+        the scopes reach (so a hidden id costs what a missing one costs); one that does is
+        answered from the partition the backend last saw the id in, when that is one of them."""
         steps: dict[Partition, list[Where]] = {}
         # A fresh listing: an id in a partition another process created a moment ago is found.
         partitions = self._backend.partitions(fresh=True)
@@ -70,11 +74,16 @@ class StoreView:
                 if target.searched:
                     steps.setdefault(target.partition, []).append(
                         {} if target.coverage is Coverage.COVERED else (target.where or {}))
-        if not steps:
-            return None
-        merged = [(part, {} if any(not w for w in wheres) else any_of(wheres)) for part, wheres in steps.items()]
-        rows = self._backend.fetch_ids([rid], merged)
-        return from_row(rows[0]) if rows else None
+        merged = {part: {} if any(not w for w in wheres) else any_of(wheres) for part, wheres in steps.items()}
+        first = self._backend.located(rid)
+        if first in merged:
+            rows = self._backend.fetch_ids([rid], [(first, merged[first])])
+            if rows and known(record := from_row(rows[0])):
+                return record
+        rest = [(part, where) for part, where in merged.items() if part != first]
+        rows = self._backend.fetch_ids([rid], rest) if rest else []
+        record = from_row(rows[0]) if rows else None
+        return record if record is not None and known(record) else None
 
     def stored(self, rid: str, namespace: Namespace) -> MemoryRecord | None:
         """The stored row ``rid`` in the partition of ``namespace``, whatever its state: a
