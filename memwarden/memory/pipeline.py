@@ -38,7 +38,7 @@ from memwarden.guards.visibility import is_visible, visible_metadata
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.backends import Backend
 from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
-from memwarden.memory.codec import from_row, to_metadata
+from memwarden.memory.codec import from_row, stored_metadata, to_metadata
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Erase, Purge, Restate, Store, Touch
@@ -409,8 +409,11 @@ class Pipeline:
     def _apply_one(self, effect: Effect) -> None:
         if isinstance(effect, Store):
             record = effect.record
+            metadata = to_metadata(record, replacing=effect.replacing)
+            # A new row has no earlier field to remove: sending None for each unset one would
+            # cost Chroma a deletion per field for nothing.
             self._backend.upsert([record.id], None, [record.content],
-                                 [to_metadata(record, replacing=effect.replacing)])
+                                 [metadata if effect.replacing is not None else stored_metadata(metadata)])
         elif isinstance(effect, Restate):
             if effect.changes:
                 self._backend.update_metadata([new.id for new, _ in effect.changes],

@@ -64,9 +64,24 @@ class StoreView:
         Whatever the answer, a look-up that finds nothing the caller knows asks every partition
         the scopes reach (so a hidden id costs what a missing one costs); one that does is
         answered from the partition the backend last saw the id in, when that is one of them."""
-        steps: dict[Partition, list[Where]] = {}
+        first = self._backend.located(rid)
+        if first is not None:
+            steps = self._steps(scopes, self._backend.partitions())
+            if first in steps:
+                rows = self._backend.fetch_ids([rid], [(first, steps[first])])
+                if rows and known(record := from_row(rows[0])):
+                    return record
         # A fresh listing: an id in a partition another process created a moment ago is found.
-        partitions = self._backend.partitions(fresh=True)
+        rest = [(part, where) for part, where in self._steps(scopes, self._backend.partitions(fresh=True)).items()
+                if part != first]
+        rows = self._backend.fetch_ids([rid], rest) if rest else []
+        record = from_row(rows[0]) if rows else None
+        return record if record is not None and known(record) else None
+
+    @staticmethod
+    def _steps(scopes: Iterable[ReadScope], partitions: list[Partition]) -> dict[Partition, Where]:
+        """Each partition the scopes reach, with the filter that is any of theirs there."""
+        steps: dict[Partition, list[Where]] = {}
         for scope in scopes:
             if scope.empty:
                 continue
@@ -74,16 +89,7 @@ class StoreView:
                 if target.searched:
                     steps.setdefault(target.partition, []).append(
                         {} if target.coverage is Coverage.COVERED else (target.where or {}))
-        merged = {part: {} if any(not w for w in wheres) else any_of(wheres) for part, wheres in steps.items()}
-        first = self._backend.located(rid)
-        if first in merged:
-            rows = self._backend.fetch_ids([rid], [(first, merged[first])])
-            if rows and known(record := from_row(rows[0])):
-                return record
-        rest = [(part, where) for part, where in merged.items() if part != first]
-        rows = self._backend.fetch_ids([rid], rest) if rest else []
-        record = from_row(rows[0]) if rows else None
-        return record if record is not None and known(record) else None
+        return {part: {} if any(not w for w in wheres) else any_of(wheres) for part, wheres in steps.items()}
 
     def stored(self, rid: str, namespace: Namespace) -> MemoryRecord | None:
         """The stored row ``rid`` in the partition of ``namespace``, whatever its state: a
