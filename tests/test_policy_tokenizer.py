@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import assume, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memwarden.cli import main
@@ -191,6 +191,11 @@ WRITERS = st.sampled_from([("\r\n", csv.QUOTE_MINIMAL), ("\n", csv.QUOTE_MINIMAL
 @settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROWS, WRITERS)
 def test_csv_writer_output_round_trips_exactly_or_is_refused(rows: list[list[str]], writer: tuple[str, int]) -> None:
+    # csv.writer with lineterminator "\n" leaves a carriage return unquoted: a row whose last
+    # field ends in "\r" is then, byte for byte, a line with a CRLF ending, and is read as one
+    # (a refusal is impossible without refusing CRLF files). No rule can come of it that the
+    # text does not say, which is what the rest of this property checks.
+    assume(not (writer[0] == "\n" and any(r and r[-1].endswith("\r") for r in rows)))
     text = written(rows, *writer)
     expected = reference(rows, text)
     try:
