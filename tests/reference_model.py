@@ -173,7 +173,9 @@ class Model:
     quorum: int = 2
     review_timeout: float = 86400.0
     records: dict[str, Rec] = field(default_factory=dict)
-    tombstones: set[tuple[tuple[str, ...], str, str]] = field(default_factory=set)
+    #: (namespace, subject, normalised content) -> the erased record (its attributes decide who
+    #: could have read it, and so who the tombstone may answer).
+    tombstones: dict[tuple[tuple[str, ...], str, str], Rec] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         data = parse_policy_text(self.policy_text)
@@ -257,6 +259,13 @@ class Model:
 
     def alive(self, rec: Rec) -> bool:
         return rec.expires_at is None or rec.expires_at > self.clock.now
+
+    def tombstoned(self, principal: str, namespace: tuple[str, ...], subjects: Iterable[str],
+                   content: str) -> str | None:
+        """The first subject whose erased content this is, in ``namespace``, where the caller
+        could have read the erased record."""
+        return next((s for s in subjects if (gone := self.tombstones.get((namespace, s, normal(content))))
+                     is not None and self.allowed(principal, "read", gone)), None)
 
     def knows_version(self, principal: str, rec: Rec | None, action: str) -> bool:
         """forget and history name a memory by the id of any of its versions: the caller knows
@@ -351,13 +360,12 @@ class Model:
         for parent in parents:
             if not self.seen(principal, self.records.get(parent)):
                 raise InvalidRequest(f"parent {parent!r} is not a record visible to {principal!r}")
-        if self.allowed(principal, "read", new):
-            erased = next((s for s in subjects if (namespace, s, normal(content)) in self.tombstones), None)
-            if erased is not None:
-                if not allow_reingest:
-                    raise WriteRejected(f"this content about subject {erased!r} was erased; re-ingesting it "
-                                        "needs allow_reingest=True and erase permission")
-                self.require(principal, "erase", new)
+        erased = self.tombstoned(principal, namespace, subjects, content)
+        if erased is not None:
+            if not allow_reingest:
+                raise WriteRejected(f"this content about subject {erased!r} was erased; re-ingesting it "
+                                    "needs allow_reingest=True and erase permission")
+            self.require(principal, "erase", new)
         review = verdict.review
         old = self.records.get(rid)
         if key is None:
@@ -398,10 +406,9 @@ class Model:
                       writer_roles=self.roles(principal), source=source, created_at=now, version=old.version + 1,
                       supersedes=old.id, approvals=(), rejections=())
         after = self.require(principal, "update", new)
-        if self.allowed(principal, "read", new):
-            erased = next((s for s in new.subjects if (new.namespace, s, normal(content)) in self.tombstones), None)
-            if erased is not None:
-                raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
+        erased = self.tombstoned(principal, new.namespace, new.subjects, content)
+        if erased is not None:
+            raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
         new = replace(new, status=QUARANTINED if before.review or after.review else ACTIVE)
         self.records[new.id] = new
         if new.status == ACTIVE:
@@ -496,7 +503,8 @@ class Model:
         held = [self.records[i] for i in sorted(reached) if i not in erased]
         for i in erased:
             rec = self.records.pop(i)
-            self.tombstones |= {(rec.namespace, s, normal(rec.content)) for s in rec.subjects}
+            for s in rec.subjects:
+                self.tombstones.setdefault((rec.namespace, s, normal(rec.content)), rec)
         for rec in held:
             # Held until an erase that may reach it does; a forgotten record stays forgotten.
             self.records[rec.id] = replace(rec, status=FORGOTTEN if rec.status == FORGOTTEN else QUARANTINED,
