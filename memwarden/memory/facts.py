@@ -112,6 +112,7 @@ class OpFacts:
             "memwarden.replay": self.replay,
             "memwarden.outcome": self.outcome,
             "memwarden.audit.seq": self.audit_seq,
+            "memwarden.audit.completes": self.completes,
             "memwarden.search.mode": self.search_mode,
             "memwarden.search.candidates.dense": self.candidates.get("dense"),
             "memwarden.search.candidates.lexical": self.candidates.get("lexical"),
