@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
+from functools import partial
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 from memwarden.policies.tools import lint
 # the same namespace and subject reference model
-from tests.test_policy_property import engine_subjects, ref_holds, ref_match, ref_name
+from tests.test_policy_property import each_lint_example, engine_subjects, ref_holds, ref_match, ref_name
 
 # -- the reference model (pure Python) ----------------------------------------------------------
 
@@ -322,6 +323,16 @@ def test_pushdown_filter_agrees_with_the_reference_model() -> None:
     assert stats["in"] > 100 and stats["out"] > 200, stats
 
 
+#: Rule and link codes of one policy per finding the coverage check below asks for.
+LINT_EXAMPLES = [
+    ([2095328386], [6, 0, 7]),  # unused-deny
+    ([1083869816, 3519356806, 2449336412, 2185596104, 1623363792], [1, 3]),  # unsatisfiable-condition
+    ([338668373, 2063295586, 3817494954, 841316587, 2774739477], []),  # redundant-allow
+    ([2300466123, 674446862, 1590649181, 2238011570, 418244291], [2, 1]),  # shadowed-allow
+    ([3431114560, 1629640503, 4280149366], [1, 6, 4]),  # duplicate-rule
+]
+
+
 def test_lint_findings_with_conditions_are_safe_to_remove() -> None:
     removable = {"duplicate-rule", "shadowed-allow", "shadowed-review", "redundant-allow", "redundant-review",
                  "redundant-deny", "unused-deny", "unsatisfiable-condition"}
@@ -330,6 +341,7 @@ def test_lint_findings_with_conditions_are_safe_to_remove() -> None:
     @settings(max_examples=400, **FAST)
     @given(policy=st.tuples(st.lists(rules_st, max_size=8), st.lists(links_st, max_size=3)),
            reqs=st.lists(codes, min_size=4, max_size=12))
+    @partial(each_lint_example, examples=LINT_EXAMPLES, decode_rule=decode_rule, decode_link=decode_link)
     def prop(policy, reqs):
         rules, links = policy
         text = policy_text(rules, links)
@@ -346,7 +358,8 @@ def test_lint_findings_with_conditions_are_safe_to_remove() -> None:
 
     prop()
     assert stats["dropped"] > 200, stats
-    # redundant-deny and the review codes are rarer; the table in test_policy_conditions.py has them
+    # redundant-deny and the review codes are rarer; the table in test_policy_conditions.py has them,
+    # LINT_EXAMPLES the rest on every run
     assert all(stats[c] > 0 for c in ("duplicate-rule", "unused-deny", "redundant-allow", "shadowed-allow",
                                       "unsatisfiable-condition")), stats
 

@@ -375,32 +375,23 @@ def test_pushdown_filter_agrees_with_decide() -> None:
     assert stats["in"] > 100 and stats["out"] > 100, stats
 
 
-#: One generated policy per removable finding, so that every code is exercised on every run:
-#: the random draw alone left ``redundant-deny`` out of some runs of 1,000 (a coverage check that
-#: depends on the draw is a flaky test).
+#: Rule and link codes of one policy per removable finding, so that every code is exercised on
+#: every run: the random draw alone left ``redundant-deny`` out of some runs of 1,000 (a coverage
+#: check that depends on the draw is a flaky test).
 LINT_EXAMPLES = [
-    ([("u0", "a/c/c/**", "write", "allow"), ("u1", "c/c/c/**", "read", "review"), ("r1", "*/c", "read", "review"),
-      ("u1", "c/**", "write", "allow"), ("u1", "*", "write", "deny"), ("r0", "a/**", "write", "allow"),
-      ("r1", "a/*/c", "write", "allow"), ("u0", "c/**", "write", "allow")],
-     [("u1", "r1"), ("r2", "r1"), ("r0", "r2")]),  # unused-deny
-    ([("r0", "b/**", "read", "deny"), ("r1", "c/b/c", "read", "deny"), ("r1", "c/*", "write", "allow"),
-      ("u1", "b", "read", "allow"), ("r0", "b/a", "read", "deny"), ("r0", "*/**", "read", "deny")],
-     [("r2", "r1"), ("r2", "r2")]),  # redundant-deny
-    ([("u0", "a/**", "read", "deny"), ("r1", "a", "write", "review"), ("u1", "b/c/**", "read", "deny"),
-      ("u0", "a/**", "read", "allow"), ("r1", "a", "read", "allow"), ("r1", "b/a/*/**", "write", "allow")],
-     [("u1", "r2"), ("u0", "r0"), ("u1", "r1"), ("r0", "r2")]),  # shadowed-allow
-    ([("u0", "c/a/a/**", "read", "deny"), ("r1", "b/*", "write", "deny"), ("u0", "c/b/a", "write", "allow"),
-      ("r2", "*/**", "write", "allow"), ("r1", "b/**", "write", "allow")],
-     [("u0", "r0"), ("r0", "r2"), ("r0", "r2")]),  # redundant-allow
-    ([("r0", "b/c/*/**", "write", "allow"), ("r0", "*/c/**", "write", "review"), ("r2", "c/**", "write", "deny"),
-      ("u1", "*/a/c", "write", "allow"), ("r2", "b/**", "write", "allow"), ("r2", "c/**", "write", "deny")],
-     [("u0", "r1"), ("r0", "r0"), ("u1", "r1")]),  # duplicate-rule
+    ([15474, 21351, 12439, 6879], []),  # unused-deny
+    ([11266, 18933, 11576, 15044, 8823], []),  # shadowed-allow
+    ([16538, 13546], [13, 5, 6]),  # redundant-deny
+    ([13059, 2063, 2103], [9, 7]),  # redundant-allow
+    ([5412, 22979, 22979], [9, 1, 13]),  # duplicate-rule
 ]
 
 
-def _each_removable_code(prop):
-    for rules, links in LINT_EXAMPLES:
-        prop = example(policy=(rules, links), reqs=[i * 7_919_104_033 for i in range(12)])(prop)
+def each_lint_example(prop, examples=LINT_EXAMPLES, decode_rule=decode_rule, decode_link=decode_link):
+    """Adds one explicit example per entry of ``examples`` to a lint property."""
+    for rule_codes, link_codes in examples:
+        policy = ([decode_rule(c) for c in rule_codes], [decode_link(c) for c in link_codes])
+        prop = example(policy=policy, reqs=[i * 7_919_104_033 for i in range(12)])(prop)
     return prop
 
 
@@ -414,7 +405,7 @@ def test_lint_findings_are_safe_to_remove() -> None:
     @settings(max_examples=1_000, **FAST)
     @given(policy=st.tuples(st.lists(rules_st, max_size=8), st.lists(links_st, max_size=4)),
            reqs=st.lists(codes, min_size=1, max_size=12))
-    @_each_removable_code
+    @each_lint_example
     def prop(policy, reqs):
         rules, links = policy
         text = policy_text(rules, links)
