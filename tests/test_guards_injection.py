@@ -623,8 +623,8 @@ def test_lesson_index_finds_what_comparing_with_every_lesson_in_scope_finds() ->
         within = rng.choice(scopes + [("ward", "a", "b", "c"), ("ward", "abc")])
         for sketch, what in ((shingles, "shingles"), (words, "words")):
             for threshold in (0.3, 0.6, 0.8, 1.0):
-                scores = {rid: len(getattr(l, what) & sketch) / len(getattr(l, what))
-                          for rid, l in held.items() if getattr(l, what) and covers(l.scope, within)}
+                scores = {rid: len(getattr(held_one, what) & sketch) / len(getattr(held_one, what))
+                          for rid, held_one in held.items() if getattr(held_one, what) and covers(held_one.scope, within)}
                 best = max(scores.values(), default=0.0)
                 found = index.best(sketch, what, threshold, within=within)
                 assert (found is None) == (best < threshold)
