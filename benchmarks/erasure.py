@@ -177,7 +177,7 @@ def run_scenario(name: str, data: Data, scratch: Path, progress: Progress) -> di
     backend = load(path, data, progress, task)
     load_s = time.perf_counter() - started
     before = dict(zip(*(lambda g: (g["ids"], [np.asarray(e, np.float32) for e in g["embeddings"]]))(
-        backend._col.get(include=["embeddings"]))))  # noqa: SLF001 - the benchmark inspects the store
+        backend._col.get(include=["embeddings"]))))  # the benchmark inspects the store
     erased_ids = [data.ids[i] for i in data.erased]
     steps = progress.add_task(f"{name}: erase and check", total=5)
     wall, cpu = time.perf_counter(), time.process_time()
@@ -188,7 +188,7 @@ def run_scenario(name: str, data: Data, scratch: Path, progress: Progress) -> di
         report = backend.purge(erased_ids, mode=name)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     if name == "stock":
-        backend._client.close()  # noqa: SLF001 - let Chroma write what it writes at shutdown
+        backend._client.close()  # let Chroma write what it writes at shutdown
         backend = ChromaBackend.embedded(str(path))
     progress.advance(steps)
     remnants = find_remnants(path, data.texts(data.erased), data.vectors[data.erased],
@@ -196,7 +196,7 @@ def run_scenario(name: str, data: Data, scratch: Path, progress: Progress) -> di
     progress.advance(steps)
     rng = np.random.default_rng(1)
     sample = rng.choice(data.erased, size=min(50, len(data.erased)), replace=False)
-    col = backend._col  # noqa: SLF001
+    col = backend._col
     result: dict[str, Any] = {
         "load_s": round(load_s, 2),
         "erase_wall_s": round(wall, 3),
@@ -215,7 +215,7 @@ def run_scenario(name: str, data: Data, scratch: Path, progress: Progress) -> di
     progress.advance(steps)
     result["second_process"] = second_process(path, data, scratch)
     progress.advance(steps)
-    backend._client.close()  # noqa: SLF001
+    backend._client.close()
     return result
 
 

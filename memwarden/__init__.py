@@ -4,6 +4,10 @@ Every memory operation passes Casbin access control, guards and validators, is t
 OpenTelemetry and written to a hash-chained audit log.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from memwarden.core.errors import (
     AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError, ReadOnlyError,
     SignatureInvalid, StoreFormatError, StoreLocked, WriteRejected,
@@ -18,7 +22,23 @@ from memwarden.core.records import (
 )
 from memwarden.memory.session import Session
 
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
+
 __version__ = "0.1.0"
+
+
+def _governed_store(memory: Memory) -> BaseStore:
+    # Imported when first asked for: LangGraph's store module takes seconds to import, and the
+    # CLI and most programs never build a store.
+    from memwarden.integrations.store import GovernedStore
+
+    return GovernedStore(memory)
+
+
+# The composition root wires the layers together: Memory.as_store builds the integrations
+# layer's LangGraph store, which the memory layer cannot import (see Memory.store_adapter).
+Memory.store_adapter = _governed_store
 
 __all__ = [
     "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind",

@@ -147,7 +147,7 @@ def _policy_export(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _acting_session(args: argparse.Namespace):  # noqa: ANN202 - (Memory, Session)
+def _acting_session(args: argparse.Namespace):  # (Memory, Session)
     from memwarden.memory.memory import Memory
     from memwarden.core.records import Principal
 

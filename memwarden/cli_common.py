@@ -17,7 +17,7 @@ def styled(label: str, style: str, rest: str = "") -> Text:
     return Text.assemble((label, style), rest)
 
 
-def audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - AuditLog | exit code
+def audit_log(args: argparse.Namespace, console: Console):  # AuditLog | exit code
     """The log ``--data``/``--audit`` names, or the exit code when there is none to open: 2 for
     nothing there, 1 for a SQLite log that is gone although its key is still beside it."""
     from memwarden.databases import is_database_url, kind, sqlite_path
@@ -42,7 +42,7 @@ def audit_log(args: argparse.Namespace, console: Console):  # noqa: ANN202 - Aud
     return AuditLog(path, key_path=args.key)
 
 
-def print_report(report, console: Console, what: str) -> int:  # noqa: ANN001 - VerifyReport
+def print_report(report, console: Console, what: str) -> int:  # VerifyReport
     if report.ok:
         console.print(styled("ok", "green", f": {report.entries} entries{what}"))
         return 0

@@ -24,8 +24,8 @@ from memwarden import ErasureReceipt, Memory, MemoryRecord, MemwardenError, Prin
 from memwarden.memory.embeddings import HashingEmbedding
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_steps import POLICY, PRINCIPALS, QUORUM, REVIEW_TIMEOUT, START, Pool, Step  # noqa: E402
-from reference_model import Clock, Model, Rec  # noqa: E402
+from model_steps import POLICY, PRINCIPALS, QUORUM, REVIEW_TIMEOUT, START, Pool, Step
+from reference_model import Clock, Model, Rec
 
 # The module that holds memwarden's records, and so its clock (utcnow), wherever it lives.
 mw_records = sys.modules[MemoryRecord.__module__]

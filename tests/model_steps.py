@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_model import canonical, keyed_id, record_id  # noqa: E402
+from reference_model import canonical, keyed_id, record_id
 
 # A small hospital. Each principal has partial rights on purpose: a nurse who may not read
 # restricted or tool-written notes, a contractor who sees only external notes, a reviewer who may

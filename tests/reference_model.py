@@ -185,7 +185,7 @@ class Model:
 
     def declared(self) -> frozenset[str]:
         """Names that are principals: on the left of a g line and on the right of none."""
-        return frozenset({l.member for l in self.links} - {l.role for l in self.links})
+        return frozenset({link.member for link in self.links} - {link.role for link in self.links})
 
     def roles(self, principal: str) -> tuple[str, ...]:
         """Every role the principal holds through ``g`` lines, transitively (a principal id

@@ -214,7 +214,7 @@ def test_a_lesson_written_while_an_erasure_runs_does_not_outlive_it(tmp_path: Pa
         done: list[threading.Thread] = []
 
         class EraseWhenRejected(SpanProcessor):
-            def on_end(self, span) -> None:  # noqa: ANN001 - the SDK's ReadableSpan
+            def on_end(self, span) -> None:  # the SDK's ReadableSpan
                 if span.attributes.get("memwarden.outcome") == "rejected" and not done:
                     thread = threading.Thread(target=lambda: officer.erase(subject="p12"))
                     done.append(thread)

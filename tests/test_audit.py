@@ -19,7 +19,8 @@ import pytest
 
 from memwarden.cli import main
 from memwarden.core.errors import AuditError
-from memwarden.memory.audit import GENESIS, KEY_FILE, AuditLog, VerifyReport, _digest, _mac
+from memwarden.memory.audit import GENESIS, KEY_FILE, AuditLog, VerifyReport, _digest
+from memwarden.memory.audit_checks import entry_mac
 
 N = 6
 
@@ -222,10 +223,10 @@ def test_threat_model_an_attacker_with_the_key_can_forge(log_path: Path) -> None
     conn = db(log_path)
     _hand_appended(conn, None)
     seq, digest = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-    conn.execute("UPDATE audit SET mac = ? WHERE seq = ?", (_mac(key, f"entry:{seq}:{digest}"), seq))
+    conn.execute("UPDATE audit SET mac = ? WHERE seq = ?", (entry_mac(key, f"entry:{seq}:{digest}"), seq))
     head = f"{seq}:{digest}"
     conn.execute("UPDATE audit_meta SET value = ? WHERE name = 'head'", (head,))
-    conn.execute("UPDATE audit_meta SET value = ? WHERE name = 'head_mac'", (_mac(key, f"head:{head}"),))
+    conn.execute("UPDATE audit_meta SET value = ? WHERE name = 'head_mac'", (entry_mac(key, f"head:{head}"),))
     conn.close()
     assert verify(log_path).ok
 

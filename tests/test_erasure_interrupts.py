@@ -162,7 +162,7 @@ def test_a_completed_erasure_reads_as_done_once(prepared: tuple[Path, Path], tmp
     with Memory.open(data, policy=policy, embedding=HashingEmbedding(), validators=[]) as mem:
         receipt = mem.session(Principal("dpo")).erase(subject="p12")
         assert (receipt.count, receipt.held) == (RECORDS, 1)
-        held = [r for r in mem._backend.fetch() if r.metadata.get("lbl_erasure_pending") == "p12"]  # noqa: SLF001
+        held = [r for r in mem._backend.fetch() if r.metadata.get("lbl_erasure_pending") == "p12"]
         assert len(held) == 1 and held[0].metadata["status"] == Status.QUARANTINED.value
         assert json.loads(receipt.model_dump_json())["audit_seqs"] == list(receipt.audit_seqs)
     _check(data, policy)

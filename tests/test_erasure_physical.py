@@ -292,7 +292,7 @@ def _seed(mem: Memory, writer: Principal, texts: list[str], namespace: tuple[str
     records = [MemoryRecord(id=record_id(writer.id, namespace, t, None), namespace=namespace, content=t,
                             subjects=(subject,), writer=writer.id, writer_roles=writer.roles) for t in texts]
     vectors = embed_many(embedding, texts)
-    backend = mem._backend  # noqa: SLF001 - bulk seeding only
+    backend = mem._backend  # bulk seeding only
     for s in range(0, len(records), 500):
         part = records[s:s + 500]
         backend.upsert([r.id for r in part], vectors[s:s + 500], [r.content for r in part],

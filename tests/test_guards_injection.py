@@ -26,8 +26,8 @@ from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.injection import InjectionDetector, fold
 from memwarden.guards.judge import JudgeVerdict, LLMJudge
 from memwarden.guards import lessons as lessons_module
-from memwarden.guards.lessons import (LESSON_HEADER, LessonIndex, Lessons, LessonValidator, _sketches, covers,
-                                      lesson_content, parse_lesson, shingle_hashes)
+from memwarden.guards.lessons import LESSON_HEADER, LessonIndex, Lessons, LessonValidator, covers, lesson_content, parse_lesson
+from memwarden.guards.sketches import shingle_hashes, sketches
 from memwarden.guards.validators import Outcome, ValidationContext, ValidatorChain, Verdict
 from memwarden.memory.caches import LessonCache
 from memwarden.core.records import Kind, MemoryRecord, Principal
@@ -619,12 +619,12 @@ def test_lesson_index_finds_what_comparing_with_every_lesson_in_scope_finds() ->
     candidates = [text() for _ in range(40)] + [heading] + [lesson_content(record(text()), key=KEY) for _ in range(3)]
     candidates += [" ".join(rng.sample(vocab, 60)) for _ in range(10)]
     for candidate in candidates:
-        shingles, words = _sketches(candidate, KEY)
+        shingles, words = sketches(candidate, KEY)
         within = rng.choice(scopes + [("ward", "a", "b", "c"), ("ward", "abc")])
         for sketch, what in ((shingles, "shingles"), (words, "words")):
             for threshold in (0.3, 0.6, 0.8, 1.0):
-                scores = {rid: len(getattr(l, what) & sketch) / len(getattr(l, what))
-                          for rid, l in held.items() if getattr(l, what) and covers(l.scope, within)}
+                scores = {rid: len(getattr(held_one, what) & sketch) / len(getattr(held_one, what))
+                          for rid, held_one in held.items() if getattr(held_one, what) and covers(held_one.scope, within)}
                 best = max(scores.values(), default=0.0)
                 found = index.best(sketch, what, threshold, within=within)
                 assert (found is None) == (best < threshold)

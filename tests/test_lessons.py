@@ -19,7 +19,8 @@ import pytest
 
 from memwarden import AccessDenied, InvalidRequest, Memory, Principal, Status, WriteRejected
 from memwarden.guards.defaults import default_validators
-from memwarden.guards.lessons import _sketches, parse_lesson, word_hashes
+from memwarden.guards.lessons import parse_lesson
+from memwarden.guards.sketches import sketches, word_hashes
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.memory.keyfile import LESSONS_KEY_ENV, LESSONS_KEY_FILE, lessons_key
 from memwarden.memory.lexical import INDEX_FILE
@@ -174,7 +175,7 @@ def test_lesson_sketches_are_keyed_with_a_secret_of_each_store(tmp_path: Path) -
         # The dictionary attack with the old public key finds nothing ...
         for word in ("schizophrenia", "lithium"):
             assert not word_hashes(word, key=OLD_DEFAULT_KEY) & words[name][0]
-        assert not (_sketches(DIAGNOSIS + INJECTION, OLD_DEFAULT_KEY)[1] & words[name][0])
+        assert not (sketches(DIAGNOSIS + INJECTION, OLD_DEFAULT_KEY)[1] & words[name][0])
         # ... where the same attack with the store's key (which only its process reads) would.
         for word in ("schizophrenia", "lithium"):
             assert word_hashes(word, key=key) <= words[name][0]

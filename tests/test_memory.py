@@ -152,14 +152,14 @@ class _Flag:
     def __init__(self, outcome: Outcome) -> None:
         self.outcome = outcome
 
-    def check(self, record, context) -> Verdict:  # noqa: ANN001
+    def check(self, record, context) -> Verdict:
         return Verdict(validator=self.name, outcome=self.outcome if "suspicious" in record.content else Outcome.ACCEPT)
 
 
 class _Broken:
     name = "broken"
 
-    def check(self, record, context) -> Verdict:  # noqa: ANN001
+    def check(self, record, context) -> Verdict:
         raise RuntimeError("model unavailable")
 
 

@@ -445,7 +445,7 @@ def test_the_documented_quick_start_runs(tmp_path, monkeypatch: pytest.MonkeyPat
     block = block.replace("model = ...", "model = injected")
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"injected": ScriptedChatModel([{"patient": "p12", "findings": ["none"]}])}
-    exec(compile(block, "docs/orchestrator.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    exec(compile(block, "docs/orchestrator.md", "exec"), namespace)  # our own documentation
     try:
         outputs = namespace["team"].outputs(namespace["state"])
         assert list(outputs) == ["billing-1", "physician-1"]

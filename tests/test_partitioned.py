@@ -77,9 +77,9 @@ def _seed(mem: Memory, rng: np.random.Generator, n: int) -> list[MemoryRecord]:
 
 def _store(mem: Memory) -> PartitionedBackend:
     """The partitioned store beneath a Memory's wrappers (coalescing, lexical index)."""
-    backend = mem._backend  # noqa: SLF001 - the tests inspect the layout
+    backend = mem._backend  # the tests inspect the layout
     while not isinstance(backend, PartitionedBackend):
-        backend = backend._inner  # noqa: SLF001
+        backend = backend._inner
     return backend
 
 
@@ -87,7 +87,7 @@ def _exact(mem: Memory, principal: Principal, query: str, prefix: tuple[str, ...
     """The exact top k a search must return, with scores: brute force over every stored row."""
     engine = mem.policy
     scope = engine.scope(engine.subjects(principal.id, principal.roles), "read", prefix)
-    rows = [r for r in mem._backend.fetch() if r.metadata["status"] == Status.ACTIVE.value]  # noqa: SLF001
+    rows = [r for r in mem._backend.fetch() if r.metadata["status"] == Status.ACTIVE.value]
     rows = [r for r in rows if scope.contains(tuple(r.metadata[f"ns_{i}"] for i in range(r.metadata["ns_depth"])))]
     vectors = embed_many(EMBEDDING, [r.document for r in rows])
     q = embed_one(EMBEDDING, query, query=True)
@@ -100,7 +100,7 @@ def test_records_are_stored_by_partition_and_searches_merge_them_exactly(tmp_pat
     with _open(tmp_path / "m", policy) as mem:
         records = _seed(mem, rng, 42)
         backend = _store(mem)
-        names = {c.name: c for c in backend._client.list_collections()}  # noqa: SLF001
+        names = {c.name: c for c in backend._client.list_collections()}
         for rec in records[:7]:
             part = backend.partition_of(rec.namespace)
             assert part == Partition(rec.namespace[:2], len(rec.namespace))
@@ -155,20 +155,20 @@ def test_invisible_rows_nearest_to_the_query_never_cost_results(tmp_path: Path, 
         hidden = [MemoryRecord(id=record_id("maria", ns, f"garden rain sunday piano old {i}"), namespace=ns,
                                content=f"garden rain sunday piano old {i}", writer="maria", status=Status.FORGOTTEN)
                   for i in range(260)]
-        backend = mem._backend  # noqa: SLF001 - bulk seeding, as the erasure tests do
+        backend = mem._backend  # bulk seeding, as the erasure tests do
         backend.upsert([r.id for r in hidden], embed_many(EMBEDDING, [r.content for r in hidden]),
                        [r.content for r in hidden], [stored_metadata(to_metadata(r)) for r in hidden])
         for rec in near[8:]:
             maria.forget(rec.id)
         filtered = []
         store = _store(mem)
-        real = store._query  # noqa: SLF001
+        real = store._query
 
         def spy(part, embedding, n, where):
             filtered.append(bool(where))
             return real(part, embedding, n, where)
 
-        store._query = spy  # noqa: SLF001
+        store._query = spy
         hits = maria.search("garden rain sunday piano", ("home",), k=5, mode="dense")
         assert len(hits) == 5 and {h.record.id for h in hits} <= {r.id for r in far}
         assert filtered[-1] and not any(filtered[:-1])  # widened unfiltered, then the filter
@@ -187,7 +187,7 @@ def test_a_store_from_before_partitions_is_migrated_on_open_and_leaves_no_copy(t
                [r.content for r in records], [stored_metadata(to_metadata(r)) for r in records])
     old.close()
     with _open(root, policy) as mem:
-        names = {c.name for c in _store(mem)._client.list_collections()}  # noqa: SLF001
+        names = {c.name for c in _store(mem)._client.list_collections()}
         assert "memwarden-records" not in names and LAYOUT in names
         maria = mem.session(MARIA)
         assert maria.get(records[0].id) == records[0]
@@ -222,12 +222,12 @@ def test_another_depth_is_refused_unless_repartitioned_and_an_interrupted_migrat
     monkeypatch.setattr(client_module.Client, "delete_collection", real)
     assert calls
     with _open(root, policy) as mem:  # resumes the migration to depth 3, whatever is asked now
-        assert _store(mem).depth == 3  # noqa: SLF001
+        assert _store(mem).depth == 3
         maria = mem.session(MARIA)
         listed = [h.record for h in maria.search(None, ("home",), k=100)]
         assert sorted(r.id for r in listed) == sorted(r.id for r in records)  # none lost, none twice
         assert all(maria.get(r.id) == r for r in records)
-        names = [c.name for c in _store(mem)._client.list_collections()]  # noqa: SLF001
+        names = [c.name for c in _store(mem)._client.list_collections()]
         assert not [n for n in names if n.startswith("mw2-")]
 
 
@@ -328,26 +328,26 @@ def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_pat
         maria.forget(lena[0].id)  # forgotten rows are returned: visibility is the caller's test
         store = _store(mem)
         read: list[Partition] = []
-        real = store._get  # noqa: SLF001
+        real = store._get
 
         def spy(part, **kwargs):
             read.append(part)
             return real(part, **kwargs)
 
-        store._get = spy  # noqa: SLF001
-        got = mem._backend.about("lena", 100)  # noqa: SLF001
+        store._get = spy
+        got = mem._backend.about("lena", 100)
         assert sorted(r.id for r in got) == sorted(r.id for r in lena)
         assert sorted(read) == sorted({store.partition_of(health), store.partition_of(school)})
         assert sorted(r.id for r in store.about("lena", 100)) == sorted(r.id for r in got)
         assert len(store.partitions()) > 2  # the filtered read would have asked every one
         maria.erase(ids=[lena[3].id])
-        assert sorted(r.id for r in mem._backend.about("lena", 100)) == sorted(r.id for r in lena[:3])  # noqa: SLF001
-        assert mem._backend.about("nobody", 100) == []  # noqa: SLF001
+        assert sorted(r.id for r in mem._backend.about("lena", 100)) == sorted(r.id for r in lena[:3])
+        assert mem._backend.about("nobody", 100) == []
 
 
 def _breadth(backend: PartitionedBackend, part: Partition) -> int | None:
-    col = backend._client.get_collection(collection_name(backend.depth, part))  # noqa: SLF001
-    return compaction._hnsw_config(col).get("ef_search")  # noqa: SLF001
+    col = backend._client.get_collection(collection_name(backend.depth, part))
+    return compaction._hnsw_config(col).get("ef_search")
 
 
 def test_search_breadth_is_set_on_new_partitions_and_on_existing_ones_when_opened(tmp_path: Path, policy: Path) -> None:

@@ -108,7 +108,7 @@ def test_retraction_and_validator_rejection_leave_lessons(tmp_path: Path) -> Non
         planted = w.write(POISON, "ward/p12", subjects=["p12"])
         assert planted.status is Status.ACTIVE
         mem.session(Principal("r1")).retract(planted.id)
-        assert [l.parents for l in _lessons(mem)] == [(planted.id,)]
+        assert [lesson.parents for lesson in _lessons(mem)] == [(planted.id,)]
         assert w.write(PARAPHRASE, "ward/p12", subjects=["p12"]).status is Status.QUARANTINED
 
         with pytest.raises(WriteRejected):

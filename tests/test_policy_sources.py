@@ -28,7 +28,7 @@ WARD = ("ward3", "patients", "p1")
 
 def _plain(data: PolicyData) -> tuple:
     """PolicyData without where each line came from."""
-    return ([r.text for r in data.rules], [(l.member, l.role) for l in data.links],
+    return ([r.text for r in data.rules], [(link.member, link.role) for link in data.links],
             [(c.what, c.pattern.text, c.kind, c.value) for c in data.lifecycle])
 
 

@@ -62,7 +62,7 @@ def test_many_threads_deciding_at_once_on_fresh_engines(monkeypatch: pytest.Monk
     parses = []
     real_parse = ast.parse
 
-    def counting_parse(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def counting_parse(*args, **kwargs):
         parses.append(args[0] if args else kwargs.get("source"))
         return real_parse(*args, **kwargs)
 

@@ -14,7 +14,7 @@ def test_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
     block = re.search(r"## Five-minute tour\s+```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
     assert block, "the README lost its tour"
     monkeypatch.chdir(tmp_path)
-    exec(compile(block.group(1), "README.md", "exec"), {})  # noqa: S102 - our own documentation
+    exec(compile(block.group(1), "README.md", "exec"), {})  # our own documentation
     out = capsys.readouterr().out
     assert "Patient 12 is allergic to penicillin" in out
     assert "may not read anything" in out

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_harness import Harness  # noqa: E402
-from model_steps import START, Step, generate  # noqa: E402
-from reference_model import Clock, Model, Rec, keyed_id, record_id  # noqa: E402
+from model_harness import Harness
+from model_steps import START, Step, generate
+from reference_model import Clock, Model, Rec, keyed_id, record_id
 
 
 class DataChooser:

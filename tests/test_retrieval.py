@@ -62,7 +62,7 @@ def mem(tmp_path: Path, policy: Path):
 
 def indexed(memory: Memory) -> IndexedBackend:
     """The memory's lexically indexed backend, beneath the batch coalescing layer."""
-    backend = memory._backend._inner  # noqa: SLF001
+    backend = memory._backend._inner
     assert isinstance(backend, IndexedBackend)
     return backend
 
@@ -75,7 +75,7 @@ class Legs:
         self.lexical: list[list[str]] = []
         self.sql: list[list[str]] = []
         backend = indexed(memory)  # observing the legs is the point of the test
-        query, text_query, search = backend.query_targets, backend.text_query, backend._index.search  # noqa: SLF001
+        query, text_query, search = backend.query_targets, backend.text_query, backend._index.search
 
         def spy_query(*args, **kwargs):
             got = query(*args, **kwargs)
@@ -94,7 +94,7 @@ class Legs:
 
         monkeypatch.setattr(backend, "query_targets", spy_query)
         monkeypatch.setattr(backend, "text_query", spy_text)
-        monkeypatch.setattr(backend._index, "search", spy_sql)  # noqa: SLF001
+        monkeypatch.setattr(backend._index, "search", spy_sql)
 
     def seen(self) -> set[str]:
         return {i for leg in (self.dense, self.lexical, self.sql) for ids in leg for i in ids}
@@ -192,9 +192,9 @@ def test_a_stale_index_entry_cannot_surface_a_record(mem: Memory) -> None:
     two writes), the lexical leg may propose it, but the re-check on Chroma's row drops it."""
     alice = mem.session(ALICE)
     rec = alice.write("Zebra crossing repainted near gate K9", ("clinic", "notes"))
-    active = dict(indexed(mem).fetch(ids=[rec.id])[0].metadata)  # noqa: SLF001
+    active = dict(indexed(mem).fetch(ids=[rec.id])[0].metadata)
     alice.forget(rec.id)
-    index = indexed(mem)._index  # noqa: SLF001
+    index = indexed(mem)._index
     index.update_metadata([rec.id], [active])  # the index now disagrees with Chroma
     index.done([rec.id])
     assert [i for i, _ in index.search("zebra K9", 5, {"status": "active"})] == [rec.id]
@@ -305,7 +305,7 @@ def test_a_crash_between_the_two_writes_is_repaired_on_open(tmp_path: Path, poli
     root = tmp_path / "m"
     with Memory.open(root, policy=policy, embedding=HashingEmbedding()) as mem:
         kept = mem.session(ALICE).write("Boiler serviced by Acme on Tuesday", ("clinic", "notes"))
-        inner = indexed(mem)._inner  # noqa: SLF001
+        inner = indexed(mem)._inner
 
         def power_cut(*args, **kwargs):
             raise KeyboardInterrupt("power cut")
@@ -318,12 +318,12 @@ def test_a_crash_between_the_two_writes_is_repaired_on_open(tmp_path: Path, poli
         monkeypatch.undo()
         ghost = [i for i in _index_ids(root) if i != kept.id]
         assert b"zq77k" in b"".join(p.read_bytes() for p in root.glob(INDEX_FILE + "*"))
-        assert len(ghost) == 1 and indexed(mem)._index.pending() == ghost  # noqa: SLF001
-        indexed(mem)._index._db.close()  # noqa: SLF001 - abandon it like a crashed process
-        indexed(mem)._index._db = None  # noqa: SLF001
+        assert len(ghost) == 1 and indexed(mem)._index.pending() == ghost
+        indexed(mem)._index._db.close()  # abandon it like a crashed process
+        indexed(mem)._index._db = None
     with Memory.open(root, policy=policy, embedding=HashingEmbedding()) as mem:
         assert _index_ids(root) == {kept.id}
-        assert indexed(mem)._index.pending() == []  # noqa: SLF001
+        assert indexed(mem)._index.pending() == []
         assert b"zq77k" not in b"".join(p.read_bytes() for p in root.glob(INDEX_FILE + "*"))
 
     # The other way round: Chroma has a record the index lost (the index file is gone).
@@ -335,7 +335,7 @@ def test_a_crash_between_the_two_writes_is_repaired_on_open(tmp_path: Path, poli
 
 
 def test_a_failed_chroma_write_leaves_the_index_as_chroma_is(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    inner = indexed(mem)._inner  # noqa: SLF001
+    inner = indexed(mem)._inner
 
     def refused(*args, **kwargs):
         raise RuntimeError("server said no")
@@ -344,7 +344,7 @@ def test_a_failed_chroma_write_leaves_the_index_as_chroma_is(mem: Memory, monkey
     with pytest.raises(RuntimeError):
         mem.session(ALICE).write("Generator fuel delivered by Initech", ("clinic", "notes"))
     monkeypatch.undo()
-    assert indexed(mem)._index.count() == 0 and indexed(mem)._index.pending() == []  # noqa: SLF001
+    assert indexed(mem)._index.count() == 0 and indexed(mem)._index.pending() == []
 
 
 def test_erasure_leaves_no_trace_in_the_lexical_index(tmp_path: Path, policy: Path) -> None:

@@ -15,9 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import retrieval  # noqa: E402
-from memwarden.policies.engine import PolicyEngine  # noqa: E402
-from memwarden.policies.loading import parse_policy_text  # noqa: E402
+from benchmarks import retrieval
+from memwarden.policies.engine import PolicyEngine
+from memwarden.policies.loading import parse_policy_text
 
 FIXTURE = Path(__file__).parent / "data" / "locomo_tiny.json"
 

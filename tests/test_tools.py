@@ -109,7 +109,7 @@ def test_rejected_write_is_a_tool_error(tmp_path, policy_file) -> None:
     class RejectAll:
         name = "reject_all"
 
-        def check(self, record, context):  # noqa: ANN001, ANN201
+        def check(self, record, context):
             return Verdict(validator=self.name, outcome=Outcome.REJECT, reason="test")
 
     with Memory.open(tmp_path / "d", policy=policy_file, embedding=HashingEmbedding(), validators=[RejectAll()]) as m:

@@ -318,7 +318,7 @@ class _Receiver(BaseHTTPRequestHandler):
     requests: list[bytes] = []
     headers_seen: list[dict[str, str]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:  # http.server's name
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)

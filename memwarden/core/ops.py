@@ -8,14 +8,14 @@ an InvalidRequest with a precise message, before any policy or storage work.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import ClassVar, Union
+from typing import Any, ClassVar, Protocol, Union
 
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.arguments import encodable, flag_argument, integer_argument, iterable_argument, sequence_argument, shown
-from memwarden.core.records import Kind, Source, ensure_kind
+from memwarden.core.records import Binding, Kind, Principal, Source, ensure_kind
 from memwarden.core.schema import HELD_LABEL, OP_KINDS
 from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, canonical_value, is_label_name
 
@@ -421,6 +421,14 @@ class SweepOp:
 
 Op = Union[WriteOp, SearchOp, ListNamespacesOp, GetOp, UpdateOp, ForgetOp, EraseOp, ReviewOp, RetractOp,
            HistoryOp, SweepOp]
+
+
+class OpRunner(Protocol):
+    """What runs operations as a principal: ``Memory`` is one. ``Session`` and the LangGraph
+    store need nothing else of a Memory, so they depend on this, not on the layer that builds it."""
+
+    def batch(self, principal: Principal, ops: Iterable[Op], *, binding: Binding | None = None) -> list[Any]:
+        """Run ``ops`` in order as ``principal``, writes coming from ``binding``; results in order."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ class Principal(BaseModel):
     id: str
     roles: tuple[str, ...] = ()
 
-    def __init__(self, id: str, roles: list[str] | tuple[str, ...] = (), **kwargs: object) -> None:  # noqa: A002
+    def __init__(self, id: str, roles: list[str] | tuple[str, ...] = (), **kwargs: object) -> None:
         # Checked here, not by pydantic: tuple("physician") would be nine one-letter roles,
         # and an error raised inside a validator would surface as a raw ValidationError.
         try:

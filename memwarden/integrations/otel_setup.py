@@ -118,7 +118,7 @@ def _exporter_classes() -> tuple[type, type]:
             for attempt in range(self._attempts):
                 request = urllib.request.Request(self._endpoint, data=data, headers=self._headers, method="POST")
                 try:
-                    with urllib.request.urlopen(request, timeout=self._timeout) as response:  # noqa: S310
+                    with urllib.request.urlopen(request, timeout=self._timeout) as response:
                         response.read()
                     return SpanExportResult.SUCCESS
                 except urllib.error.HTTPError as exc:
@@ -152,7 +152,7 @@ def _exporter_classes() -> tuple[type, type]:
         def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
             try:
                 result = self.inner.export(spans)
-            except Exception:  # noqa: BLE001 - an exporter must never break the application
+            except Exception:  # an exporter must never break the application
                 log.exception("span exporter raised")
                 result = SpanExportResult.FAILURE
             with self._lock:

@@ -41,7 +41,7 @@ import operator
 import sys
 from collections.abc import Iterable, Mapping
 from itertools import takewhile
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.store.base import (
     NOT_PROVIDED, BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
@@ -53,9 +53,6 @@ from memwarden.core.arguments import encodable, iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
 from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, split_namespace
 from memwarden.core import ops as mw
-
-if TYPE_CHECKING:
-    from memwarden.memory.memory import Memory
 
 __all__ = ["GovernedStore"]
 
@@ -80,7 +77,7 @@ class GovernedStore(BaseStore):
     # BaseStore.put refuses a ttl unless the store declares support; expiry is the core's.
     supports_ttl = True
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: mw.OpRunner) -> None:
         self._memory = memory
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -128,13 +125,13 @@ class GovernedStore(BaseStore):
         await self.abatch([_delete_op(namespace, key)])
 
     def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
-               filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,  # noqa: A002
+               filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                refresh_ttl: bool | None = None) -> list[SearchItem]:
         """Items at or below ``namespace_prefix``: nearest to ``query`` first, or in storage order."""
         return self.batch([_search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)])[0]
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
-                      filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,  # noqa: A002
+                      filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                       refresh_ttl: bool | None = None) -> list[SearchItem]:
         """``search``, asynchronously."""
         return (await self.abatch([_search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)]))[0]

@@ -135,7 +135,7 @@ def memory_tools(session: Session, *, default_namespace: str = "",
             return "no memories found"
         return "\n".join(_hit_line(h) for h in hits)
 
-    def forget(id: str) -> str:  # noqa: A002 - the name the model sees
+    def forget(id: str) -> str:  # the name the model sees
         try:
             session.forget(id)
         except MemwardenError as exc:

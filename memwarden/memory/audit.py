@@ -55,8 +55,6 @@ refuses to append), and every log needs its own keys.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import threading
@@ -67,28 +65,17 @@ from typing import Any
 
 from memwarden.databases import is_database_url, kind, redacted, sqlite_path
 from memwarden.core.errors import AuditError, ProofError
-from memwarden.memory.anchor import HeadFile, check_head, head_path, sign_head, verify_head
+from memwarden.memory.anchor import HeadFile, head_path, sign_head, verify_head
+from memwarden.memory.audit_checks import Evidence, check_log, entry_mac, key_id, keyed_meta
 from memwarden.memory.audit_stores import SET_META, PostgresStore, SQLiteStore
 from memwarden.memory.keyfile import create_key, read_key
-from memwarden.memory.chain import GENESIS, Findings, Row, VerifyReport, _digest, check_chain, entries_text
+from memwarden.memory.chain import GENESIS, Findings, Row, VerifyReport, _digest
 from memwarden.memory.signing import SigningKeys, signing_key_path
 
 __all__ = ["GENESIS", "KEY_FILE", "KEY_ENV", "AuditLog", "VerifyReport", "open_audit"]
 
 KEY_FILE = "audit.key"
 KEY_ENV = "MEMWARDEN_AUDIT_KEY_FILE"
-_MAC_DOMAIN = b"memwarden-audit-v1\n"
-ANCHOR = "anchored head"
-
-
-def _mac(key: bytes, text: str) -> str:
-    return hmac.new(key, _MAC_DOMAIN + text.encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-def _key_id(key: bytes) -> str:
-    return hashlib.sha256(b"memwarden-audit-key-id\n" + key).hexdigest()[:16]
-
-
 class AuditLog:
     """Hash-chained, MAC'd, anchored entries in SQLite or PostgreSQL; safe across threads and
     processes.
@@ -174,12 +161,6 @@ class AuditLog:
     def _any_signed(self) -> bool:
         return bool(self._store.rows("SELECT 1 FROM {log} WHERE mac IS NOT NULL LIMIT 1"))
 
-    def _keyed_meta(self, meta: dict[str, str], key: bytes) -> bool:
-        """Whether the meta rows are authentic under ``key``."""
-        claimed = meta.get("meta_mac", "")
-        return (meta.get("key_id") == _key_id(key)
-                and hmac.compare_digest(claimed, _mac(key, f"meta:hmac_from={meta.get('hmac_from')}")))
-
     def _ensure_keys(self) -> tuple[bytes, SigningKeys, set[str]]:
         """The MAC key and the signing keys, created (with the log's key record) on first use,
         and which of them this call created ("key", "signing"). Called inside the append
@@ -210,10 +191,10 @@ class AuditLog:
                 raise AuditError("this audit log's signing record is missing although its entries are signed "
                                  "(removed?); refusing to append: run `memwarden audit verify`")
             start = (self._store.rows("SELECT MAX(seq) FROM {log}")[0][0] or 0) + 1
-            rows = [("hmac_from", str(start)), ("key_id", _key_id(self._key)),
-                    ("meta_mac", _mac(self._key, f"meta:hmac_from={start}"))]
+            rows = [("hmac_from", str(start)), ("key_id", key_id(self._key)),
+                    ("meta_mac", entry_mac(self._key, f"meta:hmac_from={start}"))]
             self._store.run_many("INSERT INTO {meta}(name, value) VALUES (?, ?)", rows)
-        elif not self._keyed_meta(meta, self._key):
+        elif not keyed_meta(meta, self._key):
             raise AuditError(f"the audit key {self.key_path} does not match this log (replaced?); refusing to append")
         return self._key, signer, created
 
@@ -267,9 +248,9 @@ class AuditLog:
         body = json.dumps({"seq": seq, **fields}, sort_keys=True, separators=(",", ":"), default=str)
         digest = _digest(prev, body)
         self._store.run_many("INSERT INTO {log}(seq, body, prev, hash, mac) VALUES (?, ?, ?, ?, ?)",
-                             [(seq, body, prev, digest, _mac(key, f"entry:{seq}:{digest}"))])
+                             [(seq, body, prev, digest, entry_mac(key, f"entry:{seq}:{digest}"))])
         head = f"{seq}:{digest}"
-        self._store.run_many(SET_META, [("head", head), ("head_mac", _mac(key, f"head:{head}"))])
+        self._store.run_many(SET_META, [("head", head), ("head_mac", entry_mac(key, f"head:{head}"))])
         return seq, digest
 
     def _appended(self, seq: int, digest: str) -> None:
@@ -398,96 +379,10 @@ class AuditLog:
         except AuditError as exc:
             signer = None
             problem(f"signing key: {exc}")
-
-        # -- the key and the log's key record
-        keyed = key is not None and "key_id" in meta
-        hmac_from: int | None = None
-        if "key_id" in meta:
-            if key is None:
-                problem(f"key: the key file {self.key_path} is missing; this log was signed with one, "
-                        "so its entries cannot be authenticated (deleted or moved?)")
-            elif meta.get("key_id") != _key_id(key):
-                problem(f"key: the key file {self.key_path} is not the key this log was signed with (replaced?)")
-                keyed = False
-            elif not self._keyed_meta(meta, key):
-                problem("key record: its MAC does not verify (the record of when signing began was edited)")
-                keyed = False
-            try:
-                hmac_from = int(meta.get("hmac_from", "1"))
-            except ValueError:
-                hmac_from = 1
-        elif key is not None and rows:
-            problem(f"key record: missing although the key file {self.key_path} exists "
-                    "(the log's signing record was removed, or a crash cut its first signed append short)")
-            hmac_from = 1
-        elif any(mac is not None for *_, mac in rows):
-            problem("key record: missing although entries carry MACs (the signing record was removed)")
-            hmac_from = 1
-
-        # -- the entries
-        def mac_check(seq: int, digest: str, mac: Any) -> bool | None:
-            if hmac_from is None or seq < hmac_from:
-                return None
-            if mac is None:
-                problem(f"entry {seq}: has no MAC (appended or rewritten by hand, without the key)", seq)
-                return False
-            if not keyed:
-                return None
-            if not hmac.compare_digest(mac, _mac(key, f"entry:{seq}:{digest}")):  # type: ignore[arg-type]
-                problem(f"entry {seq}: MAC does not verify (edited, or forged without the key)", seq)
-            return True
-
-        authenticated = check_chain(rows, problem, mac_check)
-        if keyed and hmac_from is not None and (rows or "head" in meta):
-            self._check_head_row(meta, rows, hmac_from, key, problem)  # type: ignore[arg-type]
-        self._check_anchor_file(head_doc, head_error, rows, key, signer, problem)
-        return problem.report(len(rows), authenticated), signer
-
-    @staticmethod
-    def _check_head_row(meta: dict[str, str], rows: list[Row], hmac_from: int, key: bytes, problem: Findings) -> None:
-        """The head row in the database: the last entry the key holder wrote."""
-        head = meta.get("head")
-        last = rows[-1] if rows else None
-        if head is None or not hmac.compare_digest(meta.get("head_mac", ""), _mac(key, f"head:{head}")):
-            if last is not None and last[0] >= hmac_from:
-                problem("head: missing or its MAC does not verify (edited)", last[0])
-            return
-        head_seq = int(head.split(":", 1)[0])
-        if last is None or head.split(":", 1)[1] != last[3] or head_seq != last[0]:
-            last_seq = last[0] if last else 0
-            if last_seq > head_seq:
-                problem(f"head: the log ends at entry {last_seq} but the last signed append was entry "
-                        f"{head_seq} ({entries_text(head_seq + 1, last_seq)} appended by hand)",
-                        *range(head_seq + 1, last_seq + 1))
-            elif last_seq < head_seq:
-                problem(f"head: the log ends at entry {last_seq} but the last signed append was entry "
-                        f"{head_seq} ({entries_text(last_seq + 1, head_seq)} deleted from the end)",
-                        *range(last_seq + 1, head_seq + 1))
-            else:
-                problem(f"head: entry {head_seq} is not the entry that was signed last (replaced)", head_seq)
-
-    def _check_anchor_file(self, doc: dict[str, Any] | None, error: str | None, rows: list[Row],
-                           key: bytes | None, signer: SigningKeys | None, problem: Findings) -> None:
-        """The head outside the database: the log is at least as long as it says."""
-        where = self._head_file.path
-        if error is not None:
-            problem(f"{ANCHOR}: {error}")
-        elif doc is not None:
-            if signer is None:
-                problem(f"{ANCHOR}: the head file {where} cannot be checked: the signing key "
-                        f"{self.signing_key_path} is missing")
-                return
-            try:
-                count, digest = verify_head(doc, signer.public, f"the head file {where}")
-            except ProofError as exc:
-                problem(f"{ANCHOR}: {exc}")
-                return
-            check_head(count, digest, rows, problem, ANCHOR, exact=False)
-        elif not rows and (key is not None or signer is not None):
-            problem(f"{ANCHOR}: the log is empty but its key {self.key_path} exists and no head file ({where}) "
-                    "anchors it: the log was wiped or its database deleted")
-        elif rows and self.path is not None and signer is not None:
-            problem(f"{ANCHOR}: the head file {where} is missing (deleted?)")
+        evidence = Evidence(rows=rows, meta=meta, head_doc=head_doc, head_error=head_error, key=key, signer=signer,
+                            key_path=self.key_path, signing_key_path=self.signing_key_path,
+                            head_path=self._head_file.path, local=self.path is not None)
+        return check_log(evidence, problem), signer
 
     def close(self) -> None:
         """Sync the head file and close the database connection."""

@@ -135,11 +135,11 @@ class ChromaBackend:
         client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
         return cls(client, collection)
 
-    def upsert(self, ids, embeddings, documents, metadatas) -> None:  # noqa: D102 - see Backend
+    def upsert(self, ids, embeddings, documents, metadatas) -> None:  # see Backend
         self._col.upsert(ids=list(ids), embeddings=np.asarray(embeddings, dtype=np.float32),
                          documents=list(documents), metadatas=list(metadatas))
 
-    def update_metadata(self, ids, metadatas) -> None:  # noqa: D102
+    def update_metadata(self, ids, metadatas) -> None:
         self._col.update(ids=list(ids), metadatas=list(metadatas))
 
     def fetch(self, ids=None, where=None, limit=None, offset=None, *, partitions=None) -> list[StoredRow]:
@@ -156,14 +156,14 @@ class ChromaBackend:
         rows = _rows(got["ids"][0], got["documents"][0], got["metadatas"][0])
         return list(zip(rows, got["distances"][0]))
 
-    def text_query(self, text, k, where) -> list[tuple[str, float]]:  # noqa: D102
+    def text_query(self, text, k, where) -> list[tuple[str, float]]:
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """See :meth:`Backend.about`."""
         return self.fetch(where=subject_filter(subject), limit=limit)
 
-    def delete(self, ids) -> None:  # noqa: D102
+    def delete(self, ids) -> None:
         if ids:
             self._col.delete(ids=list(ids))
 
@@ -195,7 +195,7 @@ class ChromaBackend:
             return self._col.count()
         return len(self._col.get(where=where, include=[])["ids"])
 
-    def close(self) -> None:  # noqa: D102
+    def close(self) -> None:
         # Closing the client releases its shared system, so a later open in the same process
         # owns the store alone (which lets an erasure rewrite the files in place).
         client, self._col, self._client = self._client, None, None

@@ -249,7 +249,7 @@ def _try_surgery(client: Any, collection: Any, ids: list[str], root: Path, repor
     except Exception as exc:
         try:
             _settle(root)
-        except Exception:  # noqa: BLE001 - the marker stays; the next purge or recover() settles
+        except Exception:  # the marker stays; the next purge or recover() settles
             log.warning("memwarden purge: could not settle %s now", root, exc_info=True)
         client = _reopen(client, settings)
         raise PurgeError(f"physical erasure interrupted ({type(exc).__name__}: {exc}); the rows are deleted, "
@@ -533,7 +533,7 @@ class _Hnsw:
             links_raw = (folder / "link_lists.bin").read_bytes()
             if (folder / "index_metadata.pickle").exists():
                 with open(folder / "index_metadata.pickle", "rb") as fh:
-                    id_map = pickle.load(fh)  # noqa: S301 - Chroma's own file in the user's data dir
+                    id_map = pickle.load(fh)  # Chroma's own file in the user's data dir
             else:
                 id_map = None
         except (OSError, pickle.UnpicklingError, EOFError) as exc:

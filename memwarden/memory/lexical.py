@@ -415,11 +415,11 @@ class IndexedBackend(DelegatingBackend):
 
     # -- Backend --------------------------------------------------------------------------
 
-    def upsert(self, ids, embeddings, documents, metadatas) -> None:  # noqa: D102 - see Backend
+    def upsert(self, ids, embeddings, documents, metadatas) -> None:  # see Backend
         self._index.upsert(ids, documents, metadatas)
         self._then(ids, lambda: self._inner.upsert(ids, embeddings, documents, metadatas))
 
-    def update_metadata(self, ids, metadatas) -> None:  # noqa: D102
+    def update_metadata(self, ids, metadatas) -> None:
         self._index.update_metadata(ids, metadatas)
         self._then(ids, lambda: self._inner.update_metadata(ids, metadatas))
 
@@ -440,7 +440,7 @@ class IndexedBackend(DelegatingBackend):
         rows = [row for part, ids in groups.items() for row in self._inner.fetch(ids=ids, partitions=[part])]
         return [row for row in rows if subject in (row.metadata.get("subjects") or ())]
 
-    def delete(self, ids) -> None:  # noqa: D102
+    def delete(self, ids) -> None:
         self._index.mark(ids)
         try:
             self._inner.delete(ids)
@@ -448,7 +448,7 @@ class IndexedBackend(DelegatingBackend):
             self._index.done(ids)
             self._reconcile(ids)
 
-    def purge(self, ids, **kwargs: Any) -> Any:  # noqa: D102
+    def purge(self, ids, **kwargs: Any) -> Any:
         self._index.mark(ids)
         try:
             return self._inner.purge(ids, **kwargs)
@@ -458,7 +458,7 @@ class IndexedBackend(DelegatingBackend):
             self._index.done(ids)
             self._reconcile(ids)
 
-    def close(self) -> None:  # noqa: D102
+    def close(self) -> None:
         try:
             self._inner.close()
         finally:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memwarden.core.errors import InvalidRequest
-from memwarden.core.ops import MaintainOp, Op, operations
+from memwarden.core.ops import MaintainOp, Op, OpRunner, operations
 from memwarden.core.records import Binding, Principal, Source
 from memwarden.guards.validators import WriteValidator
 from memwarden.memory import compaction
@@ -25,6 +25,7 @@ from memwarden.memory.keyfile import lessons_key
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
 from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.pipeline import Pipeline
+from memwarden.memory.session import Session
 from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.policies.engine import PolicyEngine
@@ -37,8 +38,7 @@ __all__ = ["CORE", "Memory", "Settings"]
 CORE = Principal("memwarden")
 
 if TYPE_CHECKING:
-    from memwarden.integrations.store import GovernedStore
-    from memwarden.memory.session import Session
+    from langgraph.store.base import BaseStore
 
 
 def _not_core(principal: object) -> None:
@@ -57,6 +57,11 @@ def _chain(validators: Iterable[WriteValidator] | None) -> Iterable[WriteValidat
 
 class Memory:
     """A governed, shared memory: policy, guards, audit and tracing around a Chroma store."""
+
+    #: Builds ``as_store``'s LangGraph store around a Memory. The adapter belongs to
+    #: integrations/, a layer above this one, so the package root (memwarden/__init__.py, run
+    #: before any module of memwarden) installs it: memory/ never imports what is built on it.
+    store_adapter: ClassVar[Callable[[OpRunner], BaseStore] | None] = None
 
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones, *,
                  journal: ErasureJournal, embedding: object | None = None,
@@ -202,8 +207,6 @@ class Memory:
         and the memory tools bind ``agent``). A write that declares another source, or more
         trust, needs the policy action ``claim`` (docs/policies.md).
         """
-        from memwarden.memory.session import Session
-
         _not_core(principal)
         binding = _binding(source, trust)
         self._pipeline.subjects_for(principal)
@@ -224,11 +227,11 @@ class Memory:
             raise InvalidRequest(f"binding must be a memwarden Binding, got {type(binding).__name__}")
         return self._pipeline.batch(principal, operations(ops), binding or Binding())
 
-    def as_store(self) -> GovernedStore:
+    def as_store(self) -> BaseStore:
         """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``."""
-        from memwarden.integrations.store import GovernedStore
-
-        return GovernedStore(self)
+        if Memory.store_adapter is None:
+            raise RuntimeError("no LangGraph store adapter is installed; import memwarden, which installs it")
+        return Memory.store_adapter(self)
 
     def close(self) -> None:
         """Release the store and the audit log; the Memory cannot be used afterwards."""

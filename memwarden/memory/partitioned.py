@@ -427,7 +427,7 @@ class PartitionedBackend:
             for part, found in self._locate(list(ids)).items():
                 col = self._handle(self._parts[part])
                 self._call(lambda: col.update(ids=found, metadatas=[meta_of[i] for i in found]))
-    
+
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows (logically; see :meth:`purge`)."""
         with self._gate.shared():

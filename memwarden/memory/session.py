@@ -9,25 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memwarden.core.ops import (
-    EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, NamespaceLike, Op, RetractOp, ReviewOp, SearchOp,
-    SweepOp, UpdateOp, WriteOp,
+    EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, NamespaceLike, Op, OpRunner, RetractOp, ReviewOp,
+    SearchOp, SweepOp, UpdateOp, WriteOp,
 )
 from memwarden.core.namespace import Namespace
 from memwarden.core.records import (
     SOURCE_ORDER, Binding, ErasureReceipt, Kind, MemoryRecord, Principal, ReviewResult, SearchHit, Source,
 )
 
-if TYPE_CHECKING:
-    from memwarden.memory.memory import Memory
-
 
 class Session:
     """Acts as one principal; every method builds one operation and runs it through the pipeline."""
 
-    def __init__(self, memory: Memory, principal: Principal, binding: Binding = Binding()) -> None:
+    def __init__(self, memory: OpRunner, principal: Principal, binding: Binding = Binding()) -> None:
         self._memory = memory
         self._principal = principal
         self._binding = binding
@@ -93,16 +90,16 @@ class Session:
         """Namespaces at or below ``prefix`` holding records this principal may see, sorted."""
         return self._one(ListNamespacesOp(prefix, max_depth, limit, offset))
 
-    def get(self, id: str) -> MemoryRecord | None:  # noqa: A002 - the contract's name
+    def get(self, id: str) -> MemoryRecord | None:  # the contract's name
         """The record, or None when it does not exist or this principal may not see it."""
         return self._one(GetOp(id))
 
-    def update(self, id: str, content: str, *, kind: str | Kind | None = None,  # noqa: A002
+    def update(self, id: str, content: str, *, kind: str | Kind | None = None,
                subjects: Sequence[str] | None = None, labels: Mapping[str, str] | None = None) -> MemoryRecord:
         """Write a new version that supersedes ``id``; returns the new version."""
         return self._one(UpdateOp(id, content, kind, subjects, labels))
 
-    def forget(self, id: str) -> None:  # noqa: A002
+    def forget(self, id: str) -> None:
         """Logically forget a record: it is never returned again."""
         self._one(ForgetOp(id))
 
@@ -113,21 +110,21 @@ class Session:
         AccessDenied when it may erase nothing anywhere."""
         return self._one(EraseOp(subject, ids))
 
-    def approve(self, id: str) -> ReviewResult:  # noqa: A002
+    def approve(self, id: str) -> ReviewResult:
         """Vote to release a quarantined record; returns its status and votes (and the record
         itself only when this principal may read it)."""
         return self._one(ReviewOp(id, True))
 
-    def reject(self, id: str) -> ReviewResult:  # noqa: A002
+    def reject(self, id: str) -> ReviewResult:
         """Vote to reject a quarantined record; returns its status and votes."""
         return self._one(ReviewOp(id, False))
 
-    def retract(self, id: str) -> list[str]:  # noqa: A002
+    def retract(self, id: str) -> list[str]:
         """Retract a record as poisoned; returns the ids of the derived records now quarantined
         that this principal may review (the others are held too, without being named)."""
         return self._one(RetractOp(id))
 
-    def history(self, id: str) -> list[MemoryRecord]:  # noqa: A002
+    def history(self, id: str) -> list[MemoryRecord]:
         """Every live version of the memory ``id`` belongs to, oldest first (needs ``history``)."""
         return self._one(HistoryOp(id))
 

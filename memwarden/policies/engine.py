@@ -211,7 +211,7 @@ class PolicyDataAdapter(persist.Adapter):
         self.data = data
         self.names = names
 
-    def load_policy(self, model) -> None:  # noqa: ANN001 - pycasbin's Model has no public type
+    def load_policy(self, model) -> None:  # pycasbin's Model has no public type
         """Load every validated rule and role link into the Casbin model."""
         for rule in self.data.rules:
             model.add_policy("p", "p", list(casbin_fields(rule, self.names)))

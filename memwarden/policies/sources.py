@@ -299,7 +299,7 @@ class SQLPolicyEngine(PolicyEngine):
                 self._seen = state
                 self._fail(str(exc))
                 return True
-            except Exception as exc:  # the database driver's errors: unreachable, timed out, ...
+            except Exception as exc:  # noqa: BLE001 - the database driver's errors: unreachable, timed out, ...
                 self._fail(f"cannot read the policy at {self._store.where}: {exc}")
                 return True
             finally:
