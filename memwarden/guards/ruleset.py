@@ -110,12 +110,17 @@ _MAX_NEEDS = 3
 # Long texts are searched only around the occurrences of a rule's rarest literals: as far on
 # each side as the rule's longest match reaches in folded text (where a run of whitespace is
 # one character; a margin covers the few two-character runs of derived texts), and never
-# farther than _WINDOW. A span ends at the end of a word; RE2 reads the text around it, so
-# anchors and word boundaries see the real text.
+# farther than _WINDOW. RE2 reads the text on both sides of a span (a match must lie inside
+# it), so anchors and word boundaries at its edges see the real text: a span may end inside a
+# word. (Extending it to the next word's end, as a truncating engine would need, reads to the
+# end of a text without a word break once per span: quadratic.)
 _LONG = 2000
+# A rule is tried at the occurrences of its start literals when they are this few; beyond,
+# one search costs less than the calls (each call costs microseconds, a search nanoseconds
+# per character).
+_MAX_ANCHORED = 32
 _WINDOW = 400
 _MARGIN = 24
-_WORD_END = re.compile(r"\W")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,18 +156,15 @@ def compile_rule(family: str, weight: float, source: str) -> Rule:
 
 
 def _spans(text: str, needs: frozenset[str], where: dict[str, list[int]], reach: int) -> list[tuple[int, int]]:
+    """The spans of ``text`` within ``reach`` of an occurrence of ``needs``, merged."""
     spans: list[list[int]] = []
     for pos in sorted(p for lit in needs for p in where.get(lit, ())):
-        start, end = max(0, pos - reach), pos + reach
+        start, end = max(0, pos - reach), min(len(text), pos + reach)
         if spans and start <= spans[-1][1]:
             spans[-1][1] = end
         else:
             spans.append([start, end])
-    out = []
-    for start, end in spans:
-        stop = _WORD_END.search(text, min(end, len(text)))
-        out.append((start, stop.start() if stop else len(text)))
-    return out
+    return [(start, end) for start, end in spans]
 
 
 class RuleSet:
@@ -218,10 +220,11 @@ class RuleSet:
                 continue
             if data is None:
                 data = project(text)
-            if rule.starts is not None:
+            starts = [at for lit in rule.starts for at in where.get(lit, ())] if rule.starts is not None else None
+            if starts is not None and len(starts) <= _MAX_ANCHORED:
                 # Every match begins at an occurrence of a start literal: a handful of anchored
                 # attempts instead of a search of the whole text.
-                hit = any(rule.engine.match(data, at) for lit in rule.starts for at in where.get(lit, ()))
+                hit = any(rule.engine.match(data, at) for at in starts)
             elif long_text and rule.needs is not None:
                 hit = any(rule.engine.search(data, start, end)
                           for start, end in _spans(text, rule.needs[0], where, rule.reach))
