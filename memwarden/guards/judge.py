@@ -59,7 +59,7 @@ Answer only with a JSON object: {"verdict": "benign" | "suspicious" | "malicious
 
 
 def _json_object(text: str) -> str | None:
-    """From the first "{" to the last "}" after it, or None: what the regex ``\{.*\}`` (DOTALL)
+    r"""From the first "{" to the last "}" after it, or None: what the regex ``\{.*\}`` (DOTALL)
     finds, in linear time (the regex tries every "{" against the rest of the text: quadratic
     on an answer of many "{" and no "}", and the answer may echo the judged content)."""
     start, end = text.find("{"), text.rfind("}")

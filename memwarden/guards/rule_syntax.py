@@ -43,7 +43,7 @@ class RuleSyntaxError(ValueError):
     """A rule is malformed or uses a construct outside the subset: says which, and where."""
 
     def __init__(self, source: str, at: int, what: str) -> None:
-        super().__init__(f"{what} (at {at} of {source!r})")
+        super().__init__(f"{what}, at character {at} of the rule {source!r}")
 
 
 @dataclass(frozen=True, slots=True)

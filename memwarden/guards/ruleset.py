@@ -156,15 +156,19 @@ def compile_rule(family: str, weight: float, source: str) -> Rule:
 
 
 def _spans(text: str, needs: frozenset[str], where: dict[str, list[int]], reach: int) -> list[tuple[int, int]]:
-    """The spans of ``text`` within ``reach`` of an occurrence of ``needs``, merged."""
-    spans: list[list[int]] = []
-    for pos in sorted(p for lit in needs for p in where.get(lit, ())):
-        start, end = max(0, pos - reach), min(len(text), pos + reach)
-        if spans and start <= spans[-1][1]:
-            spans[-1][1] = end
-        else:
-            spans.append([start, end])
-    return [(start, end) for start, end in spans]
+    """The spans of ``text`` within ``reach`` of an occurrence of ``needs``, merged where they
+    touch."""
+    positions = sorted(p for lit in needs for p in where.get(lit, ()))
+    if not positions:
+        return []
+    spans, first, last = [], positions[0], positions[0]
+    for pos in positions:
+        if pos - last > 2 * reach:
+            spans.append((max(0, first - reach), min(len(text), last + reach)))
+            first = pos
+        last = pos
+    spans.append((max(0, first - reach), min(len(text), last + reach)))
+    return spans
 
 
 class RuleSet:

@@ -97,7 +97,7 @@ def _field_errors(exc: ValidationError) -> str:
 
 
 def _unfenced(text: str) -> str | None:
-    """The body of a text that is one Markdown code fence (```, or ```json), or None: what
+    r"""The body of a text that is one Markdown code fence (```, or ```json), or None: what
     ``^\s*```(?:json)?\s*(.*?)\s*```\s*$`` (DOTALL) captures, in linear time (that regex
     backtracks through whitespace in three places: cubic on a fence followed by blanks)."""
     text = text.strip()
