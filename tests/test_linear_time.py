@@ -133,3 +133,45 @@ def test_a_slow_write_never_holds_up_another_principals_reads(tmp_path: Path) ->
         assert max(delays) < BOUND, [round(d, 3) for d in delays]
     finally:
         mem.close()
+
+
+class _SlowStore:
+    """A store whose upsert takes a while; it records who stored what."""
+
+    def __init__(self) -> None:
+        self.stored: list[tuple[str, list[str]]] = []
+
+    def upsert(self, ids, embeddings, documents, metadatas) -> None:
+        time.sleep(0.3)
+        self.stored.append((threading.current_thread().name, list(ids)))
+
+    def fetch(self, ids=None, where=None, limit=None, offset=None, *, partitions=None):
+        return []
+
+
+def test_a_batch_of_reads_neither_sends_nor_waits_for_another_threads_held_write() -> None:
+    # A write's batch holds its row until the batch ends; a read batch that ends meanwhile
+    # used to send it (embedding it and storing it on the reader's time) or wait while the
+    # writer sent it.
+    from memwarden.memory.coalesce import CoalescingBackend
+
+    store = _SlowStore()
+    backend = CoalescingBackend(store, embed=lambda texts: np.zeros((len(texts), 4), dtype=np.float32))
+    held, release = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with backend.holding():
+            backend.upsert(["w"], None, ["a 32 KB text"], [{}])
+            held.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=write, name="writer")
+    writer.start()
+    held.wait(10)
+    started = time.perf_counter()
+    with backend.holding():
+        assert [row.id for row in backend.fetch(ids=["w"])] == ["w"]  # the held row is readable
+    assert time.perf_counter() - started < 0.1 and store.stored == []
+    release.set()
+    writer.join(10)
+    assert store.stored == [("writer", ["w"])]
