@@ -1060,6 +1060,11 @@ class InjectionDetector:
         self.quarantine_at = quarantine_at
         self.max_chars = max_chars
         self.skip_kinds = frozenset(skip_kinds)
+        # The rules are compiled once per process, when the first detector is made (a memory
+        # opening), not at import (``import memwarden``, ``memwarden --help``) nor in the
+        # first write (about 0.1 s).
+        _rule_set()
+        _nospace_rules()
 
     # -- public ---------------------------------------------------------------------------
 

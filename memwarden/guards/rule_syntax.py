@@ -26,7 +26,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
-__all__ = ["RESERVED", "Alt", "Anchor", "Group", "Lit", "Repeat", "RuleSyntaxError", "Seq", "Set", "literal_sets",
+__all__ = ["RESERVED", "Alt", "Anchor", "Group", "Lit", "Node", "Repeat", "RuleSyntaxError", "Seq", "Set", "literal_sets",
            "max_width", "not_followed_by", "parse", "start_literals", "to_re2", "top_level_alternatives"]
 
 # Non-ASCII characters a rule may hold, and the ASCII control character the engine reads each
@@ -136,12 +136,13 @@ class _Parser:
 
     def sequence(self) -> Seq:
         items: list[Node] = []
-        while self.at < len(self.source) and self.peek() not in "|)":
+        source, end = self.source, len(self.source)
+        while self.at < end and source[self.at] not in "|)":
             items.append(self.quantified(self.atom()))
         return Seq(tuple(items))
 
     def atom(self) -> Node:
-        start, ch = self.at, self.peek()
+        start, ch = self.at, self.source[self.at]
         self.at += 1
         if ch == "(":
             if self.peek(2) == "?:":
@@ -231,6 +232,8 @@ class _Parser:
 
     def quantified(self, atom: Node) -> Node:
         ch = self.peek()
+        if not ch or ch not in "*+?{":
+            return atom
         if ch in ("*", "+", "?"):
             self.at += 1
             low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[ch]
@@ -265,10 +268,12 @@ def parse(source: str) -> Seq | Alt:
     return _parser(source)[1]
 
 
-def top_level_alternatives(source: str) -> list[str]:
-    """``a|b|c`` -> ``["a", "b", "c"]``: the alternatives outside any group, as written."""
-    parser, _ = _parser(source)
-    return [source[start:end] for start, end in parser.top_spans]
+def top_level_alternatives(source: str) -> list[tuple[str, Seq]]:
+    """``a|b|c`` -> ``[("a", <a parsed>), ("b", ...), ("c", ...)]``: the alternatives outside
+    any group, as written and parsed."""
+    parser, node = _parser(source)
+    options = node.options if isinstance(node, Alt) else (node,)
+    return [(source[start:end], option) for (start, end), option in zip(parser.top_spans, options)]
 
 
 # -- look-aheads without look-arounds ---------------------------------------------------------

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import ahocorasick_rs
 import re2
 
-from memwarden.guards.rule_syntax import (MIN_LITERAL, RESERVED, literal_sets, max_width, parse, start_literals,
-                                          to_re2, top_level_alternatives)
+from memwarden.guards.rule_syntax import (MIN_LITERAL, RESERVED, Node, literal_sets, max_width, parse,
+                                          start_literals, to_re2, top_level_alternatives)
 
 __all__ = ["Rule", "RuleSet", "compile_rule", "project"]
 
@@ -143,9 +143,10 @@ class Rule:
         return self.engine.search(project(text)) is not None
 
 
-def compile_rule(family: str, weight: float, source: str) -> Rule:
-    """``source`` parsed, analysed and compiled (RuleSyntaxError outside the subset)."""
-    node = parse(source)
+def compile_rule(family: str, weight: float, source: str, node: Node | None = None) -> Rule:
+    """``source`` parsed (unless ``node`` is its parse), analysed and compiled
+    (RuleSyntaxError outside the subset)."""
+    node = parse(source) if node is None else node
     sets = sorted(set(literal_sets(node, _score)), key=lambda s: (_score(s), sorted(s)), reverse=True)
     starts = start_literals(node)
     width = max_width(node)
@@ -176,8 +177,8 @@ class RuleSet:
     source its own rule: smaller regexes, sharper prefilters), with their prefilter."""
 
     def __init__(self, table: Iterable[tuple[str, float, str]]) -> None:
-        self.rules = tuple(compile_rule(family, weight, alt)
-                           for family, weight, source in table for alt in top_level_alternatives(source))
+        self.rules = tuple(compile_rule(family, weight, alt, node)
+                           for family, weight, source in table for alt, node in top_level_alternatives(source))
         self.strong = frozenset(i for i, r in enumerate(self.rules) if r.weight >= 0.8)
         # Strongest rules first, so that a scan with a budget stops early.
         self._rank = {i: rank for rank, i in enumerate(sorted(range(len(self.rules)),
