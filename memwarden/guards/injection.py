@@ -43,12 +43,12 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from urllib.parse import unquote
 
-import ahocorasick_rs
-
 from memwarden.guards.cues import cue_hits, prompt_shape
+from memwarden.guards.rule_syntax import not_followed_by
+from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import MemoryRecord
 
@@ -157,42 +157,6 @@ def _prep(source: str) -> str:
     return source
 
 
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    family: str
-    weight: float
-    regex: re.Pattern[str]
-
-
-def _top_level_alternatives(source: str) -> list[str]:
-    """``a|b|c`` -> [a, b, c], splitting only at ``|`` outside groups and classes."""
-    parts, depth, in_class, escaped, start = [], 0, False, False, 0
-    for i, ch in enumerate(source):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            parts.append(source[start:i])
-            start = i + 1
-    parts.append(source[start:])
-    return parts
-
-
-def _rules(table: Iterable[tuple[str, float, str]]) -> tuple[_Rule, ...]:
-    # Each top-level alternative becomes its own rule: smaller regexes, sharper prefilters.
-    return tuple(_Rule(f, w, re.compile(alt, re.MULTILINE))
-                 for f, w, src in table for alt in _top_level_alternatives(_prep(src)))
-
-
 # Reusable fragments (spaces become \s+).
 _INSTR = (r"(?:instructions?|directions?|directives?|rules|guidelines|guidance|prompts?|commands|orders|"
           r"constraints|restrictions|programming|policies|filters|safeguards|system prompt|system messages?|"
@@ -215,6 +179,12 @@ _DANGEROUS = (r"(?:bombs?|pipe bombs?|explosives?|napalm|thermite|meth(?:ampheta
               r"ricin|sarin|anthrax|nerve (?:agents?|gas)|chemical weapons?|bioweapons?|poisons?|guns?|firearms?|"
               r"silencers?|weapons?|malware|ransomware|computer virus(?:es)?|keyloggers?|botnets?|rootkits?|"
               r"molotov(?: cocktails?)?|drugs)")
+# Look-aheads written as text the rule consumes (RE2 has no look-arounds): not followed by
+# "'s" ("you are dan's friend"); not by " on/for/about/... " ("ignore the instructions on the
+# box"); not by " average/all/zero/<digit>" ("output so far above average").
+_NOT_POSSESSIVE = not_followed_by(["'s"])
+_NOT_A_TOPIC = not_followed_by(["on", "for", "about", "from", "in", "of"], gap_before=True, gap_after=True)
+_NOT_A_FIGURE = not_followed_by(["average", "all", "zero", r"\d"], gap_before=True)
 _REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|message|messages|summary|summaries|reviews?|reports?)"
 
 _EN = [
@@ -233,7 +203,8 @@ _EN = [
                       r"protocols|checks|settings)\b"),
     ("override", 1.0, rf"\b(?:do not|don't|never) (?:follow|obey|listen to) (?:the|your|any) "
                       rf"(?:(?:previous|prior|original|system|above|initial) )?(?:instructions|rules|guidelines|directions)"),
-    ("override", 0.8, r"\bignore the (?:user|operator|developer|system)\b(?!s)"),
+    # (The word boundary after the role already means that no "s" follows: "ignore the users".)
+    ("override", 0.8, r"\bignore the (?:user|operator|developer|system)\b"),
     ("override", 0.6, r"\b(?:ignore|disregard|forget) (?:everything|all) (?:before|prior|previously|earlier|so far|until now)\b"),
     ("override", 0.5, r"\b(?:ignore|disregard|forget) (?:all )?(?:the )?(?:prior|previous|preceding|earlier|above) "
                       r"(?:inputs?|messages|context|conversation|prompts?|text|content)\b"),
@@ -306,7 +277,8 @@ _EN = [
     ("persona", 1.0, r"\b(?:respond|answer|reply|behave|act|write|operate) as if (?:you )?(?:have|had|were|are) "
                      r"(?:no|without|free)\b"),
     ("persona", 1.0, rf"\byou are (?:now )?(?:dan|stan|dude|aim|evil ?bot|an? (?:{_UNSAFE_ADJ}|different|new|free)"
-                     rf"(?: [\w-]+)? (?:ai|assistant|model|chatbot|bot|language model|version|persona|entity))\b(?!'s)"),
+                     rf"(?: [\w-]+)? (?:ai|assistant|model|chatbot|bot|language model|version|persona|entity))\b"
+                     rf"{_NOT_POSSESSIVE}"),
     ("persona", 1.0, r"\b(?:do anything now|jailbreak(?:ed)? mode|god mode|dan mode|developer mode enabled|"
                      r"(?:enable|activate|enter|switch to|in) (?:god|jailbreak|dan|unrestricted|evil) mode)\b"),
     ("persona", 0.8, rf"\byou are no longer (?:a |an |the |bound|restricted|limited|{_AI}|chatgpt|claude|gemini)"),
@@ -334,7 +306,7 @@ _EN = [
                              r"(?:sure,? (?:i can|here)|i'm free|absolutely,? here|my instructions are)"),
     ("new-instructions", 0.6, r"\b(?:administrator|admin|system|developer|root) override\b|\bsystem settings\s*:"),
     ("new-instructions", 0.35, r"\bfor the (?:remainder|rest) of this (?:chat|conversation|thread|session)\b"),
-    ("override", 0.5, r"\b(?:ignore|disregard) (?:the )?(?:instructions|directions)\b(?! (?:on|for|about|from|in|of) )"),
+    ("override", 0.5, rf"\b(?:ignore|disregard) (?:the )?(?:instructions|directions)\b{_NOT_A_TOPIC}"),
     ("persistent-output", 0.3, r"\b(?:simply|just|only) (?:respond|reply|answer|say|print|output|write|return)\b"),
     ("conditional-response", 0.5, r"\b(?:if|when|whenever) (?:questioned|asked|queried|prompted|challenged)\b"
                                   r"[^.!?\n]{0,40}? (?:report|say|respond|answer|state|claim|tell|reply)\b"),
@@ -344,9 +316,9 @@ _EN = [
     ("prompt-leak", 0.6, r"\b(?:your|the) (?:system ?prompt|initial prompt|initial instructions|starting instructions|"
                          r"initial configuration|system configuration|system instructions|initiali[sz]ation string|"
                          r"original instructions|hidden instructions)\b|\bsystem_?prompt\b"),
-    ("prompt-leak", 1.0, r"\b(?:output|repeat|print|show|display|encode|translate|rot13|reveal|return|write)(?: (?:me|us))? "
-                         r"(?:back )?(?:all |the |this |everything )?(?:text|words|content|conversation|everything|messages?)?"
-                         r" ?(?:above|before this|so far)\b(?! (?:average|all|zero|\d))"),
+    ("prompt-leak", 1.0, rf"\b(?:output|repeat|print|show|display|encode|translate|rot13|reveal|return|write)(?: (?:me|us))? "
+                         rf"(?:back )?(?:all |the |this |everything )?(?:text|words|content|conversation|everything|messages?)?"
+                         rf" ?(?:above|before this|so far)\b{_NOT_A_FIGURE}"),
     ("prompt-leak", 0.6, r"\bwhat (?:were|was) you (?:told|instructed|given)\b|\bwhat are you not (?:supposed|allowed) to "
                          r"(?:tell|say|reveal)\b|\b(?:my instructions are|i was instructed to|the system prompt is)\b"),
     # -- prompt / secret extraction -----------------------------------------------------
@@ -600,212 +572,14 @@ _IT = [
     ("cot-forgery", 0.4, r"\bho (?:gia )?(?:stabilito|concluso|determinato|verificato|deciso) che\b"),
 ]
 
-_RULES = _rules(_EN + _DE + _FR + _ES + _IT)
-
-# ---------------------------------------------------------------------------------------
-# Literal prefilter: running 150 regexes over every view of a long text is what costs time,
-# and most rules cannot match because a word they require is absent. Each rule's required
-# literals ("at least one of these substrings must occur in any match") are read off its
-# parsed pattern; one Aho-Corasick pass finds where they occur, and only the rules whose
-# literals occur are run.
-# ---------------------------------------------------------------------------------------
-
-try:  # Python 3.11+
-    from re import _constants as _sre_c, _parser as _sre_p
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as _sre_c  # type: ignore[no-redef]
-    import sre_parse as _sre_p  # type: ignore[no-redef]
-
-_MIN_LITERAL = 3
 
 
-# Words so frequent in any text that a rule keyed on them would run almost always.
-_FREQUENT = frozenset("""
-the and you your with for all any this that how not do not don't never are is will can has have from what when who
-out now new user text more only just one use make give tell show get write say answer response reply message content
-time data list send return print output add put run call there here they them their our its was were been being
-into about over after before then than also some such each every other same first last next act like want need
-""".split()) | {"do not", "you are", "the user", "of the", "in the", "to the"}
+@cache
+def _rule_set() -> RuleSet:
+    """The phrase rules, compiled on first use (not at import: ``import memwarden`` stays
+    quick) with their literal prefilter (see :mod:`memwarden.guards.ruleset`)."""
+    return RuleSet((family, weight, _prep(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
 
-
-def _cost(literal: str) -> float:
-    """How often ``literal`` is expected to occur in ordinary text (a rough rank, not a rate)."""
-    word = literal.strip()
-    return 1.0 if word in _FREQUENT else 0.3 if len(word) <= 4 else 0.1
-
-
-def _score(lits: frozenset[str]) -> float:
-    # Key each rule on the literals least likely to occur: it then runs, and in long texts
-    # is searched around, as few places as possible.
-    return -sum(map(_cost, lits))
-
-
-def _candidates(items) -> list[frozenset[str]]:
-    """Literal sets that every match of the sequence ``items`` needs: one literal of each set
-    occurs in any match (judged as the prefilter reads text: whitespace as single spaces,
-    phrases without edge spaces, since a phrase may end the text)."""
-    found: list[frozenset[str]] = []
-    run: list[str] = []
-
-    def add(lits: frozenset[str] | None) -> None:
-        lits = frozenset(lit.strip() for lit in lits) if lits else None
-        if lits and min(map(len, lits)) >= _MIN_LITERAL:
-            found.append(lits)
-
-    for op, av in items:
-        if op is _sre_c.LITERAL:
-            run.append(chr(av))
-            continue
-        if (op is _sre_c.MAX_REPEAT and av[0] >= 1 and run and len(av[2]) == 1 and av[2][0][0] is _sre_c.IN
-                and av[2][0][1] == [(_sre_c.CATEGORY, _sre_c.CATEGORY_SPACE)]):
-            run.append(" ")  # \s+ inside a phrase
-            continue
-        if run:
-            add(frozenset({"".join(run)}))
-            run = []
-        if op is _sre_c.SUBPATTERN:
-            add(_required(av[-1]))
-        elif op is _sre_c.BRANCH:
-            subs = [_required(b) for b in av[1]]
-            if all(subs):
-                add(frozenset().union(*subs))
-        elif op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and av[0] >= 1:
-            add(_required(av[2]))
-    if run:
-        add(frozenset({"".join(run)}))
-    return found
-
-
-def _required(items) -> frozenset[str] | None:
-    """The rarest literal set that every match of ``items`` needs."""
-    return max(_candidates(items), key=_score, default=None)
-
-
-# A rule runs only when its rarest required literal sets all occur (up to this many sets).
-_MAX_NEEDS = 3
-
-
-def _rule_needs(rules: Sequence[_Rule]) -> list[tuple[frozenset[str], ...] | None]:
-    needs = []
-    for rule in rules:
-        sets = sorted(set(_candidates(_sre_p.parse(rule.regex.pattern, rule.regex.flags))), key=_score, reverse=True)
-        needs.append(tuple(sets[:_MAX_NEEDS]) or None)
-    return needs
-
-
-_RULE_NEEDS = _rule_needs(_RULES)
-
-# Zero-width items a match may begin with (\b, ^, look-arounds): they consume no text.
-_ZERO_WIDTH_OPS = (_sre_c.AT, _sre_c.ASSERT, _sre_c.ASSERT_NOT)
-
-
-def _starts(items) -> frozenset[str] | None:
-    """Literals one of which every match of the sequence ``items`` begins with, character for
-    character, or None when the pattern does not say."""
-    items = list(items)
-    i = 0
-    while i < len(items) and items[i][0] in _ZERO_WIDTH_OPS:
-        i += 1
-    # Only the literal characters up to the first \s+ of a phrase: a run of whitespace may be
-    # two characters in a derived text (where the prefilter's phrase literals, with one space,
-    # are not found), and a match that begins there must still be tried.
-    run: list[str] = []
-    for op, av in items[i:]:
-        if op is not _sre_c.LITERAL or av == ord("\n"):  # (line breaks read as spaces)
-            break
-        run.append(chr(av))
-        i += 1
-    if run:
-        return frozenset({"".join(run)})
-    if i == len(items):
-        return None
-    op, av = items[i]
-    if op is _sre_c.SUBPATTERN:
-        return _starts(av[-1])
-    if op is _sre_c.BRANCH:
-        subs = [_starts(b) for b in av[1]]
-        return frozenset().union(*subs) if all(subs) else None
-    if op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and av[0] >= 1:
-        return _starts(av[2])
-    return None
-
-
-def _rule_starts(rule: _Rule) -> frozenset[str] | None:
-    """The literals every match of ``rule`` begins with, when all are long enough to be rare
-    (shorter ones, "a" or "in", occur so often that searching the text is cheaper)."""
-    if rule.regex.flags & re.IGNORECASE:
-        return None  # literals then match other spellings too
-    found = _starts(_sre_p.parse(rule.regex.pattern, rule.regex.flags))
-    return found if found and min(map(len, found)) >= _MIN_LITERAL else None
-
-
-# A rule with start literals is tried only where one of them occurs (``match`` at each such
-# position, which finds every match a search would: each match begins at one): a handful of
-# anchored attempts instead of an attempt at every character of the text.
-_RULE_STARTS = tuple(_rule_starts(rule) for rule in _RULES)
-
-# One pass over the text finds every occurrence of every literal (overlapping ones too), in
-# time linear in the text, where a regex would be tried at every character.
-_LITERALS = tuple(sorted({lit for n in _RULE_NEEDS if n for s in n for lit in s}
-                         | {lit for starts in _RULE_STARTS if starts for lit in starts}))
-# (A DFA: a few MB and ~40 ms to build, and twice as fast to run as the default NFA.)
-_LITERAL_AUTOMATON = ahocorasick_rs.AhoCorasick(_LITERALS, matchkind=ahocorasick_rs.MatchKind.Standard,
-                                                implementation=ahocorasick_rs.Implementation.DFA)
-
-
-def _occurrences(flat: str) -> dict[str, list[int]]:
-    """literal -> its start positions in ``flat`` (text with line breaks read as spaces), in
-    order; only the literals that occur are keys."""
-    where: dict[str, list[int]] = {}
-    for i, start, _ in _LITERAL_AUTOMATON.find_matches_as_indexes(flat, overlapping=True):
-        where.setdefault(_LITERALS[i], []).append(start)
-    return where
-
-# Rules without start literals: long texts are searched only around the occurrences of a
-# rule's rarest literals: as far on
-# each side as the rule's longest match reaches in folded text (where a run of whitespace is
-# one character; a margin covers the few two-character runs of derived texts), and never
-# farther than _WINDOW. A span is searched in place (``search(text, start, end)``), so anchors
-# and look-behinds see the text around it, and it ends at the end of a word.
-_LONG = 2000
-_WINDOW = 400
-_MARGIN = 24
-_WORD_END = re.compile(r"\W")
-
-
-def _reach(rule: _Rule) -> int:
-    """How many characters a match of ``rule`` can span, at most _WINDOW."""
-    source = rule.regex.pattern.replace(r"\s+", " ").replace(r"\s*", " ?")
-    return min(_WINDOW, _sre_p.parse(source, rule.regex.flags).getwidth()[1] + _MARGIN)
-
-
-def _spans(text: str, needs: frozenset[str], where: dict[str, list[int]], reach: int) -> list[tuple[int, int]]:
-    spans: list[list[int]] = []
-    for pos in sorted(p for lit in needs for p in where.get(lit, ())):
-        start, end = max(0, pos - reach), pos + reach
-        if spans and start <= spans[-1][1]:
-            spans[-1][1] = end
-        else:
-            spans.append([start, end])
-    out = []
-    for start, end in spans:
-        stop = _WORD_END.search(text, min(end, len(text)))
-        out.append((start, stop.start() if stop else len(text)))
-    return out
-
-
-_STRONG = tuple(i for i, r in enumerate(_RULES) if r.weight >= 0.8)
-# Strongest rules first, so that a scan with a budget stops early.
-_BY_WEIGHT = tuple(sorted(range(len(_RULES)), key=lambda i: -_RULES[i].weight))
-_RANK = {i: rank for rank, i in enumerate(_BY_WEIGHT)}
-# The rules worth trying when a literal occurs (keyed by each literal of a rule's rarest set),
-# and the rules that need no literal: a short text then tries a handful of rules, not all.
-_BY_LITERAL: dict[str, list[int]] = {}
-for _i, _needs in enumerate(_RULE_NEEDS):
-    for _lit in (_needs[0] if _needs else ()):
-        _BY_LITERAL.setdefault(_lit, []).append(_i)
-_UNKEYED = frozenset(i for i, n in enumerate(_RULE_NEEDS) if n is None)
-_REACH = tuple(_reach(rule) for rule in _RULES)
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
 _SEND = re.compile(_prep(
@@ -928,16 +702,17 @@ _HEX_TOKEN = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}[ :]?){12,}(?![0-9A-Z
 _HEX_START = re.compile(r"[0-9a-fA-F][0-9a-fA-F][ :]?(?:[0-9a-fA-F]{2}[ :]?){11}")
 _BIN_TOKEN = re.compile(r"(?<![01])(?:[01]{8}[ ]?){4,}")
 _MORSE_TOKEN = re.compile(r"(?:[.\-]{1,7}(?: {1,3}| ?/ ?)){6,}[.\-]{1,7}")
-_A85_TOKEN = re.compile(r"<~(.{8,}?)~>", re.DOTALL)
 _B85_TOKEN = re.compile(r"(?<!\S)[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{24,}(?!\S)")
 _PCT_RE = re.compile(r"%[0-9A-Fa-f]{2}")
 _UESC_RE = re.compile(r"(?:\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\U[0-9a-fA-F]{8}){4,}")
 _ENTITY_RE = re.compile(r"&#x?[0-9a-fA-F]{2,6};|&[a-z]{2,8};")
 _TAGS_RE = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS_RE = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,7}\U000e007f")
-# A word of [a-z0-9@$!|] holding a letter and a digit or sign. (The look-aheads are possessive,
-# and the rarer condition comes first: at most word starts it fails at once.)
-_LEET_TOKEN = re.compile(r"\b(?=[a-z!]*+[0-9@$|])(?=[0-9@$!|]*+[a-z])[a-z0-9@$!|]{3,}\b")
+# Runs of the characters a leet word is made of (see _leet_words), and what a run needs.
+_LEET_RUN = re.compile(r"[a-z0-9@$!|]{3,}")
+_LEET_SIGN = re.compile(r"[0-9@$|]")
+_LEET_LETTER = re.compile(r"[a-z]")
+_LEET_TRANSITION = re.compile(r"[a-z0-9][@$!|]|[@$!|][a-z0-9]")
 # A leet word has a letter next to a digit or sign: "[a-z][0-9@$|]|[0-9@$|][a-z]", written to
 # begin with a character class (the regex engine skips ahead to one).
 _LEET_NEAR = re.compile(r"[a-z0-9@$|](?:(?<=[a-z])[0-9@$|]|(?<=[0-9@$|])[a-z])")
@@ -952,7 +727,7 @@ _SPACED_RAW_GATE = re.compile(r" \w \w")
 # Letters spaced out one by one, with wider gaps between words ("i g n o r e   a l l").
 _SPACED_RAW_RE = re.compile(r"(?<!\S)(?:\w ){2,}\w(?!\S)")
 # Phrase patterns for text whose word breaks are lost ("ignoreallpreviousinstructions").
-_NOSPACE_RULES = tuple(_Rule(f, 1.0, re.compile(src)) for f, src in (
+_NOSPACE = (
     ("override", r"(?:ignore|disregard|forget|bypass|override)(?:all|any|every|the|your|of|and)*(?:previous|prior|above|"
                  r"earlier|preceding|system|safety|original|following)*(?:instructions?|rules|guidelines|directives|prompts?)"),
     ("override", r"(?:ignorier(?:e|en)?|vergiss)(?:alle|deine|ihre|die)(?:vorherigen|bisherigen|obigen)?"
@@ -963,7 +738,15 @@ _NOSPACE_RULES = tuple(_Rule(f, 1.0, re.compile(src)) for f, src in (
                     r"original)(?:prompt|instructions|message)"),
     ("persona", r"(?:youarenow|pretendyouare|actas)(?:an?)?(?:dan|unrestricted|uncensored|jailbroken|evil|unfiltered)"),
     ("no-restrictions", r"(?:you|i)(?:now)?(?:have|has)no(?:rules|restrictions|limits|filters|guidelines)"),
-))
+)
+
+
+@cache
+def _nospace_rules() -> tuple[Rule, ...]:
+    """The rules of _NOSPACE, compiled on first use."""
+    return tuple(compile_rule(family, 1.0, source) for family, source in _NOSPACE)
+
+
 # The separator first: the regex engine then skips ahead to separators instead of trying a
 # look-behind at every character.
 _INTRA_SEP_RE = re.compile(r"[-._*·|~+](?<=[a-z][-._*·|~+])(?=[a-z])")
@@ -1041,9 +824,9 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
         decoded = " ".join("".join(_MORSE.get(sym, "") for sym in w.split()) for w in words)
         if len(decoded.replace(" ", "")) >= 6 and " " in decoded:
             add("morse", decoded)
-    for m in (_A85_TOKEN.finditer(raw) if "<~" in raw else ()):
+    for blob in (_ascii85_blobs(raw) if "<~" in raw else ()):
         try:
-            add("ascii85", _texty(base64.a85decode(m.group(0), adobe=True)))
+            add("ascii85", _texty(base64.a85decode(blob, adobe=True)))
         except (ValueError, binascii.Error):
             pass
     for m in _B85_TOKEN.finditer(longs):
@@ -1070,6 +853,62 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
     return out
 
 
+def _ascii85_blobs(text: str) -> Iterator[str]:
+    """The ``<~...~>`` blobs of ``text`` with at least 8 characters inside, in order: what
+    ``re.finditer(r"<~(.{8,}?)~>", text, re.DOTALL)`` finds, in linear time (that regex
+    tries every "<~" against the rest of the text: quadratic on "<~" repeated)."""
+    at = text.find("<~")
+    while at >= 0:
+        end = text.find("~>", at + 10)
+        if end < 0:
+            return  # no later "<~" has a "~>" after it either
+        yield text[at:end + 2]
+        at = text.find("<~", end + 2)
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"  # Python's \w
+
+
+def _leet_words(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of the leet words of ``text``, in order: words of [a-z0-9@$!|], at least 3
+    long, holding a letter and a digit or sign.
+
+    Exactly the matches of ``\\b(?=[a-z!]*[0-9@$|])(?=[0-9@$!|]*[a-z])[a-z0-9@$!|]{3,}\\b``,
+    found in linear time: that regex reads the rest of a run from each of its word boundaries,
+    which is quadratic on a run such as "$0$0$0...". A match lies in one maximal run of those
+    characters and ends at the run's last word boundary (the greedy repeat gives back
+    characters until it stands on one), so a run holds at most one match. The look-aheads hold
+    at a position when the rest of the run holds a digit or sign, and a letter: at every
+    position up to the last of each. The match begins at the run's first word boundary, if
+    that is no later than those and 3 before the end.
+    """
+    for run in _LEET_RUN.finditer(text):
+        word = run.group(0)
+        back = word[::-1]
+        last_sign, last_letter = _LEET_SIGN.search(back), _LEET_LETTER.search(back)
+        if not (last_sign and last_letter):
+            continue
+        a, b = run.span()
+        n = len(word)
+        # Word boundaries inside the run are where letters and digits meet signs; at its two
+        # ends, the characters around it decide.
+        if _is_word(word[-1]) != (b < len(text) and _is_word(text[b])):
+            end = n
+        else:
+            inner = _LEET_TRANSITION.search(back)
+            if inner is None:
+                continue
+            end = n - 1 - inner.start()
+        if _is_word(word[0]) != (a > 0 and _is_word(text[a - 1])):
+            first = 0
+        else:
+            inner = _LEET_TRANSITION.search(word)
+            first = inner.start() + 1 if inner else n
+        if first <= min(n - 1 - last_sign.start(), n - 1 - last_letter.start(), end - 3):
+            yield a + first, a + end
+
+
 def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, str]]:
     """Derived texts, cheapest first, each holding only the sentences the transform changes."""
     # Each rewrite runs over the whole text at once; the view keeps the sentences it changed.
@@ -1083,11 +922,15 @@ def _derived(base: str, raw: str, parts: Sequence[str]) -> Iterator[tuple[str, s
     joined = _INTRA_SEP_RE.sub("", joined)
     if joined != base:
         yield "split-words", _changed(joined, parts)
-    leet_tokens = _LEET_TOKEN.findall(base) if _LEET_NEAR.search(base) else []
-    if leet_tokens:
+    leet_words = list(_leet_words(base)) if _LEET_NEAR.search(base) else []
+    if leet_words:
         # Among several leet words, digit-only ones ("70" = "to") are leet too.
-        pattern = _LEET_ANY if len(leet_tokens) >= 3 else _LEET_TOKEN
-        leet = pattern.sub(lambda m: m.group(0).translate(_LEET), base)
+        spans = [m.span() for m in _LEET_ANY.finditer(base)] if len(leet_words) >= 3 else leet_words
+        pieces, at = [], 0
+        for start, end in spans:
+            pieces += [base[at:start], base[start:end].translate(_LEET)]
+            at = end
+        leet = "".join(pieces) + base[at:]
         if leet != base:
             yield "leetspeak", _changed(leet, parts)
     # rot13 and reversal only of sentences holding words that are common words once undone.
@@ -1217,6 +1060,11 @@ class InjectionDetector:
         self.quarantine_at = quarantine_at
         self.max_chars = max_chars
         self.skip_kinds = frozenset(skip_kinds)
+        # The rules are compiled once per process, when the first detector is made (a memory
+        # opening), not at import (``import memwarden``, ``memwarden --help``) nor in the
+        # first write (about 0.1 s).
+        _rule_set()
+        _nospace_rules()
 
     # -- public ---------------------------------------------------------------------------
 
@@ -1269,7 +1117,7 @@ class InjectionDetector:
             # (Every other rule whose literals occur runs again on a rewritten sentence, even
             # when the original held the same literals: the rewrite may have changed the text
             # between them, "ignore all prev1ous instructions", or made a second occurrence.)
-            extra = self._match_all(derived, None, _STRONG if view in ("rot13", "reversed") else None)
+            extra = self._match_all(derived, None, _rule_set().strong if view in ("rot13", "reversed") else None)
             revealed = {f: w for f, w in extra.items() if w > found.get(f, 0.0)}
             if view not in ("split-words", "leetspeak"):
                 # Decoded text is scored like plain text (a base64 persona prompt is a prompt).
@@ -1284,8 +1132,8 @@ class InjectionDetector:
         if not decided():
             for sentence in (_sentences(parts, _SPACED_RE) if _SPACED_GATE.search(base) else ()):
                 letters = re.sub(r"[^a-z]", "", sentence)
-                for rule in _NOSPACE_RULES:
-                    if rule.family not in signals and rule.regex.search(letters):
+                for rule in _nospace_rules():
+                    if rule.family not in signals and rule.search(letters):
                         put(rule.family, rule.weight)
                         put("obfuscation:split-words", 0.5)
         return Scan(signals)
@@ -1303,7 +1151,7 @@ class InjectionDetector:
             # A slot for a request ("[INSERT PROMPT HERE]"): the text is a prompt template.
             put("prompt-template", 0.4)
 
-    def _match_all(self, text: str, raw: str | None, only: Sequence[int] | None = None,
+    def _match_all(self, text: str, raw: str | None, only: frozenset[int] | None = None,
                    budget: float | None = None) -> dict[str, float]:
         """Rule signals in ``text``; with ``budget``, stop once their sum reaches it."""
         found: dict[str, float] = {}
@@ -1312,30 +1160,9 @@ class InjectionDetector:
             if weight > found.get(name, 0.0):
                 found[name] = weight
 
-        long_text = len(text) > _LONG
-        flat = text.replace("\n", " ")
-        where = _occurrences(flat)
-        present = set(where)
-        candidates = set(_UNKEYED).union(*(_BY_LITERAL.get(lit, ()) for lit in present))
-        if only is not None:
-            candidates &= set(only)
-        for i in sorted(candidates, key=_RANK.__getitem__):
-            rule, needs = _RULES[i], _RULE_NEEDS[i]
-            if needs is not None and any(map(present.isdisjoint, needs)):
-                continue
-            if rule.weight <= found.get(rule.family, 0.0):
-                continue
-            starts = _RULE_STARTS[i]
-            if starts is not None:
-                hit = any(rule.regex.match(text, at) for lit in starts for at in where.get(lit, ()))
-            elif long_text and needs is not None:
-                hit = any(rule.regex.search(text, start, end) for start, end in _spans(text, needs[0], where, _REACH[i]))
-            else:
-                hit = rule.regex.search(text) is not None
-            if hit:
-                found[rule.family] = rule.weight
-                if budget is not None and sum(found.values()) >= budget:
-                    return found
+        found.update(_rule_set().hits(text, only, budget))
+        if budget is not None and sum(found.values()) >= budget:
+            return found
         # Exfiltration: per sentence, a send verb + a destination (+ something sensitive).
         if _has_destination(text):
             for sentence in _SENTENCE_SPLIT.split(text):

@@ -19,7 +19,6 @@ validator's quarantine or reject.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from typing import Any, Literal
 
@@ -57,7 +56,14 @@ Answer only with a JSON object: {"verdict": "benign" | "suspicious" | "malicious
 "confidence": number between 0 and 1, "category": one of "none", "instruction-override",
 "role-play", "exfiltration", "tool-directive", "false-fact", "obfuscation", "other"}."""
 
-_JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def _json_object(text: str) -> str | None:
+    r"""From the first "{" to the last "}" after it, or None: what the regex ``\{.*\}`` (DOTALL)
+    finds, in linear time (the regex tries every "{" against the rest of the text: quadratic
+    on an answer of many "{" and no "}", and the answer may echo the judged content)."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start:end + 1] if 0 <= start < end else None
 
 
 class LLMJudge:
@@ -116,10 +122,10 @@ class LLMJudge:
         text = reply.content if hasattr(reply, "content") else reply
         if isinstance(text, list):  # content blocks
             text = "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in text)
-        match = _JSON_RE.search(text or "")
-        if not match:
+        found = _json_object(text or "")
+        if found is None:
             raise ValueError("no JSON object in the judge's answer")
-        return JudgeVerdict.model_validate(json.loads(match.group(0)))
+        return JudgeVerdict.model_validate(json.loads(found))
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Ask the model; fail closed (quarantine) on any failure."""

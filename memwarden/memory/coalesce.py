@@ -66,7 +66,11 @@ class CoalescingBackend(DelegatingBackend):
 
     @contextmanager
     def holding(self) -> Iterator[None]:
-        """Hold upserts until the block ends, then send everything held."""
+        """Hold upserts until the block ends, then send everything held, if the block held
+        anything: a batch of reads neither waits for nor pays for another thread's held rows
+        (embedding and storing them), which that thread's batch sends when it ends."""
+        outer = getattr(self._local, "held", None)
+        self._local.held = False
         with self._lock:
             self._depth += 1
         try:
@@ -74,7 +78,10 @@ class CoalescingBackend(DelegatingBackend):
         finally:
             with self._lock:
                 self._depth -= 1
-            self.flush()
+            held = self._local.held
+            self._local.held = held or outer if outer is not None else None
+            if held:
+                self.flush()
 
     @property
     def is_holding(self) -> bool:
@@ -133,6 +140,7 @@ class CoalescingBackend(DelegatingBackend):
         vectors = [None] * len(ids) if embeddings is None else [np.asarray(v, dtype=np.float32) for v in embeddings]
         with self._lock:
             if self._depth:
+                self._local.held = True
                 callback = getattr(self._local, "callback", None)
                 for rid, vector, document, metadata in zip(ids, vectors, documents, metadatas):
                     self._held.pop(rid, None)  # a newer write of the same id goes to the end

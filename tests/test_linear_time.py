@@ -1,0 +1,177 @@
+"""The detector's worst case on any 32 KB write (issue 18, item 4): every rule and helper runs
+in linear time, so no text an attacker writes takes it past 200 ms, and a slow write by one
+principal does not hold up another principal's reads.
+
+The one timed bound of the suite, as the issue asks: CPU time (``time.process_time``), 200 ms,
+with no allowance for machine noise (``benchmarks/poisoning.py`` reports the worst case, best
+of three runs). Before the rules ran on RE2, "<~" repeated took 5.0 s, "$0" repeated with one
+leet word 2.5 s, and the heartbeat of another principal ran 5.4 s late.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill  # noqa: E402
+from memwarden import Memory, Principal, WriteRejected  # noqa: E402
+from memwarden.guards import injection as inj  # noqa: E402
+from memwarden.guards.judge import _json_object  # noqa: E402
+from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
+from memwarden.orchestrator.worker import _unfenced  # noqa: E402
+
+BOUND = 0.200  # seconds of CPU time per 32 KB text
+
+DET = inj.InjectionDetector()
+TEXTS = adversarial_texts(inj._rule_set().rules)
+
+
+def _cpu(run, text: str) -> float:
+    inj.clear_caches()  # as a new write: fold, views and decodings all done again
+    started = time.process_time()
+    run(text)
+    return time.process_time() - started
+
+
+@pytest.mark.parametrize("category", sorted(TEXTS))
+def test_every_adversarial_32kb_text_is_scanned_within_the_bound(category: str) -> None:
+    DET.scan("warm-up: the rule set and the cue index are built on first use")
+    texts = TEXTS[category]
+    assert texts and all(len(text) == SIZE for text in texts.values())
+    slow = {name: round(spent, 3) for name, text in texts.items() if (spent := _cpu(DET.scan, text)) >= BOUND}
+    assert not slow, f"over {BOUND * 1000:.0f} ms of CPU: {slow}"
+
+
+def test_every_rule_has_its_own_adversarial_texts() -> None:
+    rules = inj._rule_set().rules
+    literal, near = TEXTS["rule literals repeated"], TEXTS["rule near misses repeated"]
+    assert all(f"rule {i}" in literal or f"rule {i}" in near for i in range(len(rules)))
+
+
+@pytest.mark.parametrize(("name", "parse", "text"), [
+    ("judge answer of braces", _json_object, fill("{")),
+    ("judge answer of opened objects", _json_object, fill('{"a": ')),
+    ("worker answer: a fence, then blanks", _unfenced, "```" + fill(" ", SIZE - 4) + "x"),
+    ("worker answer: fences", _unfenced, fill("``` ")),
+])
+def test_llm_answers_are_parsed_within_the_bound(name: str, parse, text: str) -> None:
+    # An LLM's answer can echo the content it judged or worked on.
+    assert len(text) == SIZE and _cpu(parse, text) < BOUND, name
+
+
+class _QuickEmbedding(HashingEmbedding):
+    """One hash per text: the test measures the validators, not the test embedding (which
+    hashes every character trigram of a 32 KB text in pure Python)."""
+
+    def _embed(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        return np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+
+
+POLICY = """
+p, physician, ward3/patients/*, write
+p, physician, ward3/patients/**, read
+p, nurse, ward3/patients/**, read
+p, nurse, ward3/patients/*, write
+g, alice, physician
+g, bob, nurse
+"""
+
+# The texts that were slowest before, and a few of each kind.
+SLOW_WRITES = [TEXTS["encodings"]["ascii85 opened"], TEXTS["leetspeak"]["digit sign, one letter at the end"],
+               TEXTS["leetspeak"]["sign digit, one letter at the end"], TEXTS["punctuation pairs"]["'. '"],
+               TEXTS["nested brackets"]["[]"], TEXTS["hidden unicode"]["homoglyph words"],
+               TEXTS["links"]["image links"], TEXTS["encodings"]["base64"]] * 2
+
+
+def test_a_slow_write_never_holds_up_another_principals_reads(tmp_path: Path) -> None:
+    # Two threads on one Memory: alice writes adversarial 32 KB texts with the default
+    # validator chain; bob reads a record every 100 ms. Reads take no write lock, RE2
+    # releases the GIL while it matches, and no single step of a scan holds the GIL long.
+    (tmp_path / "policy.csv").write_text(POLICY, encoding="utf-8")
+    mem = Memory.open(tmp_path / "data", policy=tmp_path / "policy.csv", embedding=_QuickEmbedding())
+    try:
+        alice, bob = mem.session(Principal("alice")), mem.session(Principal("bob"))
+        note = bob.write("Patient 1 is allergic to penicillin.", namespace=("ward3", "patients", "p1"), kind="fact")
+        DET.scan("warm-up")
+        finished, delays, outcomes = threading.Event(), [], []
+
+        def writer() -> None:
+            try:
+                for text in SLOW_WRITES:
+                    try:
+                        outcomes.append(alice.write(text, namespace=("ward3", "patients", "p2"), kind="fact").status.value)
+                    except WriteRejected:
+                        outcomes.append("rejected")
+            finally:
+                finished.set()
+
+        def reader() -> None:
+            due = time.perf_counter()
+            while not finished.is_set():
+                due = max(due + 0.1, time.perf_counter())
+                time.sleep(max(0.0, due - time.perf_counter()))
+                assert bob.get(note.id) is not None
+                delays.append(time.perf_counter() - due)  # late start and the read itself
+
+        threads = [threading.Thread(target=reader), threading.Thread(target=writer)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert len(outcomes) == len(SLOW_WRITES) and len(delays) >= 5
+        assert max(delays) < BOUND, [round(d, 3) for d in delays]
+    finally:
+        mem.close()
+
+
+class _SlowStore:
+    """A store whose upsert takes a while; it records who stored what."""
+
+    def __init__(self) -> None:
+        self.stored: list[tuple[str, list[str]]] = []
+
+    def upsert(self, ids, embeddings, documents, metadatas) -> None:
+        time.sleep(0.3)
+        self.stored.append((threading.current_thread().name, list(ids)))
+
+    def fetch(self, ids=None, where=None, limit=None, offset=None, *, partitions=None):
+        return []
+
+
+def test_a_batch_of_reads_neither_sends_nor_waits_for_another_threads_held_write() -> None:
+    # A write's batch holds its row until the batch ends; a read batch that ends meanwhile
+    # used to send it (embedding it and storing it on the reader's time) or wait while the
+    # writer sent it.
+    from memwarden.memory.coalesce import CoalescingBackend
+
+    store = _SlowStore()
+    backend = CoalescingBackend(store, embed=lambda texts: np.zeros((len(texts), 4), dtype=np.float32))
+    held, release = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with backend.holding():
+            backend.upsert(["w"], None, ["a 32 KB text"], [{}])
+            held.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=write, name="writer")
+    writer.start()
+    held.wait(10)
+    started = time.perf_counter()
+    with backend.holding():
+        assert [row.id for row in backend.fetch(ids=["w"])] == ["w"]  # the held row is readable
+    assert time.perf_counter() - started < 0.1 and store.stored == []
+    release.set()
+    writer.join(10)
+    assert store.stored == [("writer", ["w"])]
