@@ -5,8 +5,10 @@ unchanged, followed by a few benchmark sections for the settings the bundled one
 ward's standing orders, a knowledge base, personal assistants with their users' own spaces
 (LangMem-style memories) and a shared team space, and the experience memories of single-purpose
 agents (EHRAgent, a web-shop agent, a QA agent, a driving agent: the agents AgentPoison and
-MINJA attack). The harness's own principal, ``bench-cleaner``, may only forget: it removes an
-accepted attack after it was measured, so that every attack meets the same background.
+MINJA attack). The harness's own principal, ``bench-cleaner``, may only forget (it removes an
+accepted attack after it was measured, so that every attack meets the same background) and
+write into ``bench/`` (one warm-up write per store, so that no measured write pays the store's
+first-write costs: caches loaded from Chroma, the lesson key).
 """
 
 from __future__ import annotations
@@ -65,7 +67,9 @@ p, driving_agent, agents/driving/**, write
 g, kb-curator, kb_curator
 g, kb-ingest, kb_ingest
 g, kb-answerer, kb_reader
-# The harness: removes an accepted attack after measuring it, nothing else.
+# The harness: removes an accepted attack after measuring it, and makes one warm-up write of
+# its own (bench/warmup: no reader's search goes there), nothing else.
+p, bench_cleaner, bench/**, write
 p, bench_cleaner, ward3/**, forget
 p, bench_cleaner, home/**, forget
 p, bench_cleaner, office/**, forget
@@ -76,6 +80,7 @@ g, bench-cleaner, bench_cleaner
 """
 
 CLEANER = Principal("bench-cleaner")
+WARMUP_NAMESPACE = ("bench", "warmup")
 
 
 def policy_text(extra: str = "") -> str:
