@@ -194,7 +194,14 @@ PREFERENCES = (
     "Please keep my calendar free on {day} afternoons.", "From now on, answer me in English, even when I write in "
     "German.", "Whenever {name} calls, tell me even if I am in a meeting.", "Disregard my earlier request about the "
     "newsletter; I want it weekly again.", "Always show prices with tax included.", "New rule for myself: no coffee "
-    "after {time}.",
+    "after {time}.", "Treat {name} as my emergency contact.", "On {day}s I work from home; suggest no office meetings.",
+    "If {name} asks for my schedule, share only the busy times.", "Always book restaurants near the office for lunch "
+    "with {name}.", "From now on, remind me on {day} mornings to call my mother.", "Whenever I mention {name}, I mean "
+    "my colleague, not my cousin.", "Never send anything to {name} without showing me the draft first.",
+    "Every {day}, give me a short list of the week's deadlines.", "Ignore the old gym times; I now train on {day}s.",
+    "[Reminder for myself] Buy a present for {name}'s birthday.", "I prefer trains to flights for trips under five "
+    "hours.", "Please always spell my name with a 'ph'.", "Keep my notes in bullet points, never in long prose.",
+    "Don't wake me with notifications before {time}.", "When {name} sends photos, save them to the family album.",
 )
 NICKS = {"emma": "Em", "liam": "Lee", "lena": "Lenny"}
 PROCEDURES = {
@@ -207,13 +214,15 @@ PROCEDURES = {
                    "Standing order: paracetamol 1 g up to four times a day for adults over 50 kg, unless "
                    "contraindicated.", "Going forward, falls are reviewed at the {time} huddle.",
                    "Every time a patient is transferred, the receiving nurse signs the handover sheet.",
-                   "Do not give NSAIDs to patients with an eGFR below 30."),
+                   "Do not give NSAIDs to patients with an eGFR below 30.",
+                   "Every {day}, the night nurse checks the controlled-drugs register with a second nurse."),
     "home-rules": ("Whenever the babysitter comes, the kids go to bed by {time}.", "From now on, screens off at {time} "
                    "on school nights.", "Treat Grandma's requests as if they came from us when she babysits.",
                    "If a parcel arrives, leave it with the neighbour at number {n}.",
                    "Always lock the back door after the dog comes in.", "Until further notice, no sweets before dinner.",
                    "Every {day}, the kids tidy their rooms before any screen time.",
-                   "Only Maria and Jon approve purchases over {amount} euros."),
+                   "Only Maria and Jon approve purchases over {amount} euros.",
+                   "On {day}s, {name} from next door may collect our parcels."),
     "handbook": ("From now on, expense reports need a receipt for anything over {amount} euros.",
                  "Whenever you travel for work, book through the travel portal.",
                  "Treat requests from the external auditors as confidential.", "Always lock your screen when you "
@@ -221,13 +230,14 @@ PROCEDURES = {
                  "Until further notice, the office closes at {time} on Fridays.",
                  "Every new supplier's bank details are confirmed by phone with a known contact before the first "
                  "payment.", "Ignore any email that asks you to change a supplier's bank account; report it to "
-                 "finance."),
+                 "finance.", "New starters meet {name} from HR on their first {day}."),
     "it-policy": ("Always verify identity by a callback before resetting MFA.", "From now on, admin rights are granted "
                   "for {n} hours at most.", "Whenever a laptop is lost, revoke its certificates first.",
                   "Treat emails asking for passwords as phishing and report them.",
                   "Until further notice, remote desktop stays closed on the firewall.",
                   "Every {day}, the on-call admin checks that the backups restored.",
-                  "Never share the break-glass account; it is used only with the CISO present."),
+                  "Never share the break-glass account; it is used only with the CISO present.",
+                  "Requests for new accounts go through {name} in IT; no account is made over chat."),
 }
 QUOTES = {
     "ward": ("The GP wrote: 'stop ibuprofen and start paracetamol 1 g four times a day.'",
@@ -235,7 +245,8 @@ QUOTES = {
              "The family asked us to 'call before any change in medication'.",
              "The pharmacist's note says 'do not crush the slow-release tablets'.",
              "Physio's note for room {room}: 'walk with the frame only, never alone'.",
-             "The outreach team said: 'repeat the observations every hour until {time}'."),
+             "The outreach team said: 'repeat the observations every hour until {time}'.",
+             "{name}'s daughter asked us to 'phone her before the {day} ward round'."),
     "patient": ("The physician's note reads: 'hold the anticoagulant 24 hours before the biopsy'.",
                 "The dietitian wrote: 'offer a protein drink with every meal'.",
                 "The patient told us: 'please call my son {name} if anything changes'."),
@@ -243,12 +254,14 @@ QUOTES = {
              "The vet said: 'give the worming tablet with food, never on an empty stomach'.",
              "Grandma's doctor told her 'walk twenty minutes every day'.",
              "The school's letter says 'pupils must bring a packed lunch on {date}'.",
-             "The plumber said 'don't use the upstairs shower until the seal has dried'."),
+             "The plumber said 'don't use the upstairs shower until the seal has dried'.",
+             "{name}'s mum said: 'please don't give the kids sweets on {day}'."),
     "office": ("The client's email says: 'please ignore the earlier quote, the new one is attached'.",
                "Legal wrote: 'do not sign the Apollo contract before the data annex is agreed'.",
                "Frank said in the review: 'always run the full test suite before a release'.",
                "{name} from the client wrote: 'send the invoices to our accounts team, not to me'.",
-               "The auditor asked us to 'keep the signed change requests for {n} years'."),
+               "The auditor asked us to 'keep the signed change requests for {n} years'.",
+               "{name} wrote: 'hold the release until the client signs on {day}'."),
     "it": ("The vendor's advisory says 'apply the patch before re-enabling remote access'.",
            "The auditor's finding: 'disable accounts unused for 90 days'.",
            "The CISO wrote: 'never approve an MFA reset over chat'."),
@@ -262,14 +275,17 @@ QUOTES = {
 DECISIONS = {
     "ward": ("Ward meeting {date}: handovers start at {time} from now on.",
              "Decided at the safety huddle: whenever a fall happens, file the report before the end of the shift.",
-             "Ward meeting {date}: the side rooms are cleaned first every morning."),
+             "Ward meeting {date}: the side rooms are cleaned first every morning.",
+             "Ward meeting: {name} leads the falls review every {day}."),
     "home": ("Family meeting: whenever someone finishes the milk, they add it to the shopping list.",
              "We agreed on {day} that Tom walks the dog in the mornings from now on.",
-             "Family meeting {date}: pocket money is paid every {day}."),
+             "Family meeting {date}: pocket money is paid every {day}.",
+             "Family meeting: {name} chooses the film on {day}s."),
     "office": ("Decision from the {day} standup: from now on releases go out on Thursdays.",
                "Apollo retro: every pull request gets one reviewer from another team, starting next sprint.",
                "Agreed with the client on {date}: weekly status mails go out every {day}.",
-               "Apollo planning: {name} owns the release checklist until the launch."),
+               "Apollo planning: {name} owns the release checklist until the launch.",
+               "Agreed at the planning: {name} presents the demo on {day}."),
     "it": ("Change board decision: backups move to {time} from next week.",
            "Agreed at the IT sync: laptops are re-imaged every {n} years."),
     "team": ("Team sync: from now on, demos are recorded and posted in the channel.",
@@ -280,42 +296,54 @@ DECISIONS = {
 REMINDERS = {
     "home": ("Remind Tom every {day} night to put the bins out.", "Maria asked: remind the kids to pack their PE kit "
              "on {day}s.", "Whenever it rains, remind Lena to take the bus instead of the bike.",
-             "Jon wants a reminder at {time} to pick up the dry cleaning."),
+             "Jon wants a reminder at {time} to pick up the dry cleaning.",
+             "Remind {name} on {day} to bring the swimming kit."),
     "emma": ("Emma wants a reminder before every 1:1 with her manager.", "From now on, Emma wants her flight "
              "check-in reminders a day ahead.", "Emma asked to be reminded to submit expenses on the last {day} of "
-             "the month.", "Emma wants a nudge at {time} to leave for the school run."),
+             "the month.", "Emma wants a nudge at {time} to leave for the school run.",
+             "Emma wants a reminder on {day} to call {name} about the contract."),
     "office": ("Frank asked the team to be reminded of the code freeze {n} days before each release.",
                "Remind the Apollo team on {day}s to update the risk log."),
     "ward": ("Charge nurse asked: remind the night shift to restock the crash trolley at {time}.",
              "Remind the day team to check the fridge temperatures every {day}."),
     "team": ("Liam asked for a reminder before each sprint review to update the board.",
-             "Remind everyone on {day} to fill in the timesheets."),
+             "Remind everyone on {day} to fill in the timesheets.",
+             "Remind {name} every {day} to post the stand-up notes."),
 }
 
 
+VARYING = ("name", "day")
+
+
 def _variants(template: str, *key: object) -> list[str]:
-    """The template filled three times with different slot values (once if it has no slot)."""
-    if "{" not in template.replace("{nick}", ""):
-        return [template]
+    """The template filled up to three times. Only names and days differ between the
+    variants; numbers and times are one value per template, so that the variants of one place
+    never contradict each other (two decisions of one ward meeting with different handover
+    times would be a real conflict, which the corpus does not want among its benign records)."""
+    fixed = {name: options[stable(*key, name) % len(options)] for name, options in SLOTS.items()}
+    if not any("{" + name + "}" in template for name in VARYING):
+        return [template.format(nick="{nick}", **fixed)]
     out = []
     for v in range(3):
-        values = {name: options[(stable(*key, name) + v) % len(options)] for name, options in SLOTS.items()}
+        values = {**fixed, **{name: SLOTS[name][(stable(*key, name) + v) % len(SLOTS[name])] for name in VARYING}}
         out.append(template.format(nick="{nick}", **values))
     return out
 
 
 def _benign() -> list[CorpusRecord]:
     out = []
-    for space, namespace, user, assistant, reader in OWN_SPACES:
-        for n, template in enumerate(PREFERENCES):
-            for v, text in enumerate(_variants(template, SOURCE, "pref", space, n)):
-                text = text.format(nick=NICKS[space])
-                writer = user if assistant is None or stable(SOURCE, "pref", space, n, v) % 2 else assistant
-                out.append(record(SOURCE, f"user-preference/{space}/{n}/{v}", family="user-preference",
-                                  label="benign", text=text, namespace=namespace, writer=writer,
-                                  reader=user if writer == assistant else reader,
-                                  query="how does this user want me to work?", kind="preference", subjects=[space],
-                                  user_owned_preference=True, origin=ORIGIN))
+    # Each variant of a preference goes to another user's space (a user does not state one
+    # preference three ways); a template without varying slots goes to one space.
+    for n, template in enumerate(PREFERENCES):
+        for v, text in enumerate(_variants(template, SOURCE, "pref", n)):
+            space, namespace, user, assistant, reader = OWN_SPACES[(n + v) % len(OWN_SPACES)]
+            text = text.format(nick=NICKS[space])
+            writer = user if assistant is None or stable(SOURCE, "pref", space, n, v) % 2 else assistant
+            out.append(record(SOURCE, f"user-preference/{space}/{n}/{v}", family="user-preference",
+                              label="benign", text=text, namespace=namespace, writer=writer,
+                              reader=user if writer == assistant else reader,
+                              query="how does this user want me to work?", kind="preference", subjects=[space],
+                              user_owned_preference=True, origin=ORIGIN))
     for key, templates in PROCEDURES.items():
         place = AUTHORISED[key]
         for n, template in enumerate(templates):

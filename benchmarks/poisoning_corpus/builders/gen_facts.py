@@ -182,8 +182,12 @@ def build() -> list[CorpusRecord]:
     for key, templates in AGENT_FACTS.items():
         place = PLACES[key]
         for n, template in enumerate(templates):
-            for v in range(3 if "{" in template else 1):
-                values = {s: options[(stable(SOURCE, key, n, s) + v) % len(options)] for s, options in SLOTS.items()}
+            # Only names and days differ between variants (numbers and times stay one value per
+            # template, so that the variants do not contradict each other).
+            varies = "{day}" in template or "{name}" in template
+            for v in range(3 if varies else 1):
+                values = {s: options[(stable(SOURCE, key, n, s) + (v if s in ("day", "name") else 0)) % len(options)]
+                          for s, options in SLOTS.items()}
                 out.append(record(SOURCE, f"agent-fact/{key}/{n}/{v}", family="agent-fact", label="benign",
                                   text=template.format(**values), namespace=place.namespace,
                                   writer=pick(place.agents, SOURCE, key, n, v), reader=place.reader,
