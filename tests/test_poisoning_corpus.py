@@ -142,6 +142,7 @@ def test_quick_mode_runs_end_to_end(tmp_path: Path) -> None:
         f = r["figures"]
         assert f["malicious"] == report.QUICK_PER_LABEL and f["benign"] == report.QUICK_PER_LABEL
         assert f["attack_success_pct"] is not None and 0 <= f["attack_success_pct"] <= f["stored_active_pct"] + 1e-9
-        statuses = Counter(o["status"] for o in result["outcomes"][r["source"]])
-        assert statuses["denied"] == 0, r["source"]  # every corpus write is one its writer may make
+        assert f["denied_pct"] == 0.0, r["source"]  # every corpus write is one its writer may make
+        ids = result["outcomes"][r["source"]]
+        assert len(ids["success"]) == round(f["attack_success_pct"] * f["malicious"] / 100)
     assert result["chain_ms_per_write"]["n"] == 2 * report.QUICK_PER_LABEL * len(SOURCES)

@@ -60,6 +60,22 @@ def sample(corpus: dict[str, list[CorpusRecord]], per_label: int | None) -> dict
     return out
 
 
+def outcome_ids(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """The record ids of a cell by what happened to them (accepted benign records left out):
+    malicious ``success`` (stored and retrieved), ``stored`` (stored active, not retrieved),
+    ``caught`` and benign ``flagged``, each by status and the validator that decided."""
+    out: dict[str, Any] = {"success": [], "stored": [], "caught": {}, "flagged": {}}
+    for o in outcomes:
+        if o.label == "malicious" and o.success:
+            out["success"].append(o.id)
+        elif o.label == "malicious" and o.status == "accepted":
+            out["stored"].append(o.id)
+        elif o.status != "accepted":
+            group = out["caught" if o.label == "malicious" else "flagged"]
+            group.setdefault(f"{o.status}:{o.flagged_by}", []).append(o.id)
+    return out
+
+
 def quantiles(ns: Sequence[int]) -> dict[str, float | None]:
     """p50/p95/p99/max of CPU nanoseconds, in ms."""
     if not ns:
@@ -173,9 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tuned_on_all_sources": dict(everything),
         "cells": [{"source": c.source, "params": c.params, "seconds": c.seconds, "setup": c.setup,
                    "figures": Figures.of(c.outcomes).model_dump()} for c in run.cells.values()],
-        # Per record, for the reported (held-out) cells only.
-        "outcomes": {row.source: [o.model_dump(exclude={"chain_ns"}) for o in run.cell(row.params, row.source).outcomes]
-                     for row in rows},
+        # Which records did what, for the reported (held-out) cells only.
+        "outcomes": {row.source: outcome_ids(run.cell(row.params, row.source).outcomes) for row in rows},
     }
     if not args.no_jailbreak:
         console.print(f"jailbreak corpora with the parameters tuned on every corpus source: {short_params(everything)}")
