@@ -31,3 +31,14 @@ def atomic_write(path: Path, text: str, *, replace: bool, sync: bool = True) -> 
         return True
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def read_text_if_present(path: Path, *, what: str, error: type[Exception], encoding: str = "utf-8") -> str | None:
+    """The text of ``path``; None when there is no such file; ``error`` naming ``what`` and the
+    path when it exists but cannot be read or decoded (a key file must never read as absent)."""
+    try:
+        return path.read_text(encoding=encoding)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read the {what} {path}: {exc}") from None

@@ -13,7 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
-from memwarden.memory.files import atomic_write
+from memwarden.memory.files import atomic_write, read_text_if_present
 from memwarden.core.errors import InvalidRequest, MemwardenError
 
 __all__ = ["LESSONS_KEY_FILE", "LESSONS_KEY_ENV", "read_key", "create_key", "lessons_key", "lessons_key_path"]
@@ -25,14 +25,11 @@ LESSONS_KEY_ENV = "MEMWARDEN_LESSONS_KEY_FILE"
 def read_key(path: Path, *, what: str, error: type[MemwardenError]) -> bytes | None:
     """The key in ``path``; None when there is no such file; ``error`` when it is unreadable
     or not a 256-bit hex key (``what`` names the key in the message)."""
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
+    text = read_text_if_present(path, what=what, error=error, encoding="ascii")
+    if text is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"cannot read the {what} {path}: {exc}") from exc
     try:
-        key = bytes.fromhex(text)
+        key = bytes.fromhex(text.strip())
     except ValueError:
         key = b""
     if len(key) < 32:

@@ -44,7 +44,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from memwarden.core.errors import ProofError, SignatureInvalid
-from memwarden.memory.files import atomic_write
+from memwarden.memory.files import atomic_write, read_text_if_present
 
 SIGNING_SUFFIX = ".signing.key"
 KEYS_FORMAT = "memwarden-signing-keys-v1"
@@ -202,12 +202,9 @@ class SigningKeys:
     @classmethod
     def load(cls, path: Path) -> SigningKeys | None:
         """The keys in ``path``; None when there is no such file."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        text = read_text_if_present(path, what="signing key", error=ProofError)
+        if text is None:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ProofError(f"cannot read the signing key {path}: {exc}") from None
         try:
             doc = json.loads(text)
         except json.JSONDecodeError:
