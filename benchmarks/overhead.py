@@ -41,7 +41,7 @@ Reported: p50 and p95 (wall clock, and process CPU) of every arm, the ratios of 
 issues, met or not. Slow arms are budget-limited (``--budget`` seconds per op and size, at least
 10 iterations per repeat). Output: a rich table, JSON (``overhead.json``, with every sample) and
 a PNG plot (``overhead.png``, when matplotlib is installed); ``--profile`` adds cProfile dumps of
-governed search and write (``overhead_profile_{search,write}.txt``). RSS uses psutil when
+governed search, get and write (``overhead_profile_{search,get,write}.txt``). RSS uses psutil when
 installed, else ``resource.getrusage`` (peak RSS, so growth is an upper bound).
 
 Usage: python benchmarks/overhead.py [--sizes 1000,10000] [--full] [--queries 200] [--repeats 3]
@@ -682,16 +682,17 @@ def decision_costs(progress: Progress, task: Any) -> dict[str, Any]:
 
 
 def profile_paths(bench: Bench, out: Path, queries: int) -> dict[str, str]:
-    """cProfile of governed search and write at the current size; top costs, cumulative and own."""
+    """cProfile of governed search, get and write at the current size; top costs, cumulative and own."""
     reports = {}
-    for label, arms_fn in (("search", bench.search_arms), ("write", lambda: bench.write_arms(queries + 5))):
+    for label, arms_fn in (("search", bench.search_arms), ("get", bench.get_arms),
+                           ("write", lambda: bench.write_arms(queries + 5))):
         arms = arms_fn()
         governed = arms["governed"]
         governed(0)
         prof = cProfile.Profile()
         prof.enable()
         # Search: queries the measured blocks did not make; write: a fresh pool of records.
-        offset = 700 if label == "search" else 0
+        offset = 0 if label == "write" else 700
         for i in range(1, queries + 1):
             governed(i + offset)
         prof.disable()
@@ -888,7 +889,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results", help="directory for overhead.json/.png")
     parser.add_argument("--data-dir", type=Path, default=None, help="where the stores live (default: a temp dir)")
     parser.add_argument("--profile", action="store_true",
-                        help="cProfile governed search and write at the smallest size (overhead_profile_*.txt)")
+                        help="cProfile governed search, get and write at the smallest size (overhead_profile_*.txt)")
     parser.add_argument("--skip-reference", action="store_true", help="skip InMemoryStore and decision costs")
     parser.add_argument("--no-raw-filter", action="store_true",
                         help="leave out raw search with the filter (seconds per query at 100k, so it caps the "
@@ -955,7 +956,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.profile and size == sizes[0]:
                     # At the smallest size Chroma's share is smallest, so memwarden's own costs show best.
                     profile_paths(bench, args.out, min(50, args.queries))
-                    result["profile"] = {"rows": size, "files": [f"overhead_profile_{x}.txt" for x in ("search", "write")]}
+                    result["profile"] = {"rows": size, "files": [f"overhead_profile_{x}.txt" for x in ("search", "get", "write")]}
                 entry["load_average"] = list(os.getloadavg())
                 result["sizes"].append(entry)
                 console.log(f"{size:,} rows: " + "; ".join(f"{op} {label} {r['p50']:.2f}x" for op, label, r in entry["ratios"]))
