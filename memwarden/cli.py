@@ -214,7 +214,10 @@ def _add_log(parser: argparse.ArgumentParser, *, exported: bool = False) -> None
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``memwarden`` command."""
+    from memwarden import __version__
+
     parser = argparse.ArgumentParser(prog="memwarden", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"memwarden {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="run the hospital-ward demo offline")
