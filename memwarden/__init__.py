@@ -17,6 +17,7 @@ from memwarden.core.errors import (
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
+    from opentelemetry.trace import Span
 
     from memwarden.core.ops import (
         EraseOp, ForgetOp, GetOp, HistoryOp, ListNamespacesOp, OpRunner, RetractOp, ReviewOp, SearchOp, SweepOp,
@@ -67,9 +68,17 @@ def _governed_store(memory: OpRunner) -> BaseStore:
     return GovernedStore(memory)
 
 
+def _run_span() -> Span | None:
+    from memwarden.integrations.run_spans import current_run_span
+
+    return current_run_span()
+
+
 # The composition root wires the layers together: Memory.as_store builds the integrations
-# layer's LangGraph store, which the memory layer cannot import (see core/adapters.py).
+# layer's LangGraph store, and memory spans nest under the LangGraph node's span, neither of
+# which the memory layer can import (see core/adapters.py).
 adapters.store_adapter = _governed_store
+adapters.run_span = _run_span
 
 __all__ = [
     "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind",

@@ -31,7 +31,8 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
         return 2
     try:
         # One root span, so the whole demo is one trace with a span per memory operation.
-        with telemetry.span("memwarden demo", **{"memwarden.demo.scenario": "ward3"}):
+        with telemetry.span("memwarden demo",
+                            **{"memwarden.demo.scenario": "ward3", "openinference.span.kind": "CHAIN"}):
             result = run_demo(args.data, console)
     finally:
         flushed = telemetry.shutdown()

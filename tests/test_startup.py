@@ -44,7 +44,7 @@ def test_a_public_name_loads_on_first_use_and_wires_the_store() -> None:
     # The store is wired however Memory was imported: the package root always runs first.
     assert adapters.store_adapter is not None
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
-        memwarden.Nothing  # noqa: B018
+        memwarden.Nothing
 
 
 def test_version(capsys) -> None:
