@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from datetime import timezone
 from pathlib import Path
 
 from rich.console import Console
@@ -64,8 +65,20 @@ def _audit_verify(args: argparse.Namespace, console: Console) -> int:
 
 
 def _audit_flows(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.integrations.flows import build_flows, render_html, render_table
+    from memwarden.integrations.flows import build_flows, parse_time, select
+    from memwarden.integrations.flows_html import render_html
+    from memwarden.integrations.flows_terminal import render_table
 
+    window = {}
+    for name in ("since", "until"):
+        text = getattr(args, name)
+        if text is not None:
+            moment = parse_time(text)
+            if moment is None:
+                console.print(styled("error:", "red", f" --{name} takes an ISO 8601 time (2026-12-01T14:00:00+00:00 "
+                                     f"or 2026-12-01), got {text!r}"))
+                return 2
+            window[name] = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
     log = audit_log(args, console)
     if isinstance(log, int):
         return log
@@ -73,11 +86,13 @@ def _audit_flows(args: argparse.Namespace, console: Console) -> int:
         report = build_flows(log.entries(), verify=log.verify())
     finally:
         log.close()
+    report = select(report, record=args.record, principal=args.principal, **window)
     render_table(report, console)
     if args.html:
         out = Path(args.html)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render_html(report, title=f"memwarden audit flows: {args.data}"), encoding="utf-8")
+        out.write_text(render_html(report, title=f"memwarden audit flows: {args.data or args.audit}"),
+                       encoding="utf-8")
         console.print(Text(f"flow graph written to {out}"))
     return 0 if report.verify is None or report.verify.ok else 1
 
@@ -193,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     flows = audit.add_parser("flows", help="who wrote which record and who read it, from the audit log")
     _add_log(flows)
     flows.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page with the flow graph")
+    flows.add_argument("--since", metavar="TIME", help="only events at or after this ISO 8601 time (UTC if no zone)")
+    flows.add_argument("--until", metavar="TIME", help="only events at or before this ISO 8601 time")
+    flows.add_argument("--record", metavar="ID", help="only this record, its versions and its provenance (both ways)")
+    flows.add_argument("--principal", help="only what this principal wrote, read, removed or was denied")
     flows.set_defaults(run=_audit_flows)
 
     from memwarden.cli_policy import add_policy_commands, add_record_options, policy_check
