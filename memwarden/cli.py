@@ -42,6 +42,9 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
                                   f"{telemetry.failed} could not be delivered" + ("" if flushed else " (flush timed out)")))
         else:
             console.print(f"traces: {telemetry.exported} spans exported to {args.otlp}")
+            base = args.otlp.split("/v1/", 1)[0]
+            console.print(Text(f"open {base} (project memwarden-demo) to see them, if that is Phoenix "
+                               "(`make dashboard`)"))
     return 0 if result.audit_ok else 1
 
 
@@ -192,7 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="run the hospital-ward demo offline")
-    demo.add_argument("--data", help="directory to keep the demo's memory in (default: a temporary one)")
+    demo.add_argument("--keep", "--data", dest="data", metavar="DIR",
+                      help="keep the demo's memory in DIR and print commands to look further (default: a "
+                           "temporary directory, removed at the end)")
     demo.add_argument("--otlp", metavar="URL",
                       help="export the demo's spans over OTLP/HTTP, e.g. http://127.0.0.1:6006/v1/traces (Phoenix)")
     demo.set_defaults(run=_demo)

@@ -447,6 +447,7 @@ def test_cli_demo_exports_to_otlp(tmp_path: Path, receiver: SimpleNamespace,
     finals = [e["seq"] for e in log.entries() if e["outcome"] != "pending"]
     log.close()
     assert len(memory) == len(finals) and f"{len(decoded)} spans exported" in out  # one span per operation
+    assert f"open {url} (project memwarden-demo)" in out and "the data is kept in" in out
     assert sorted(d[1]["memwarden.audit.seq"] for d in memory) == finals
     assert {"alice", "bob", "carol"} <= {d[1]["memwarden.principal"] for d in memory}
     (root,) = [d for d in decoded if d[0] == "memwarden demo"]
