@@ -30,12 +30,19 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     except (ValueError, RuntimeError) as exc:
         console.print(styled("error:", "red", f" --otlp: {exc}"))
         return 2
+    from memwarden.integrations.run_spans import instrument_langchain
+
+    # With OpenInference's LangChain instrumentation installed, the team's workers, nodes and
+    # tools get spans too, and each memory span nests under the worker that made the call.
+    undo = instrument_langchain(telemetry.tracer_provider)
     try:
         # One root span, so the whole demo is one trace with a span per memory operation.
         with telemetry.span("memwarden demo",
                             **{"memwarden.demo.scenario": "ward3", "openinference.span.kind": "CHAIN"}):
             result = run_demo(args.data, console)
     finally:
+        if undo is not None:
+            undo()
         flushed = telemetry.shutdown()
         if telemetry.failed or not flushed:
             console.print(styled("traces:", "yellow", f" {telemetry.exported} spans exported to {args.otlp}, "

@@ -14,6 +14,7 @@ no such span, and the lookup costs one dictionary read.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from opentelemetry.trace import Span
 
@@ -34,3 +35,29 @@ def current_run_span() -> Span | None:
     except Exception:  # noqa: BLE001 - nesting is a nicety: a failing lookup never fails an operation
         return None
     return span if isinstance(span, Span) and span.get_span_context().is_valid else None
+
+
+def instrument_langchain(provider: object) -> Callable[[], None] | None:
+    """Trace LangChain and LangGraph runs (graphs, nodes, tools, models) with OpenInference's
+    instrumentation into ``provider``, when openinference-instrumentation-langchain is
+    installed and nobody instrumented it yet; returns how to undo it (None: nothing done).
+
+    For programs that set up tracing for a run of their own, such as ``memwarden demo
+    --otlp``: memory spans then nest under the worker and node that made each call. Unless
+    memwarden's content capture is on (memory.tracing.capture_content), the instrumentation
+    hides every input and output (prompts, tool results): they hold memory content, which
+    stays off spans by default.
+    """
+    try:
+        from openinference.instrumentation import TraceConfig
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+    except ImportError:
+        return None
+    from memwarden.memory.tracing import content_enabled
+
+    instrumentor = LangChainInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        return None  # the application's own instrumentation, to its own provider
+    hidden = not content_enabled()
+    instrumentor.instrument(tracer_provider=provider, config=TraceConfig(hide_inputs=hidden, hide_outputs=hidden))
+    return instrumentor.uninstrument
