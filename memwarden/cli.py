@@ -1,16 +1,17 @@
-"""The ``memwarden`` command: the demo, audit verification and policy tools."""
+"""The ``memwarden`` command: the demo, governed record reads, audit, policy and proof tools (docs/cli.md)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from datetime import timezone
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
-from memwarden.cli_common import audit_log, print_report, styled
+from memwarden.cli_common import acting_session, add_actor, audit_log, print_report, styled
 from memwarden.core.errors import MemwardenError
 
 
@@ -29,17 +30,28 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     except (ValueError, RuntimeError) as exc:
         console.print(styled("error:", "red", f" --otlp: {exc}"))
         return 2
+    from memwarden.integrations.run_spans import instrument_langchain
+
+    # With OpenInference's LangChain instrumentation installed, the team's workers, nodes and
+    # tools get spans too, and each memory span nests under the worker that made the call.
+    undo = instrument_langchain(telemetry.tracer_provider)
     try:
         # One root span, so the whole demo is one trace with a span per memory operation.
-        with telemetry.span("memwarden demo", **{"memwarden.demo.scenario": "ward3"}):
+        with telemetry.span("memwarden demo",
+                            **{"memwarden.demo.scenario": "ward3", "openinference.span.kind": "CHAIN"}):
             result = run_demo(args.data, console)
     finally:
+        if undo is not None:
+            undo()
         flushed = telemetry.shutdown()
         if telemetry.failed or not flushed:
             console.print(styled("traces:", "yellow", f" {telemetry.exported} spans exported to {args.otlp}, "
                                   f"{telemetry.failed} could not be delivered" + ("" if flushed else " (flush timed out)")))
         else:
             console.print(f"traces: {telemetry.exported} spans exported to {args.otlp}")
+            base = args.otlp.split("/v1/", 1)[0]
+            console.print(Text(f"open {base} (project memwarden-demo) to see them, if that is Phoenix "
+                               "(`make dashboard`)"))
     return 0 if result.audit_ok else 1
 
 
@@ -63,8 +75,20 @@ def _audit_verify(args: argparse.Namespace, console: Console) -> int:
 
 
 def _audit_flows(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.integrations.flows import build_flows, render_html, render_table
+    from memwarden.integrations.flows import build_flows, parse_time, select
+    from memwarden.integrations.flows_html import render_html
+    from memwarden.integrations.flows_terminal import render_table
 
+    window = {}
+    for name in ("since", "until"):
+        text = getattr(args, name)
+        if text is not None:
+            moment = parse_time(text)
+            if moment is None:
+                console.print(styled("error:", "red", f" --{name} takes an ISO 8601 time (2026-12-01T14:00:00+00:00 "
+                                     f"or 2026-12-01), got {text!r}"))
+                return 2
+            window[name] = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
     log = audit_log(args, console)
     if isinstance(log, int):
         return log
@@ -72,39 +96,15 @@ def _audit_flows(args: argparse.Namespace, console: Console) -> int:
         report = build_flows(log.entries(), verify=log.verify())
     finally:
         log.close()
+    report = select(report, record=args.record, principal=args.principal, **window)
     render_table(report, console)
     if args.html:
         out = Path(args.html)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render_html(report, title=f"memwarden audit flows: {args.data}"), encoding="utf-8")
+        out.write_text(render_html(report, title=f"memwarden audit flows: {args.data or args.audit}"),
+                       encoding="utf-8")
         console.print(Text(f"flow graph written to {out}"))
     return 0 if report.verify is None or report.verify.ok else 1
-
-
-def _policy_check(args: argparse.Namespace, console: Console) -> int:
-    from memwarden.core.errors import InvalidRequest
-    from memwarden.policies.sources import open_policy
-    from memwarden.policies.tools import explain
-
-    labels: dict[str, str] | None = {} if args.no_labels else None
-    for item in args.label:
-        name, eq, value = item.partition("=")
-        if not eq:
-            raise InvalidRequest(f"--label takes NAME=VALUE, got {item!r}")
-        if labels is None:
-            labels = {}
-        if name in labels:
-            raise InvalidRequest(f"--label {name!r} is given twice")
-        labels[name] = value
-    engine, close = open_policy(args.policy)
-    try:
-        decision = explain(engine, args.principal, args.role, args.action, args.namespace,
-                           kind=args.kind, source=args.source, labels=labels,
-                           writer_roles=args.writer_role if args.writer_role else None)
-    finally:
-        close()
-    console.print(Text(decision.explain()))
-    return 0 if decision.allowed else 1
 
 
 def _policy_lint(args: argparse.Namespace, console: Console) -> int:
@@ -147,17 +147,8 @@ def _policy_export(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _acting_session(args: argparse.Namespace):  # (Memory, Session)
-    from memwarden.memory.memory import Memory
-    from memwarden.core.records import Principal
-
-    # A mistyped --data must not become a new, empty store that "erases" nothing successfully.
-    memory = Memory.open(args.data, policy=args.policy, audit=args.audit, create=args.create)
-    return memory, memory.session(Principal(args.principal, roles=args.role))
-
-
 def _erase(args: argparse.Namespace, console: Console) -> int:
-    memory, session = _acting_session(args)
+    memory, session = acting_session(args)
     with memory:
         receipt = session.erase(subject=args.subject, ids=args.id)
     if args.out:
@@ -170,7 +161,7 @@ def _erase(args: argparse.Namespace, console: Console) -> int:
 
 
 def _sweep(args: argparse.Namespace, console: Console) -> int:
-    memory, session = _acting_session(args)
+    memory, session = acting_session(args)
     with memory:
         removed = session.sweep(args.namespace or ())
     console.print(Text(f"{removed} invisible record(s) removed"))
@@ -191,16 +182,6 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     return importlib.import_module(f"benchmarks.{args.name}").main(args.rest)
 
 
-def _add_actor(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="the memory directory (as given to Memory.open)")
-    parser.add_argument("--policy", required=True, help="policy CSV file, bundled policy name or database URL")
-    parser.add_argument("--audit", help="the audit log, if not the memory directory's: a SQLite file or postgresql:// URL")
-    parser.add_argument("--principal", required=True, help="who acts (policy decides what it may do)")
-    parser.add_argument("--role", action="append", default=[], help="a role given to the principal (repeatable)")
-    parser.add_argument("--create", action="store_true",
-                        help="create an empty store when --data holds none (otherwise that is an error)")
-
-
 def _add_log(parser: argparse.ArgumentParser, *, exported: bool = False) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--data", help="the memory directory (as given to Memory.open); its audit.sqlite3")
@@ -214,11 +195,16 @@ def _add_log(parser: argparse.ArgumentParser, *, exported: bool = False) -> None
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``memwarden`` command."""
+    from memwarden import __version__
+
     parser = argparse.ArgumentParser(prog="memwarden", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"memwarden {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="run the hospital-ward demo offline")
-    demo.add_argument("--data", help="directory to keep the demo's memory in (default: a temporary one)")
+    demo.add_argument("--keep", "--data", dest="data", metavar="DIR",
+                      help="keep the demo's memory in DIR and print commands to look further (default: a "
+                           "temporary directory, removed at the end)")
     demo.add_argument("--otlp", metavar="URL",
                       help="export the demo's spans over OTLP/HTTP, e.g. http://127.0.0.1:6006/v1/traces (Phoenix)")
     demo.set_defaults(run=_demo)
@@ -234,11 +220,18 @@ def build_parser() -> argparse.ArgumentParser:
     flows = audit.add_parser("flows", help="who wrote which record and who read it, from the audit log")
     _add_log(flows)
     flows.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page with the flow graph")
+    flows.add_argument("--since", metavar="TIME", help="only events at or after this ISO 8601 time (UTC if no zone)")
+    flows.add_argument("--until", metavar="TIME", help="only events at or before this ISO 8601 time")
+    flows.add_argument("--record", metavar="ID", help="only this record, its versions and its provenance (both ways)")
+    flows.add_argument("--principal", help="only what this principal wrote, read, removed or was denied")
     flows.set_defaults(run=_audit_flows)
 
+    from memwarden.cli_policy import add_policy_commands, add_record_options, policy_check
     from memwarden.cli_proof import add_proof_commands
+    from memwarden.cli_records import add_records_commands
 
     add_proof_commands(sub, audit, _add_log)
+    add_records_commands(sub)
 
     policy = sub.add_parser("policy", help="policy tools").add_subparsers(dest="policy_command", required=True)
     check = policy.add_parser("check", help="print the decision and the deciding rule for one request")
@@ -247,17 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--role", action="append", default=[], help="a role given to the principal (repeatable)")
     check.add_argument("--action", required=True)
     check.add_argument("--namespace", required=True, help="e.g. ward3/patients/p12")
-    record = check.add_argument_group(
-        "record attributes", "the record read (or written); an attribute not given is unknown, and a decision that "
-        "depends on it is a fail-closed deny that names the rule it depends on")
-    record.add_argument("--kind", help="fact, event, rule, preference or lesson")
-    record.add_argument("--source", help="user, agent, tool or external")
-    record.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
-                        help="a label of the record (repeatable; the record has exactly these labels)")
-    record.add_argument("--no-labels", action="store_true", help="the record has no labels")
-    record.add_argument("--writer-role", action="append", default=[], metavar="ROLE",
-                        help="a role its writer held (repeatable)")
-    check.set_defaults(run=_policy_check)
+    add_record_options(check)
+    check.set_defaults(run=policy_check)
+    add_policy_commands(policy)
     lint = policy.add_parser("lint", help="report malformed, never-matching, duplicate and shadowed rules")
     lint.add_argument("--policy", required=True, help="policy CSV file or bundled policy name")
     lint.set_defaults(run=_policy_lint)
@@ -273,14 +258,14 @@ def build_parser() -> argparse.ArgumentParser:
     dump.set_defaults(run=_policy_export)
 
     erase = sub.add_parser("erase", help="erase every record about a subject (or ids) and print the receipt")
-    _add_actor(erase)
+    add_actor(erase)
     erase.add_argument("--subject", help="the subject to erase")
     erase.add_argument("--id", action="append", default=[], help="a record id to erase (repeatable)")
     erase.add_argument("--out", "-o", metavar="RECEIPT.JSON", help="write the signed receipt here (default: print it)")
     erase.set_defaults(run=_erase)
 
     sweep = sub.add_parser("sweep", help="physically remove forgotten, expired and rejected records")
-    _add_actor(sweep)
+    add_actor(sweep)
     sweep.add_argument("--namespace", help="only at or below this namespace (default: all the principal administers)")
     sweep.set_defaults(run=_sweep)
 

@@ -1,5 +1,6 @@
-"""What the CLI's commands share: styled output without markup, opening the audit log a
-command names, and printing a verification report."""
+"""What the CLI's commands share: styled output without markup, acting as a named principal
+through the governed Session API, opening the audit log a command names, and printing a
+verification report."""
 
 from __future__ import annotations
 
@@ -53,3 +54,38 @@ def print_report(report, console: Console, what: str) -> int:  # VerifyReport
     if len(report.problems) > 50:
         console.print(f"  ... and {len(report.problems) - 50} more")
     return 1
+
+
+def add_actor(parser: argparse.ArgumentParser, *, changes: bool = True) -> None:
+    """The options that say which memory, which policy and who acts (``changes``: the command
+    may change the store, so it may create one with ``--create``)."""
+    parser.add_argument("--data", required=True, help="the memory directory (as given to Memory.open)")
+    parser.add_argument("--policy", required=True, help="policy CSV file, bundled policy name or database URL")
+    parser.add_argument("--audit", help="the audit log, if not the memory directory's: a SQLite file or postgresql:// URL")
+    parser.add_argument("--principal", required=True, help="who acts (policy decides what it may do)")
+    parser.add_argument("--role", action="append", default=[], help="a role given to the principal (repeatable)")
+    if changes:
+        parser.add_argument("--create", action="store_true",
+                            help="create an empty store when --data holds none (otherwise that is an error)")
+
+
+def acting_session(args: argparse.Namespace, *, read_only: bool = False):  # (Memory, Session)
+    """The memory ``args`` name and a session acting as ``--principal`` with ``--role``s: every
+    command that reads or changes records goes through the governed path, as that principal.
+    ``read_only`` shares the store with a running application (docs/deployment.md)."""
+    from memwarden.core.records import Principal
+    from memwarden.memory.memory import Memory
+
+    # A mistyped --data must not become a new, empty store that "erases" nothing successfully.
+    embedding = None
+    if getattr(args, "embedding", None) == "hashing":
+        from memwarden.memory.embeddings import HashingEmbedding
+
+        embedding = HashingEmbedding()
+    memory = Memory.open(args.data, policy=args.policy, audit=args.audit, read_only=read_only,
+                         create=getattr(args, "create", False), embedding=embedding)
+    try:
+        return memory, memory.session(Principal(args.principal, roles=args.role))
+    except BaseException:
+        memory.close()
+        raise

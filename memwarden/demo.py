@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memwarden import ErasureReceipt, Memory, Principal, Session
+from memwarden.integrations.flows_terminal import DENIED, WITHHELD
 from memwarden.orchestrator import Scorecard, ScriptedChatModel, Team, Worker, calls, scorecard, tool_call
 from memwarden.orchestrator.examples import (
     Catalog, example_embedding, example_parser, load_chat_model, recalled, tool_errors,
@@ -241,10 +243,44 @@ def run_demo(data_dir: str | Path | None = None, console: Console | None = None,
             if receipt is not None:
                 card.notes.append(f"erasure of {receipt.subject}: {receipt.erased} records erased "
                                   f"({receipt.cascaded} by cascade), audit entry {receipt.audit_seq}")
-            card.print(console, describe=catalog.describe)
+            card.print(console, describe=_describer(mem, catalog))
+            console.print(Text(f"{WITHHELD}.\n{DENIED}.", style="dim"))
             if receipts:
                 _show_proof(console, mem, root, receipts[-1], kept=data_dir is not None)
+    _show_next(console, root if data_dir else None)
     return card
+
+
+def _describer(mem: Memory, catalog: Catalog) -> Callable[[str], str | None]:
+    """What the final table lists for a record: its text, and "gone" when it was erased or
+    forgotten after it was shown (the audit log says which)."""
+    from memwarden.integrations.flows import REMOVED, build_flows
+
+    gone = {f.id: f.status for f in build_flows(mem.audit_log.entries()).records if f.status in REMOVED}
+
+    def describe(rid: str) -> str | None:
+        text = catalog.describe(rid)
+        if text is None or rid not in gone:
+            return text
+        return f"[{gone[rid]} since: gone from the store] {text}"
+
+    return describe
+
+
+def _show_next(console: Console, kept: Path | None) -> None:
+    """The commands to look further: at the kept data, or how to keep it."""
+    if kept is None:
+        console.print(Text("run `memwarden demo --keep DIR` to keep the data and look further: audit verify, "
+                           "audit flows, records list"))
+        return
+    console.print(Text(f"the data is kept in {kept}; look further:", style="bold"))
+    for command in (f"memwarden audit verify --data {kept}",
+                    f"memwarden audit flows --data {kept} --html {kept / 'flows.html'}",
+                    f"memwarden records list --data {kept} --policy hospital --principal carol",
+                    f"memwarden records list --data {kept} --policy hospital --principal alice --namespace "
+                    "ward3/patients",
+                    "memwarden policy who-can --policy hospital --action read --namespace ward3/patients/p12"):
+        console.print(Text(f"  {command}"), soft_wrap=True)  # whole, to copy and paste
 
 
 def _show_proof(console: Console, mem: Memory, root: Path, receipt: ErasureReceipt, *, kept: bool) -> None:
@@ -257,8 +293,8 @@ def _show_proof(console: Console, mem: Memory, root: Path, receipt: ErasureRecei
     path.write_text(receipt.model_dump_json(indent=1) + "\n", encoding="utf-8")
     pub.write_text(mem.audit_log.signing_keys().public.to_json(), encoding="utf-8")
     checked = load_receipt(path, PublicKeys.load(pub))
-    console.print(f"signed erasure receipt: {path} (key {checked.key_id}, {checked.count} records, digest "
-                  f"{checked.records_digest[:16]}...), verified with the public key alone:", soft_wrap=True)
+    console.print(Text(f"signed erasure receipt: {path}\n  key {checked.key_id}, {checked.count} records, digest "
+                       f"{checked.records_digest[:16]}...; verified with the public key alone:"))
     console.print(f"  memwarden keys export-public --data {root} -o {pub}\n"
                   f"  memwarden receipt verify {path} --public-key {pub}", markup=False, soft_wrap=True)
     if not kept:

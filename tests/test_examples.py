@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -31,20 +32,23 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-def _run(name: str, function: str, tmp_path: Path, **kwargs) -> tuple[Scorecard, str]:
+def _run(name: str, function: str, tmp_path: Path, *, width: int = 160, **kwargs) -> tuple[Scorecard, str]:
     out = io.StringIO()
-    card = getattr(_load(name), function)(tmp_path / "data", Console(file=out, width=160), **kwargs)
+    card = getattr(_load(name), function)(tmp_path / "data", Console(file=out, width=width), **kwargs)
     assert isinstance(card, Scorecard) and card.audit_ok
     return card, out.getvalue()
 
 
 def test_hospital_ward(tmp_path: Path) -> None:
-    card, out = _run("hospital_ward", "run_hospital", tmp_path, embedding=HashingEmbedding())
+    card, out = _run("hospital_ward", "run_hospital", tmp_path, width=80, embedding=HashingEmbedding())
+    # 80 columns, but for the commands to copy, which are printed whole.
+    assert all(len(line) <= 80 for line in out.splitlines() if not line.startswith("  memwarden "))
     carol, dpo = card.row("carol"), card.row("dpo")
     assert carol.denied == 1 and carol.withheld > 0 and carol.returned > 0
     assert card.row("alice").withheld == card.row("bob").withheld == 0
     assert dpo.erased == 4 and "erasure of p14: 4 records erased (1 by cascade)" in out
-    assert "error: access denied: you may not read in 'ward3/patients/p12'" in out  # the clerk's refusal
+    flat = " ".join(re.sub(r"[│┃]", " ", out).split())  # table cells wrap at 80 columns
+    assert "error: access denied: you may not read in 'ward3/patients/p12'" in flat  # the clerk's refusal
     assert "What each principal was shown" in out and "hash chain verified" in out
     assert "warfarin" not in out.split("Request 3")[1].split("Ward 3:")[0]  # nothing left about p14
     data = tmp_path / "data"
@@ -53,6 +57,15 @@ def test_hospital_ward(tmp_path: Path) -> None:
     from memwarden.cli import main
 
     assert main(command.split()[1:]) == 0  # the printed command, run as printed
+    # What was shown and erased since is marked gone; the two words are explained.
+    shown = out.split("What each principal was shown")[1]
+    assert "[erased since: gone" in shown and "withheld: records a read's policy filter" in out
+    assert "denied: requests the policy refused" in out
+    # The follow-up commands, printed for the kept data, run as printed.
+    follow = out.split("look further:")[1].splitlines()[1:]
+    assert f"memwarden audit verify --data {data}" in follow[0]
+    for line in follow[:3]:
+        assert main(line.split()[1:]) == 0, line
 
 
 def test_hospital_ward_with_the_default_embedding_is_fast(tmp_path: Path) -> None:

@@ -1,44 +1,64 @@
-"""Memory flows from the audit log: who wrote which record, and who read it.
+"""Memory flows from the audit log: who wrote which record, who read it, who removed it.
 
 ``memwarden audit flows --data DIR [--html OUT]`` reads the audit log only (never the store,
-never content): write and update entries name the record written and its writer; search
-and get entries name the records returned to the reader; forget and erase entries retire
-records (erase entries carry sha256 hashes of ids, matched here against the ids seen).
+never content): write and update entries name the record written, its writer and the records
+it derives from; search and get entries name the records returned to the reader and count
+those withheld; forget, retract, erase and sweep entries retire records and name who did it
+(erase entries carry sha256 hashes of ids, matched here against the ids seen). Denials keep
+their namespace and deciding rule.
 
-Two renderings: a terminal table (rich) and a self-contained HTML page with a flow graph,
-writers -> records -> readers, laid out here as inline SVG (no script, no CDN, no network).
+:func:`build_flows` folds the whole log (state needs all of it: an erasure is matched to
+records written long before); :func:`select` then narrows the report to a time window, one
+record and its provenance, or one principal. Two renderings: a terminal listing
+(flows_terminal.py) and a self-contained HTML page with a flow graph (flows_html.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import html
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 #: Record states, strongest last: a later state replaces an earlier one.
 STATUSES = ("active", "quarantined", "superseded", "forgotten", "erasing", "erased", "swept")
-_REMOVED = {"forgotten", "erased", "swept"}
+REMOVED = {"forgotten", "erased", "swept"}
 _VOTES = re.compile(r"votes: (\d+) approve, (\d+) reject, quorum (\d+)")
 
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """One audited access: who, with which roles, by which operation, at which entry."""
+    """One audited access: who, with which roles, by which operation, at which entry and when;
+    where (``namespace``), and for a read how many records the policy withheld; for a denial,
+    the rule that decided."""
 
     principal: str
     roles: tuple[str, ...]
     op: str
     seq: int
     ts: str | None = None
+    namespace: str | None = None
+    withheld: int | None = None
+    rule: str | None = None
+
+    @property
+    def time(self) -> datetime | None:
+        """``ts`` as a datetime (None when the entry has none or it does not parse)."""
+        return parse_time(self.ts)
+
+
+def parse_time(text: object) -> datetime | None:
+    """An audit timestamp (ISO 8601) as a datetime, or None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -53,11 +73,23 @@ class RecordFlow:
     supersedes: str | None = None
     superseded_by: str | None = None
     removed_by: Access | None = None
+    #: Provenance: the records this one was derived from (its write named them).
+    parents: list[str] = field(default_factory=list)
+    #: Erased because a record it derives from was erased (the erasure cascaded), not directly.
+    cascade_from: str | None = None
+    #: Held for review because the record it derives from was retracted, and by whom.
+    held_by: Access | None = None
+    retracted_from: str | None = None
 
     @property
     def first_seq(self) -> int:
         seqs = [a.seq for a in self.writers + self.readers]
         return min(seqs) if seqs else 0
+
+    @property
+    def accesses(self) -> list[Access]:
+        """Every audited event of this record: writes, reads, its removal or hold."""
+        return self.writers + self.readers + [a for a in (self.removed_by, self.held_by) if a is not None]
 
     @property
     def writer_ids(self) -> list[str]:
@@ -78,6 +110,32 @@ class FlowReport:
     denied: list[Access] = field(default_factory=list)
     unmatched_erasures: int = 0
     verify: Any = None  # a VerifyReport, when the caller checked the log
+    #: Every read (search, list, history), including those that returned nothing: withheld counts.
+    reads: list[Access] = field(default_factory=list)
+    #: What :func:`select` kept, for a heading ("all" when nothing was selected).
+    selection: str = "all"
+
+    @property
+    def withheld(self) -> dict[str, tuple[int, int]]:
+        """Per principal: (records withheld by the policy, reads that withheld some)."""
+        out: dict[str, tuple[int, int]] = {}
+        for read in self.reads:
+            if read.withheld:
+                total, reads = out.get(read.principal, (0, 0))
+                out[read.principal] = (total + read.withheld, reads + 1)
+        return out
+
+    @property
+    def removers(self) -> list[str]:
+        """The principals who forgot, erased, retracted or swept a record of the report."""
+        return list(dict.fromkeys(r.removed_by.principal for r in self.records if r.removed_by is not None))
+
+    @property
+    def span(self) -> tuple[datetime | None, datetime | None]:
+        """The first and last time of the events in the report."""
+        times = [t for r in self.records for a in r.accesses if (t := a.time) is not None]
+        times += [t for a in self.denied + self.reads if (t := a.time) is not None]
+        return (min(times), max(times)) if times else (None, None)
 
     @property
     def writers(self) -> list[str]:
@@ -114,6 +172,7 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
     records: dict[str, RecordFlow] = {}
     roles: dict[str, tuple[str, ...]] = {}
     denied: list[Access] = []
+    reads: list[Access] = []
     unmatched = 0
 
     def record(rid: str, namespace: str | None = None) -> RecordFlow:
@@ -125,24 +184,26 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
         return flow
 
     def set_status(flow: RecordFlow, status: str) -> None:
-        if flow.status in _REMOVED:
+        if flow.status in REMOVED:
             return  # a removed record stays removed, whatever the log says after
         flow.status = status
 
     for index, entry in enumerate(entries):
         op, outcome = entry.get("op"), entry.get("outcome")
         principal = str(entry.get("principal") or "?")
+        rules = [str(r) for r in entry.get("rules") or ()]
         who = Access(principal, tuple(entry.get("roles") or ()), str(op), int(entry.get("seq") or index + 1),
-                     entry.get("ts"))
+                     entry.get("ts"), entry.get("namespace") or None,
+                     entry.get("withheld") if isinstance(entry.get("withheld"), int) else None)
         roles.setdefault(principal, who.roles)
         if outcome == "denied":
-            denied.append(who)
+            denied.append(dataclasses.replace(who, rule="; ".join(rules) or None))
             continue
         if op == "erase" and outcome == "pending":
             # An erasure's intent: under way until its final entry (or a recovery) says it is done.
             by_hash = {_sha(rid): flow for rid, flow in records.items()}
             for digest in entry.get("records") or ():
-                if (flow := by_hash.get(str(digest))) is not None and flow.status not in _REMOVED:
+                if (flow := by_hash.get(str(digest))) is not None and flow.status not in REMOVED:
                     flow.status, flow.removed_by = "erasing", who
             continue
         if outcome != "ok" or index in void:
@@ -150,8 +211,11 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
         ids = [str(r) for r in entry.get("records") or ()]
         namespace = entry.get("namespace")
         quarantined = any("=quarantine" in str(v) for v in entry.get("verdicts") or ())
+        if op in ("search", "list", "history"):
+            reads.append(who)
         if op == "write" and ids:
             flow = record(ids[0], namespace)
+            flow.parents = list(dict.fromkeys([*flow.parents, *(str(p) for p in entry.get("parents") or ())]))
             replay = bool(entry.get("replay")) or any(str(r).startswith("replay:") for r in entry.get("rules") or ())
             if not (replay and principal in flow.writer_ids):
                 flow.writers.append(who)
@@ -192,7 +256,9 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
             set_status(target, "forgotten")
             target.removed_by = target.removed_by or who
             for rid in ids[1:]:
-                set_status(record(rid), "quarantined")
+                held = record(rid)
+                set_status(held, "quarantined")
+                held.held_by, held.retracted_from = who, target.id
         elif op == "sweep":
             for rid in ids:
                 flow = record(rid)
@@ -204,245 +270,82 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
                 flow.removed_by = flow.removed_by or who
         elif op in ("erase", "recover"):
             by_hash = {_sha(rid): flow for rid, flow in records.items()}
+            gone: list[RecordFlow] = []
             for digest in ids:
                 flow = by_hash.get(digest)
                 if flow is None:
                     unmatched += 1
                     continue
                 flow.status = "erased"
-                flow.removed_by = who
+                # A recovery finishes the erasure its intent started: the officer of the intent acted.
+                if not (op == "recover" and flow.removed_by is not None):
+                    flow.removed_by = who
+                gone.append(flow)
+            erased = {f.id for f in gone}
+            for flow in gone:
+                flow.cascade_from = next((p for p in flow.parents if p in erased), None)
     ordered = sorted(records.values(), key=lambda f: (f.namespace or "~", f.first_seq, f.id))
-    return FlowReport(ordered, roles, len(entries), denied, unmatched, verify)
+    return FlowReport(ordered, roles, len(entries), denied, unmatched, verify, reads)
 
 
-# -- terminal --------------------------------------------------------------------------------
+def select(report: FlowReport, *, since: datetime | None = None, until: datetime | None = None,
+           record: str | None = None, principal: str | None = None) -> FlowReport:
+    """The part of ``report`` an audit asks about (each filter narrows; None: no filter).
 
-_STATUS_STYLE = {"active": "green", "quarantined": "yellow", "superseded": "dim", "forgotten": "magenta",
-                 "erasing": "magenta", "erased": "red", "swept": "red"}
+    ``since``/``until``: the events in that window (a record stays when any of its events
+    does, with only those events; an event without a time is outside any window).
+    ``record``: that record with its versions, what it derives from and what derives from it,
+    transitively. ``principal``: the records it wrote, read or removed, its denials and reads.
+    The records' states are those of the whole log: a record erased after the window shows as
+    erased.
+    """
+    def in_window(access: Access | None) -> bool:
+        if access is None:
+            return False
+        if since is None and until is None:
+            return True
+        t = access.time
+        return t is not None and (since is None or t >= since) and (until is None or t <= until)
 
-
-def short_id(rid: str) -> str:
-    """A record id short enough for a table cell or a graph node."""
-    return rid if len(rid) <= 16 else rid[:13] + "…"
-
-
-def _who(principal: str, roles: Mapping[str, tuple[str, ...]]) -> str:
-    r = roles.get(principal) or ()
-    return f"{principal} ({', '.join(r)})" if r else principal
-
-
-def render_table(report: FlowReport, console: Console | None = None) -> Table:
-    """Print (and return) the writer -> record -> readers table."""
-    console = console or Console()
-    # Principals, namespaces and ids come from the audit log, i.e. from users: cells are Text,
-    # never markup.
-    title = Text(f"Memory flows: {len(report.records)} records from {report.entries} audit entries")
-    if report.verify is not None:
-        title.append(" - audit log ")
-        title.append("verified" if report.verify.ok else "TAMPERED", style="green" if report.verify.ok else "red")
-    table = Table(title=title, show_lines=False)
-    for col in ("written by", "record", "namespace", "read by", "status"):
-        table.add_column(col, overflow="fold")
-    for flow in report.records:
-        readers = ", ".join(f"{p} ×{n}" if n > 1 else p for p, n in flow.reader_counts.items()) or "-"
-        writers = ", ".join(_who(p, report.roles) for p in flow.writer_ids) or "-"
-        state = flow.status
-        if flow.removed_by is not None:
-            state += f" by {flow.removed_by.principal}"
-        if flow.superseded_by:
-            state += f" → {short_id(flow.superseded_by)}"
-        table.add_row(Text(writers), Text(short_id(flow.id)), Text(flow.namespace or "?"), Text(readers),
-                      Text(state, style=_STATUS_STYLE.get(flow.status, "white")))
-    console.print(table)
-    if report.denied:
-        counts = Counter((a.principal, a.op) for a in report.denied)
-        console.print(Text("denied: " + ", ".join(f"{p} {op} ×{n}" for (p, op), n in counts.items())))
-    if report.unmatched_erasures:
-        console.print(f"{report.unmatched_erasures} erased record(s) were never written or read in this log")
-    return table
-
-
-# -- HTML ------------------------------------------------------------------------------------
-
-_FILL = {"active": "#e8f5e9", "quarantined": "#fff8e1", "superseded": "#eeeeee", "forgotten": "#f3e5f5",
-         "erasing": "#fce4ec", "erased": "#ffebee", "swept": "#fbe9e7"}
-_STROKE = {"active": "#2e7d32", "quarantined": "#f9a825", "superseded": "#9e9e9e", "forgotten": "#8e24aa",
-           "erasing": "#ad1457", "erased": "#c62828", "swept": "#bf360c"}
-
-
-_PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#9c755f", "#76b7b2", "#edc948",
-            "#ff9da7", "#7f7f7f")
-
-
-def _colours(names: Iterable[str]) -> dict[str, str]:
-    """One colour per principal, stable for a given set of principals."""
-    return {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(sorted(set(names)))}
+    flows = {f.id: f for f in report.records}
+    keep = set(flows)
+    said = []
+    if record is not None:
+        said.append(f"record {record}")
+        children: dict[str, list[str]] = {}
+        for f in report.records:
+            for p in f.parents:
+                children.setdefault(p, []).append(f.id)
+        linked, todo = set(), [record]
+        while todo:
+            rid = todo.pop()
+            if rid in linked or rid not in flows:
+                continue
+            linked.add(rid)
+            f = flows[rid]
+            todo += [*f.parents, *children.get(rid, ()), *(x for x in (f.supersedes, f.superseded_by) if x)]
+        keep &= linked
+    denied, reads = list(report.denied), list(report.reads)
+    if record is not None:
+        denied, reads = [], []  # neither names a record
+    if principal is not None:
+        said.append(f"principal {principal}")
+        keep &= {f.id for f in report.records if any(a.principal == principal for a in f.accesses)}
+        denied = [a for a in denied if a.principal == principal]
+        reads = [a for a in reads if a.principal == principal]
+    out: list[RecordFlow] = []
+    for rid in (f.id for f in report.records if f.id in keep):
+        f = flows[rid]
+        if since is not None or until is not None:
+            if not any(in_window(a) for a in f.accesses):
+                continue
+            f = dataclasses.replace(f, writers=[a for a in f.writers if in_window(a)],
+                                    readers=[a for a in f.readers if in_window(a)])
+        out.append(f)
+    if since is not None or until is not None:
+        said.append(f"{since.isoformat() if since else '...'} to {until.isoformat() if until else '...'}")
+        denied, reads = [a for a in denied if in_window(a)], [a for a in reads if in_window(a)]
+    return dataclasses.replace(report, records=out, denied=denied, reads=reads,
+                               selection=", ".join(said) or "all")
 
 
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _order(names: list[str], links: Mapping[str, list[float]]) -> list[str]:
-    """Barycentre order: each principal sits near the mean height of the records it touches."""
-    return sorted(names, key=lambda n: (sum(links[n]) / len(links[n]) if links.get(n) else 0.0, n))
-
-
-def render_html(report: FlowReport, *, title: str = "memwarden audit flows") -> str:
-    """A self-contained HTML page: the flow graph (inline SVG) and the same data as a table."""
-    row, top, node_h = 44, 70, 30
-    x_writer, x_record, x_reader = 30, 430, 880
-    w_principal, w_record = 230, 300
-    width = x_reader + w_principal + 30
-
-    # Records: one row each, with a gap and a header between namespaces.
-    y_of: dict[str, float] = {}
-    headers: list[tuple[float, str]] = []
-    y, last_ns = float(top), None
-    for flow in report.records:
-        if flow.namespace != last_ns:
-            headers.append((y, flow.namespace or "(unknown namespace)"))
-            y += 22
-            last_ns = flow.namespace
-        y_of[flow.id] = y
-        y += row
-    writer_links: dict[str, list[float]] = {}
-    reader_links: dict[str, list[float]] = {}
-    for flow in report.records:
-        for p in flow.writer_ids:
-            writer_links.setdefault(p, []).append(y_of[flow.id])
-        for p in flow.reader_counts:
-            reader_links.setdefault(p, []).append(y_of[flow.id])
-    writers = _order(report.writers, writer_links)
-    readers = _order(report.readers, reader_links)
-
-    def column(names: list[str], links: Mapping[str, list[float]]) -> dict[str, float]:
-        """Place principals at their barycentres, pushed apart to keep one row between them."""
-        placed: dict[str, float] = {}
-        floor = float(top)
-        for name in names:
-            want = sum(links[name]) / len(links[name]) if links.get(name) else floor
-            placed[name] = max(want, floor)
-            floor = placed[name] + row
-        return placed
-
-    wy, ry = column(writers, writer_links), column(readers, reader_links)
-    colour = _colours([*writers, *readers])
-    height = int(max([y, *(v + row for v in wy.values()), *(v + row for v in ry.values()), top + row]) + 30)
-
-    svg: list[str] = [
-        f'<svg id="flow-graph" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="memory flow graph" font-family="sans-serif">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-        f'<text x="{x_writer}" y="40" class="colhead">Writers</text>',
-        f'<text x="{x_record}" y="40" class="colhead">Records</text>',
-        f'<text x="{x_reader}" y="40" class="colhead">Readers</text>',
-    ]
-    mid = node_h / 2
-    # Edges first, so nodes draw over them.
-    for flow in report.records:
-        ry0 = y_of[flow.id] + mid
-        for p in flow.writer_ids:
-            x1, y1, x2 = x_writer + w_principal, wy[p] + mid, x_record
-            c = (x1 + x2) / 2
-            svg.append(f'<path class="edge write" d="M{x1},{y1} C{c},{y1} {c},{ry0} {x2},{ry0}" '
-                       f'stroke="{colour[p]}" fill="none" stroke-width="2" marker-end="url(#arrow)">'
-                       f'<title>{_esc(p)} wrote {_esc(flow.id)}</title></path>')
-        for p, n in flow.reader_counts.items():
-            x1, x2, y2 = x_record + w_record, x_reader, ry[p] + mid
-            c = (x1 + x2) / 2
-            sw = 1.5 + min(n, 8) * 0.75
-            svg.append(f'<path class="edge read" d="M{x1},{ry0} C{c},{ry0} {c},{y2} {x2},{y2}" '
-                       f'stroke="{colour[p]}" stroke-opacity="0.75" fill="none" stroke-width="{sw:.2f}" '
-                       f'marker-end="url(#arrow)"><title>{_esc(p)} read {_esc(flow.id)} {n}×</title></path>')
-        if flow.supersedes and flow.supersedes in y_of:
-            y_old = y_of[flow.supersedes] + mid
-            xr = x_record + w_record
-            svg.append(f'<path class="edge supersede" d="M{xr},{y_old} C{xr + 40},{y_old} {xr + 40},{ry0} '
-                       f'{xr},{ry0}" stroke="#9e9e9e" stroke-dasharray="4 3" fill="none" stroke-width="1.5">'
-                       f'<title>{_esc(flow.id)} supersedes {_esc(flow.supersedes)}</title></path>')
-    for y_head, ns in headers:
-        svg.append(f'<text x="{x_record}" y="{y_head + 14}" class="nshead">{_esc(ns)}</text>')
-    for flow in report.records:
-        y0 = y_of[flow.id]
-        dash = ' stroke-dasharray="5 3"' if flow.status in _REMOVED else ""
-        tag = flow.status + (f" by {flow.removed_by.principal[:16]}" if flow.removed_by else "")
-        tip = (f"{flow.id}\nnamespace: {flow.namespace}\nstatus: {flow.status}\n"
-               f"written by: {', '.join(flow.writer_ids) or '-'}\n"
-               f"read by: {', '.join(f'{p} ({n}×)' for p, n in flow.reader_counts.items()) or '-'}")
-        svg.append(f'<g class="node record status-{_esc(flow.status)}" data-id="{_esc(flow.id)}">'
-                   f'<title>{_esc(tip)}</title>'
-                   f'<rect x="{x_record}" y="{y0}" width="{w_record}" height="{node_h}" rx="5" '
-                   f'fill="{_FILL.get(flow.status, "#fff")}" stroke="{_STROKE.get(flow.status, "#555")}" '
-                   f'stroke-width="1.5"{dash}/>'
-                   f'<text x="{x_record + 8}" y="{y0 + 19}" class="label">{_esc(short_id(flow.id))}</text>'
-                   f'<text x="{x_record + w_record - 8}" y="{y0 + 19}" class="tag" text-anchor="end">'
-                   f'{_esc(tag)}</text></g>')
-    for names, placed, x, side in ((writers, wy, x_writer, "writer"), (readers, ry, x_reader, "reader")):
-        for p in names:
-            y0 = placed[p]
-            label = _who(p, report.roles)
-            svg.append(f'<g class="node principal {side}" data-principal="{_esc(p)}">'
-                       f'<title>{_esc(label)}</title>'
-                       f'<rect x="{x}" y="{y0}" width="{w_principal}" height="{node_h}" rx="15" fill="#ffffff" '
-                       f'stroke="{colour[p]}" stroke-width="2.5"/>'
-                       f'<text x="{x + 14}" y="{y0 + 19}" class="label">{_esc(label[:30])}</text></g>')
-    svg.insert(1, '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-                  'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555"/>'
-                  '</marker></defs>')
-    svg.append("</svg>")
-
-    verified = ""
-    if report.verify is not None:
-        verified = ('<span class="ok">audit log verified</span>' if report.verify.ok else
-                    f'<span class="bad">audit log TAMPERED: {len(report.verify.problems)} problem(s)</span>')
-    rows = []
-    for flow in report.records:
-        readers_text = ", ".join(f"{p} ×{n}" if n > 1 else p for p, n in flow.reader_counts.items()) or "-"
-        removed = f" by {flow.removed_by.principal}" if flow.removed_by else ""
-        rows.append(f"<tr><td>{_esc(', '.join(_who(p, report.roles) for p in flow.writer_ids) or '-')}</td>"
-                    f"<td><code>{_esc(flow.id)}</code></td><td>{_esc(flow.namespace or '?')}</td>"
-                    f"<td>{_esc(readers_text)}</td><td class=\"status-{_esc(flow.status)}\">"
-                    f"{_esc(flow.status + removed)}</td></tr>")
-    denied = ""
-    if report.denied:
-        counts = Counter((a.principal, a.op) for a in report.denied)
-        denied = "<p>Denied: " + _esc(", ".join(f"{p} {op} ×{n}" for (p, op), n in counts.items())) + "</p>"
-    legend = " ".join(f'<span class="chip" style="background:{_FILL[s]};border-color:{_STROKE[s]}">{s}</span>'
-                      for s in STATUSES)
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>{_esc(title)}</title>
-<style>
-body {{ font-family: sans-serif; margin: 20px; color: #212121; background: #fafafa; }}
-h1 {{ font-size: 20px; margin: 0 0 6px; }}
-.meta {{ color: #555; margin-bottom: 10px; }}
-.ok {{ color: #2e7d32; font-weight: bold; }} .bad {{ color: #c62828; font-weight: bold; }}
-.chip {{ display: inline-block; border: 1.5px solid; border-radius: 4px; padding: 1px 6px; margin-right: 4px; font-size: 12px; }}
-.graph {{ background: #fff; border: 1px solid #ddd; overflow: auto; margin: 10px 0 20px; }}
-svg .colhead {{ font-size: 16px; font-weight: bold; fill: #333; }}
-svg .nshead {{ font-size: 12px; fill: #666; }}
-svg .label {{ font-size: 13px; fill: #212121; }}
-svg .tag {{ font-size: 11px; fill: #555; }}
-svg .edge:hover {{ stroke-width: 4; }}
-table {{ border-collapse: collapse; background: #fff; }}
-td, th {{ border: 1px solid #ddd; padding: 4px 8px; font-size: 13px; text-align: left; vertical-align: top; }}
-th {{ background: #f0f0f0; }}
-</style></head>
-<body>
-<h1>{_esc(title)}</h1>
-<div class="meta">{len(report.records)} records, {len(report.writers)} writers, {len(report.readers)} readers,
-{report.entries} audit entries; generated {generated}. {verified}</div>
-<div class="meta">Record status: {legend} Edges: writer → record (solid, one per writer), record → reader
-(thicker for more reads), dashed grey: a newer version supersedes an older one. No content is shown:
-the audit log holds none.</div>
-<div class="graph">{''.join(svg)}</div>
-{denied}
-<table id="flow-table"><thead><tr><th>written by</th><th>record</th><th>namespace</th><th>read by</th><th>status</th></tr></thead>
-<tbody>
-{chr(10).join(rows)}
-</tbody></table>
-</body></html>
-"""

@@ -31,6 +31,8 @@ class OpFacts:
     rules: list[str] = field(default_factory=list)
     verdicts: Sequence[Verdict] = ()
     record_ids: list[str] = field(default_factory=list)
+    #: The records a write derives from (provenance), so the audit log can draw derived-from edges.
+    parents: list[str] = field(default_factory=list)
     returned: int | None = None
     withheld: int | None = None
     held: int | None = None
@@ -86,6 +88,8 @@ class OpFacts:
         # Only where they say something, so entries of other kinds keep their old shape.
         if self.held is not None:
             entry["held"] = self.held
+        if self.parents:
+            entry["parents"] = self.parents
         if self.completes is not None:
             entry["completes"] = self.completes
         if self.intent is not None:

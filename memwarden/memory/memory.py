@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
+from memwarden.core import adapters
 from memwarden.core.errors import InvalidRequest
-from memwarden.core.ops import MaintainOp, Op, OpRunner, operations
+from memwarden.core.ops import MaintainOp, Op, operations
 from memwarden.core.records import Binding, Principal, Source
 from memwarden.guards.validators import WriteValidator
 from memwarden.memory import compaction
@@ -57,11 +58,6 @@ def _chain(validators: Iterable[WriteValidator] | None) -> Iterable[WriteValidat
 
 class Memory:
     """A governed, shared memory: policy, guards, audit and tracing around a Chroma store."""
-
-    #: Builds ``as_store``'s LangGraph store around a Memory. The adapter belongs to
-    #: integrations/, a layer above this one, so the package root (memwarden/__init__.py, run
-    #: before any module of memwarden) installs it: memory/ never imports what is built on it.
-    store_adapter: ClassVar[Callable[[OpRunner], BaseStore] | None] = None
 
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones, *,
                  journal: ErasureJournal, embedding: object | None = None,
@@ -229,9 +225,10 @@ class Memory:
 
     def as_store(self) -> BaseStore:
         """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``."""
-        if Memory.store_adapter is None:
+        # The adapter belongs to integrations/, above this layer; the package root installs it.
+        if adapters.store_adapter is None:
             raise RuntimeError("no LangGraph store adapter is installed; import memwarden, which installs it")
-        return Memory.store_adapter(self)
+        return adapters.store_adapter(self)
 
     def close(self) -> None:
         """Release the store and the audit log; the Memory cannot be used afterwards."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, ReadOnlyError, WriteRejected
+from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, ReadOnlyError
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import Op, RecoverOp, WriteOp, op_namespace
 from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Status, hashed, utcnow
@@ -53,7 +53,7 @@ from memwarden.memory.needs import Found, InNamespace, InScope, Need, OnRecord
 from memwarden.memory.receipts import sign_receipt
 from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
-from memwarden.memory.tracing import finish_operation, start_operation, use_operation
+from memwarden.memory.tracing import GOVERNED, finish_operation, start_operation, use_operation
 from memwarden.memory.view import StoreView
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
@@ -323,7 +323,7 @@ class Pipeline:
             facts.outcome = "ok"
             return result, self._backend.is_holding and any(isinstance(e, Store) for e in effects)
         except MemwardenError as exc:
-            facts.outcome = {AccessDenied: "denied", WriteRejected: "rejected"}.get(type(exc), "invalid")
+            facts.outcome = GOVERNED.get(type(exc), "invalid")
             facts.error = f"{type(exc).__name__}: {str(exc)[:200]}"
             raise
         except BaseException as exc:  # an interrupt is audited too

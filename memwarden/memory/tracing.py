@@ -17,10 +17,20 @@ conventions (``gen_ai.memory.client`` spans in the GenAI semantic conventions):
 - ``gen_ai.memory.query.text`` and ``gen_ai.memory.records`` (content) are opt-in: see
   :func:`capture_content`;
 - memwarden's own ``memwarden.*`` attributes (principal, roles, decision, deciding rule,
-  verdicts, records returned and withheld, audit sequence number) come from the pipeline.
+  verdicts, records returned and withheld, audit sequence number) come from the pipeline;
+- OpenInference's (span kind, retrieval documents, input and output) are derived from them in
+  :mod:`memwarden.memory.openinference`, so that Phoenix shows a search as a retriever.
 
-The span is the current span while the operation runs, so it nests under whatever span the
-caller has open (a LangGraph node, a worker, a tool call).
+A denial (AccessDenied) or a validator's rejection (WriteRejected) is the governance working,
+not a failure: its span keeps an unset status and has no ``error.type`` or exception event
+(Recording Errors lets an instrumentation that knows the context classify an outcome, as HTTP
+server spans do for 4xx); ``memwarden.outcome`` says ``denied`` or ``rejected``. Invalid input
+and real failures set status ERROR. See docs/observability.md, "Denials are not errors".
+
+The span is the current span while the operation runs. It nests under whatever span the
+caller has open, or under the span of the LangGraph node (or tool, or worker) it is called
+from when the application uses OpenInference's LangChain instrumentation, whose run spans
+are never current (see :func:`_parent`).
 """
 
 from __future__ import annotations
@@ -32,9 +42,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
+from memwarden.core import adapters
+from memwarden.core.errors import AccessDenied, WriteRejected
 from memwarden.core.schema import OP_KINDS, UPSERT_SPAN
+from memwarden.memory.openinference import openinference_attributes
 
 TRACER_NAME = "memwarden"
 
@@ -51,6 +65,12 @@ _FALSE = {"", "0", "false", "no", "off", "no_content"}
 
 #: Longest content string recorded per record when capture is on (spans are not a database).
 MAX_CONTENT_CHARS = 4096
+
+#: Governed outcomes, by the exception the caller gets: the policy or a validator decided, as
+#: designed. Their spans are not errors (see the module docstring).
+GOVERNED: dict[type[Exception], str] = {AccessDenied: "denied", WriteRejected: "rejected"}
+#: Outcomes whose span status stays unset.
+NOT_ERRORS = frozenset({"ok", *GOVERNED.values()})
 
 _provider: TracerProvider | None = None
 _tracer: Tracer = trace.get_tracer(TRACER_NAME)
@@ -112,18 +132,41 @@ def start_operation(op_name: str, op: object | None = None) -> Span:
     ended by :func:`finish_operation`, which may come after the operation returned: a write
     held for its batch's one store call ends its span after that call."""
     name = operation_name(op_name, op)
-    return _tracer.start_span(name, kind=SpanKind.INTERNAL, attributes={"gen_ai.operation.name": name})
+    return _tracer.start_span(name, context=_parent(), kind=SpanKind.INTERNAL,
+                              attributes={"gen_ai.operation.name": name})
+
+
+def _parent() -> Context | None:
+    """The context to start a memory span in: the current one (None), unless the span of the
+    LangChain run the call is made from (see integrations/run_spans.py) is more deeply nested.
+
+    That run's span is never the OpenTelemetry current span, so each is a candidate: the
+    current span may be an application's span around ``graph.invoke`` (outside the node) or a
+    span opened inside the node (inside it). The one that started last encloses the call more
+    closely; a span with no start time (not the SDK's) cannot be compared and wins as current.
+    """
+    finder = adapters.run_span
+    run = finder() if finder is not None else None
+    if run is None:
+        return None
+    current = trace.get_current_span()
+    if current.get_span_context().is_valid:
+        mine, theirs = getattr(current, "start_time", None), getattr(run, "start_time", None)
+        if mine is None or theirs is None or mine >= theirs:
+            return None
+    return trace.set_span_in_context(run)
 
 
 @contextmanager
 def use_operation(span: Span) -> Iterator[None]:
     """Make ``span`` current while the operation runs (without ending it), so anything the
-    operation starts nests under it; an exception is recorded on it and re-raised."""
+    operation starts nests under it; an exception is recorded on it (unless it is a governed
+    outcome: a denial or a rejection) and re-raised."""
     with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
         try:
             yield
         except BaseException as exc:
-            if span.is_recording():
+            if span.is_recording() and type(exc) not in GOVERNED:
                 span.record_exception(exc)
                 span.set_attribute("error.type", type(exc).__qualname__)
             raise
@@ -132,7 +175,7 @@ def use_operation(span: Span) -> Iterator[None]:
 def finish_operation(span: Span, attributes: Callable[[], Mapping[str, Any]], *, outcome: str,
                      op: object | None = None, result: object | None = None) -> None:
     """Attach the operation's attributes (see :func:`annotate`) and end its span."""
-    annotate(span, attributes, error=outcome != "ok", op=op, result=result)
+    annotate(span, attributes, error=outcome not in NOT_ERRORS, op=op, result=result)
     span.end()
 
 
@@ -170,8 +213,10 @@ def annotate(span: Span, attributes: Callable[[], Mapping[str, Any]], *, error: 
     # Set at span start by operation_span, where it can tell create from upsert.
     attrs.pop("gen_ai.operation.name", None)
     attrs.update(memory_attributes(attrs, op))
-    if content_enabled():
+    capture = content_enabled()
+    if capture:
         attrs.update(content_attributes(op, result))
+    attrs.update(openinference_attributes(attrs, op, result, clip=_clip if capture else None))
     span.set_attributes(attrs)
     if error:
         span.set_status(Status(StatusCode.ERROR))

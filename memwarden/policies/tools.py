@@ -1,7 +1,9 @@
-"""Tools for policy authors: explain one decision, and lint a policy before it is deployed.
+"""Tools for policy authors: explain one decision, ask who may do something somewhere, and
+lint a policy before it is deployed.
 
 ``explain`` answers "may this principal do this here, and which line decides?" with the same
-canonicalisation and engine the governed path uses. ``lint`` reads a policy (text, a file, or
+canonicalisation and engine the governed path uses; ``who_can`` asks it of every role and
+every declared principal of the policy. ``lint`` reads a policy (text, a file, or
 already parsed data) and reports, with line numbers, every line that is malformed, can never
 match, never changes a decision, or is probably a mistake. Lint never raises on a bad policy:
 parse errors are findings like any other.
@@ -33,7 +35,8 @@ from memwarden.policies.patterns import ONE, NamespacePattern
 from memwarden.policies.subjects import Names
 from memwarden.policies.tokenizer import csv_line, policy_lines
 
-__all__ = ["LintFinding", "can_match", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps"]
+__all__ = ["Holder", "LintFinding", "can_match", "covers", "explain", "lint", "lint_file", "lint_text", "overlaps",
+           "who_can"]
 
 # Severities, most serious first.
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -68,6 +71,43 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
     engine.require_known(pid, given)
     decision = engine.decide(engine.subjects(pid, given), action, ns, attributes)
     return dataclasses.replace(decision, attributes=attributes) if attributes is not None else decision
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """One role or declared principal of a policy, and the decision it gets (see who_can);
+    ``roles``: what the policy's ``g`` lines give it, transitively."""
+
+    name: str
+    is_role: bool
+    roles: tuple[str, ...]
+    decision: Decision
+
+
+def who_can(engine: PolicyEngine, action: str, namespace: object, *, kind: str | None = None,
+            source: str | None = None, labels: Mapping[str, str] | None = None,
+            writer_roles: Iterable[str] | None = None) -> list[Holder]:
+    """Every role and every declared principal (``g`` lines) of the policy, roles first, each
+    with the decision :func:`explain` gives it for ``action`` on ``namespace`` (and the record
+    attributes given, unknown otherwise). A role is asked as a principal holding that role and
+    nothing else; a declared principal as itself, with the roles its ``g`` lines give it.
+    An undeclared principal given roles at run time holds exactly the union of its roles, so
+    the role rows answer for it.
+    """
+    names = engine.names
+    # A stand-in principal for the role rows; it must not be a declared one, whose own g lines
+    # and rules would count.
+    stand_in = "who-can"
+    while stand_in in names.principals:
+        stand_in += "_"
+    record = {"kind": kind, "source": source, "labels": labels, "writer_roles": writer_roles}
+    holders = [Holder(role, True, tuple(sorted(engine.subjects(stand_in, (role,)).roles - {role})),
+                      explain(engine, stand_in, [role], action, namespace, **record))
+               for role in sorted(names.roles)]
+    holders += [Holder(principal, False, tuple(sorted(engine.subjects(principal, ()).roles)),
+                       explain(engine, principal, [], action, namespace, **record))
+                for principal in sorted(names.principals)]
+    return holders
 
 
 @dataclass(frozen=True, slots=True)

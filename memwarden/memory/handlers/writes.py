@@ -96,7 +96,7 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     assert decision is not None
     keyed = op.key is not None
     rid = keyed_id(op.namespace, op.key) if keyed else record_id(ctx.principal_id, op.namespace, op.content)
-    ctx.facts.record_ids = [rid]
+    ctx.facts.record_ids, ctx.facts.parents = [rid], list(op.parents)
     existing = ctx.view.stored(rid, op.namespace)
     version = 1
     if existing is not None:
