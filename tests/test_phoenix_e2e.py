@@ -130,7 +130,7 @@ def test_demo_spans_arrive_in_phoenix(tmp_path: Path) -> None:
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is missing: the spans arrived, but no screenshot was taken")
-    shot = ROOT / "artifacts" / "phoenix-trace.png"
+    shot = ROOT / "tests" / "output" / "phoenix-trace.png"  # kept by CI as an artefact
     shot.parent.mkdir(exist_ok=True)
     project_id = next(p["id"] for p in _get("/v1/projects")["data"] if p["name"] == PROJECT)
     trace_url = f"{URL}/projects/{project_id}/traces/{root['context']['trace_id']}"
