@@ -6,10 +6,10 @@ OpenTelemetry and written to a hash-chained audit log.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memwarden.core.errors import (
-    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError, ReadOnlyError,
+    AccessDenied, AuditError, HeldForReview, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError, ReadOnlyError,
     SignatureInvalid, StoreFormatError, StoreLocked, WriteRejected,
 )
 from memwarden.memory.memory import Memory
@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def _governed_store(memory: Memory) -> BaseStore:
+def _governed_store(memory: Memory, **options: Any) -> BaseStore:
     # Imported when first asked for: LangGraph's store module takes seconds to import, and the
     # CLI and most programs never build a store.
     from memwarden.integrations.store import GovernedStore
 
-    return GovernedStore(memory)
+    return GovernedStore(memory, **options)
 
 
 # The composition root wires the layers together: Memory.as_store builds the integrations
@@ -41,8 +41,8 @@ def _governed_store(memory: Memory) -> BaseStore:
 Memory.store_adapter = _governed_store
 
 __all__ = [
-    "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind",
-    "ListNamespacesOp", "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal",
+    "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "HeldForReview",
+    "InvalidRequest", "Kind", "ListNamespacesOp", "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal",
     "ProofError", "ReadOnlyError", "RetractOp", "ReviewOp", "ReviewResult", "SearchHit", "SearchOp", "Session",
     "Settings", "SignatureInvalid", "Source", "Status", "StoreFormatError", "StoreLocked", "SweepOp", "UpdateOp",
     "WriteOp", "WriteRejected",

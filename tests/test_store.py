@@ -373,7 +373,7 @@ def test_no_bound_principal_fails_closed(mem: Memory, store: GovernedStore) -> N
     for call in (lambda: store.get(("notes", "a"), "k"), lambda: store.put(("notes", "a"), "k", {"v": 1}),
                  lambda: store.search(("notes",)), lambda: store.list_namespaces(), require_principal,
                  lambda: asyncio.run(store.abatch([GetOp(("notes", "a"), "k")]))):
-        with pytest.raises(AccessDenied, match="no principal bound"):
+        with pytest.raises(AccessDenied, match="no principal is bound"):
             call()
     assert len(list(mem.audit_log.entries())) == before
 
@@ -556,7 +556,7 @@ def test_governed_node_takes_the_principal_from_the_run_config(mem: Memory) -> N
     assert run({"id": "nina", "roles": ["clinician"]}) == ["nina"]
     assert run(CARL) == ["carl"]
     assert run(Principal("nick", roles=["clinician"])) == ["nick", "nina"]
-    with pytest.raises(AccessDenied, match="no principal bound"):
+    with pytest.raises(AccessDenied, match="no principal is bound"):
         asyncio.run(app.ainvoke({}, {}))
 
 

@@ -49,10 +49,11 @@ from langgraph.store.base import (
 
 from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
-from memwarden.core.arguments import encodable, iterable_argument, shown
+from memwarden.core.arguments import encodable, flag_argument, iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
-from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, split_namespace
+from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, namespace_text, split_namespace
 from memwarden.core import ops as mw
+from memwarden.integrations.store_outcomes import PutResult, held_error, strict_requested
 
 __all__ = ["GovernedStore"]
 
@@ -77,22 +78,24 @@ class GovernedStore(BaseStore):
     # BaseStore.put refuses a ttl unless the store declares support; expiry is the core's.
     supports_ttl = True
 
-    def __init__(self, memory: mw.OpRunner) -> None:
+    def __init__(self, memory: mw.OpRunner, *, strict: bool = False) -> None:
         self._memory = memory
+        self._strict = flag_argument(strict, "strict")
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run LangGraph store operations in order as the bound principal; results in order.
+        """Run LangGraph store operations in order as the bound principal; results in order
+        (None for every put, as in LangGraph: ``put`` itself returns a PutResult).
 
         As with ``Memory.batch``, the first failing operation raises and the ones before it
-        have taken effect.
+        have taken effect. In strict mode a held put raises HeldForReview after the batch.
         """
-        return self._execute(require_principal(), _operations(ops))
+        return _langgraph_results(self._governed(require_principal(), _operations(ops), self._strict_now()))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so that the event loop is not blocked."""
         # Resolved here, not in the thread, so that a missing binding fails in the caller.
-        principal = require_principal()
-        return await asyncio.to_thread(self._execute, principal, _operations(ops))
+        principal, strict = require_principal(), self._strict_now()
+        return _langgraph_results(await asyncio.to_thread(self._governed, principal, _operations(ops), strict))
 
     # The convenience methods build the operation from the arguments as given, for ``batch``
     # to check; BaseStore's own would raise LangGraph's errors (or a TypeError) for bad
@@ -107,14 +110,19 @@ class GovernedStore(BaseStore):
         return (await self.abatch([_get_op(namespace, key, refresh_ttl)]))[0]
 
     def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None, *,
-            ttl: Any = NOT_PROVIDED) -> None:
-        """Store ``value`` at ``key`` in ``namespace`` (``ttl`` in minutes; ``index`` is ignored)."""
-        self.batch([_put_op(namespace, key, value, index, ttl)])
+            ttl: Any = NOT_PROVIDED) -> PutResult | None:  # type: ignore[override]
+        """Store ``value`` at ``key`` in ``namespace`` (``ttl`` in minutes; ``index`` is ignored).
+
+        Returns what was stored: ``result.held`` is True when the put is held for review
+        (stored, invisible until approved); None for a put of None, which deletes."""
+        return self._governed(require_principal(), [_put_op(namespace, key, value, index, ttl)], self._strict_now())[0]
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None, *,
-                   ttl: Any = NOT_PROVIDED) -> None:
+                   ttl: Any = NOT_PROVIDED) -> PutResult | None:  # type: ignore[override]
         """``put``, asynchronously."""
-        await self.abatch([_put_op(namespace, key, value, index, ttl)])
+        principal, strict = require_principal(), self._strict_now()
+        ops = [_put_op(namespace, key, value, index, ttl)]
+        return (await asyncio.to_thread(self._governed, principal, ops, strict))[0]
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """Forget the item at ``key`` in ``namespace`` (nothing happens when there is none)."""
@@ -147,26 +155,41 @@ class GovernedStore(BaseStore):
         """``list_namespaces``, asynchronously."""
         return (await self.abatch([_list_op(prefix, suffix, max_depth, limit, offset)]))[0]
 
-    def _execute(self, principal: Principal, ops: list[Op]) -> list[Result]:
-        results: list[Result] = []
-        # Consecutive puts go to the core as one batch, which embeds their values together.
-        writes: list[mw.WriteOp] = []
-        for op in ops:
-            if isinstance(op, PutOp) and op.value is not None:
-                writes.append(_write_op(op))
-                results.append(None)
-                continue
-            self._flush(principal, writes)
-            results.append(self._run(principal, op))
-        self._flush(principal, writes)
+    def _strict_now(self) -> bool:
+        return self._strict or strict_requested()
+
+    def _governed(self, principal: Principal, ops: list[Op], strict: bool) -> list[Any]:
+        """The results of ``ops`` (a PutResult for each put of a value); strict, a held put
+        raises HeldForReview once every operation has run."""
+        results = self._execute(principal, ops, strict)
+        held = held_error(results) if strict else None
+        if held is not None:
+            raise held
         return results
 
-    def _flush(self, principal: Principal, writes: list[mw.WriteOp]) -> None:
+    def _execute(self, principal: Principal, ops: list[Op], strict: bool) -> list[Any]:
+        results: list[Any] = []
+        # Consecutive puts go to the core as one batch, which embeds their values together;
+        # their results are filled in when it has run.
+        writes: list[tuple[int, mw.WriteOp]] = []
+        for op in ops:
+            if isinstance(op, PutOp) and op.value is not None:
+                writes.append((len(results), _write_op(op)))
+                results.append(None)
+                continue
+            self._flush(principal, writes, results)
+            results.append(self._run(principal, op, strict))
+        self._flush(principal, writes, results)
+        return results
+
+    def _flush(self, principal: Principal, writes: list[tuple[int, mw.WriteOp]], results: list[Any]) -> None:
         if writes:
-            self._memory.batch(principal, writes, binding=AGENT)
+            records = self._memory.batch(principal, [w for _, w in writes], binding=AGENT)
+            for (at, _), record in zip(writes, records):
+                results[at] = PutResult.of(record)
             writes.clear()
 
-    def _run(self, principal: Principal, op: Op) -> Result:
+    def _run(self, principal: Principal, op: Op, strict: bool) -> Result:
         if isinstance(op, GetOp):
             _refresh(op.refresh_ttl)
             record = self._memory.batch(principal, [mw.GetOp(_item_id(op.namespace, op.key))], binding=AGENT)[0]
@@ -176,17 +199,20 @@ class GovernedStore(BaseStore):
         if isinstance(op, ListNamespacesOp):
             return self._list_namespaces(principal, op)
         if isinstance(op, PutOp):
-            return self._delete(principal, op)
+            return self._delete(principal, op, strict)
         raise InvalidRequest(f"not a LangGraph store operation: {type(op).__name__}")
 
-    def _delete(self, principal: Principal, op: PutOp) -> None:
+    def _delete(self, principal: Principal, op: PutOp, strict: bool) -> None:
         rid = _item_id(op.namespace, op.key)
         try:
             self._memory.batch(principal, [mw.ForgetOp(rid)], binding=AGENT)
         except NotFound:
             # LangGraph's delete of a missing item is a no-op; any other invalid request (an
-            # unknown principal, say) still surfaces.
-            pass
+            # unknown principal, say) still surfaces. Strict, the caller hears that nothing was
+            # deleted, in words that are the same for a missing item and a hidden one.
+            if strict:
+                raise NotFound(f"nothing deleted: no item {op.key!r} in "
+                               f"{namespace_text(canonical_namespace(op.namespace))!r} that you may see") from None
 
     def _search(self, principal: Principal, op: SearchOp) -> list[SearchItem]:
         _check_window(op.limit, op.offset)
@@ -225,6 +251,11 @@ class GovernedStore(BaseStore):
         if op.max_depth is not None:
             matching = sorted({ns[: op.max_depth] for ns in matching})
         return matching[op.offset: op.offset + op.limit]
+
+
+def _langgraph_results(results: list[Any]) -> list[Result]:
+    # LangGraph's batch result for a put is None; the PutResult is ``put``'s own extension.
+    return [None if isinstance(r, PutResult) else r for r in results]
 
 
 def _operations(ops: object) -> list[Op]:

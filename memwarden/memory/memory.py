@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memwarden.core.errors import InvalidRequest
-from memwarden.core.ops import MaintainOp, Op, OpRunner, operations
+from memwarden.core.ops import MaintainOp, Op, operations
 from memwarden.core.records import Binding, Principal, Source
 from memwarden.guards.validators import WriteValidator
 from memwarden.memory import compaction
@@ -61,7 +61,7 @@ class Memory:
     #: Builds ``as_store``'s LangGraph store around a Memory. The adapter belongs to
     #: integrations/, a layer above this one, so the package root (memwarden/__init__.py, run
     #: before any module of memwarden) installs it: memory/ never imports what is built on it.
-    store_adapter: ClassVar[Callable[[OpRunner], BaseStore] | None] = None
+    store_adapter: ClassVar[Callable[..., BaseStore] | None] = None
 
     def __init__(self, backend: Backend, policy: PolicyEngine, audit: AuditLog, tombstones: Tombstones, *,
                  journal: ErasureJournal, embedding: object | None = None,
@@ -227,11 +227,15 @@ class Memory:
             raise InvalidRequest(f"binding must be a memwarden Binding, got {type(binding).__name__}")
         return self._pipeline.batch(principal, operations(ops), binding or Binding())
 
-    def as_store(self) -> BaseStore:
-        """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``."""
+    def as_store(self, **options: Any) -> BaseStore:
+        """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``.
+
+        ``options`` are the keyword arguments of
+        :class:`~memwarden.integrations.store.GovernedStore` (``index``, ``ttl``, ``strict``,
+        ``score``; docs/langgraph.md)."""
         if Memory.store_adapter is None:
             raise RuntimeError("no LangGraph store adapter is installed; import memwarden, which installs it")
-        return Memory.store_adapter(self)
+        return Memory.store_adapter(self, **options)
 
     def close(self) -> None:
         """Release the store and the audit log; the Memory cannot be used afterwards."""
