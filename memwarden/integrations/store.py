@@ -36,30 +36,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-import operator
 import sys
 from collections.abc import Iterable, Mapping
 from itertools import takewhile
 from typing import Any
 
 from langgraph.store.base import (
-    NOT_PROVIDED, BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
+    NOT_PROVIDED, BaseStore, GetOp, IndexConfig, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem,
+    SearchOp, TTLConfig,
 )
 
 from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
-from memwarden.core.arguments import encodable, flag_argument, iterable_argument, shown
+from memwarden.core.arguments import encodable, iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
 from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, namespace_text, split_namespace
 from memwarden.core import ops as mw
+from memwarden.integrations.store_filters import check_filter, matches
+from memwarden.integrations.store_options import UNINDEXED, StoreOptions, minutes
 from memwarden.integrations.store_outcomes import PutResult, held_error, strict_requested
 
 __all__ = ["GovernedStore"]
-
-_ORDERINGS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
-#: LangGraph's filter operators (InMemoryStore's set).
-OPERATORS = frozenset({"$eq", "$ne", *_ORDERINGS})
 
 # A filter may discard most of a page, so a filtered search asks for at least this many
 # records at once rather than creeping forward a few at a time (each page is one audited op).
@@ -78,9 +75,14 @@ class GovernedStore(BaseStore):
     # BaseStore.put refuses a ttl unless the store declares support; expiry is the core's.
     supports_ttl = True
 
-    def __init__(self, memory: mw.OpRunner, *, strict: bool = False) -> None:
+    def __init__(self, memory: mw.OpRunner, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 search: str = "dense", strict: bool = False) -> None:
         self._memory = memory
-        self._strict = flag_argument(strict, "strict")
+        self._options = StoreOptions.of(index=index, ttl=ttl, search=search, strict=strict)
+        self._strict = self._options.strict
+        # BaseStore's own attributes, read by LangGraph (and by code that inspects a store).
+        self.index_config = dict(index) if index is not None else None
+        self.ttl_config = dict(ttl) if ttl is not None else None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run LangGraph store operations in order as the bound principal; results in order
@@ -115,13 +117,14 @@ class GovernedStore(BaseStore):
 
         Returns what was stored: ``result.held`` is True when the put is held for review
         (stored, invisible until approved); None for a put of None, which deletes."""
-        return self._governed(require_principal(), [_put_op(namespace, key, value, index, ttl)], self._strict_now())[0]
+        op = _put_op(namespace, key, value, index, self._ttl(ttl))
+        return self._governed(require_principal(), [op], self._strict_now())[0]
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None, *,
                    ttl: Any = NOT_PROVIDED) -> PutResult | None:  # type: ignore[override]
         """``put``, asynchronously."""
         principal, strict = require_principal(), self._strict_now()
-        ops = [_put_op(namespace, key, value, index, ttl)]
+        ops = [_put_op(namespace, key, value, index, self._ttl(ttl))]
         return (await asyncio.to_thread(self._governed, principal, ops, strict))[0]
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
@@ -155,6 +158,10 @@ class GovernedStore(BaseStore):
         """``list_namespaces``, asynchronously."""
         return (await self.abatch([_list_op(prefix, suffix, max_depth, limit, offset)]))[0]
 
+    def _ttl(self, ttl: object) -> object:
+        # As BaseStore.put does: a put that gives no ttl gets the configured default.
+        return self._options.default_ttl if ttl is NOT_PROVIDED else ttl
+
     def _strict_now(self) -> bool:
         return self._strict or strict_requested()
 
@@ -174,7 +181,7 @@ class GovernedStore(BaseStore):
         writes: list[tuple[int, mw.WriteOp]] = []
         for op in ops:
             if isinstance(op, PutOp) and op.value is not None:
-                writes.append((len(results), _write_op(op)))
+                writes.append((len(results), _write_op(op, self._options)))
                 results.append(None)
                 continue
             self._flush(principal, writes, results)
@@ -216,7 +223,7 @@ class GovernedStore(BaseStore):
 
     def _search(self, principal: Principal, op: SearchOp) -> list[SearchItem]:
         _check_window(op.limit, op.offset)
-        _check_filter(op.filter)
+        check_filter(op.filter)
         _refresh(op.refresh_ttl)
         prefix = _namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
         # "" asks for no query, as in LangGraph; any other non-string is refused by the core.
@@ -226,14 +233,23 @@ class GovernedStore(BaseStore):
         # ones and filtered-out items included), so read from the start and page forward.
         page = min(mw.MAX_K, wanted if not op.filter else max(wanted, _FILTERED_PAGE))
         found: list[SearchItem] = []
+        # Items put with index=False are never ranked by a query: as in LangGraph, they follow
+        # the ranked ones, without a score, when those do not fill the page.
+        unranked: list[SearchItem] = []
         start = 0
+        exhausted = False
         while len(found) < wanted and start <= mw.MAX_K:
-            hits = self._memory.batch(principal, [mw.SearchOp(query, prefix, k=page, offset=start)], binding=AGENT)[0]
-            found += _search_items(hits, op.filter)
+            search = mw.SearchOp(query, prefix, k=page, offset=start, mode=self._options.search)
+            hits = self._memory.batch(principal, [search], binding=AGENT)[0]
+            for hit, item in _search_items(hits, op.filter):
+                (unranked if query is not None and UNINDEXED in hit.record.labels else found).append(item)
             if len(hits) < page:
+                exhausted = True
                 break
             start += page
             page = min(mw.MAX_K, page * 2)
+        if exhausted:
+            found += [_unscored(item) for item in unranked]
         return found[op.offset:wanted]
 
     def _list_namespaces(self, principal: Principal, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -340,7 +356,7 @@ def _index(value: object) -> None:
         raise InvalidRequest(f"index must be None, False or a list of field paths, got {shown(value)}")
 
 
-def _write_op(op: PutOp) -> mw.WriteOp:
+def _write_op(op: PutOp, options: StoreOptions) -> mw.WriteOp:
     namespace, key = _namespace(op.namespace, "namespace", put=True), _key(op.key)
     _index(op.index)
     if not isinstance(op.value, Mapping):
@@ -353,17 +369,12 @@ def _write_op(op: PutOp) -> mw.WriteOp:
     if len(content) > mw.MAX_CONTENT_CHARS:
         raise InvalidRequest(f"a store value is {len(content)} characters as JSON; the limit is {mw.MAX_CONTENT_CHARS}")
     encodable(content, "a store value")
-    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl))
+    labels = {UNINDEXED: "true"} if op.index is False else {}
+    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl), labels=labels)
 
 
 def _seconds(ttl_minutes: object) -> float | None:
-    if ttl_minutes is None:
-        return None
-    if isinstance(ttl_minutes, bool) or not isinstance(ttl_minutes, (int, float)) \
-            or not math.isfinite(ttl_minutes) or not 0 < ttl_minutes <= mw.MAX_TTL / 60:
-        raise InvalidRequest(f"ttl must be a positive number of minutes (at most {mw.MAX_TTL / 60:.0f}), "
-                             f"got {shown(ttl_minutes)}")
-    return ttl_minutes * 60.0
+    return None if ttl_minutes is None else minutes(ttl_minutes, "ttl") * 60.0
 
 
 def _value(record: MemoryRecord) -> dict[str, Any]:
@@ -382,18 +393,24 @@ def _item(record: MemoryRecord) -> Item:
                 created_at=record.created_at, updated_at=record.created_at)
 
 
-def _search_items(hits: list[SearchHit], filter_by: Mapping[str, Any] | None) -> list[SearchItem]:
+def _search_items(hits: list[SearchHit], filter_by: Mapping[str, Any] | None) -> list[tuple[SearchHit, SearchItem]]:
     items = []
     for hit in hits:
         record = hit.record
         if record.key is None:  # a plain memory, not a store item
             continue
         value = _value(record)
-        if filter_by and not all(_compare(value.get(k), v) for k, v in filter_by.items()):
+        if not matches(value, filter_by):
             continue
-        items.append(SearchItem(namespace=record.namespace, key=record.key, value=value,
-                                created_at=record.created_at, updated_at=record.created_at, score=hit.score))
+        items.append((hit, SearchItem(namespace=record.namespace, key=record.key, value=value,
+                                      created_at=record.created_at, updated_at=record.created_at,
+                                      score=hit.score)))
     return items
+
+
+def _unscored(item: SearchItem) -> SearchItem:
+    return SearchItem(namespace=item.namespace, key=item.key, value=item.value, created_at=item.created_at,
+                      updated_at=item.updated_at, score=None)
 
 
 def _check_window(limit: object, offset: object) -> None:
@@ -401,50 +418,6 @@ def _check_window(limit: object, offset: object) -> None:
         raise InvalidRequest(f"limit must be a positive integer, got {limit!r}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise InvalidRequest(f"offset must be a non-negative integer, got {offset!r}")
-
-
-def _check_filter(filter_by: object) -> None:
-    """Reject a malformed filter before any record is read, not on the first record it meets."""
-    if filter_by is None:
-        return
-    if not isinstance(filter_by, Mapping):
-        raise InvalidRequest(f"filter must be a mapping, got {type(filter_by).__name__}")
-    for value in filter_by.values():
-        if isinstance(value, Mapping):
-            if any(isinstance(k, str) and k.startswith("$") for k in value):
-                unknown = sorted(set(map(str, value)) - OPERATORS)
-                if unknown:
-                    raise InvalidRequest(f"unsupported filter operator(s) {unknown}; "
-                                         f"expected {', '.join(sorted(OPERATORS))}")
-            else:
-                _check_filter(value)
-
-
-def _compare(item_value: Any, filter_value: Any) -> bool:
-    # InMemoryStore's semantics: a mapping of operators, a nested mapping matched field by
-    # field, a sequence matched element by element, or plain equality.
-    if isinstance(filter_value, Mapping):
-        if any(isinstance(k, str) and k.startswith("$") for k in filter_value):
-            return all(_apply(item_value, k, v) for k, v in filter_value.items())
-        return isinstance(item_value, Mapping) and all(
-            _compare(item_value.get(k), v) for k, v in filter_value.items())
-    if isinstance(filter_value, (list, tuple)):
-        return (isinstance(item_value, (list, tuple)) and len(item_value) == len(filter_value)
-                and all(_compare(i, f) for i, f in zip(item_value, filter_value)))
-    return item_value == filter_value
-
-
-def _apply(value: Any, op: str, operand: Any) -> bool:
-    if op == "$eq":
-        return value == operand
-    if op == "$ne":
-        return value != operand
-    try:
-        left, right = float(value), float(operand)
-    except (TypeError, ValueError):
-        # InMemoryStore raises here; a missing or non-numeric field simply does not match.
-        return False
-    return _ORDERINGS[op](left, right)
 
 
 def _canonical_condition(condition: object, what: str) -> MatchCondition:
