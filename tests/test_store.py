@@ -360,7 +360,8 @@ def test_ttl_is_in_minutes_and_expired_items_vanish(mem: Memory, store: Governed
         assert store.get(ns, "short") is None
         assert [i.key for i in store.search(ns)] == ["long"]
     record = mem.session(OLGA).get(keyed_id(ns, "long"))
-    assert record.expires_at - record.created_at == timedelta(minutes=5)
+    # The reads above restarted its clock (refresh_on_read): the TTL runs from the last one.
+    assert record.expires_at - record.last_access == timedelta(minutes=5) and record.last_access > record.created_at
     assert store.supports_ttl
 
 
@@ -418,6 +419,22 @@ def test_a_principal_without_read_sees_nothing(filled: tuple[GovernedStore, InMe
     with bind_principal(OLGA):
         assert store.get(("notes", "a", "x"), "k1") is not None
         assert store.get(("other", "o"), "mine") is None
+
+
+def test_a_reader_without_update_does_not_lengthen_a_ttl_by_reading(mem: Memory, store: GovernedStore) -> None:
+    ns = ("notes", "ttl")
+    with bind_principal(OLGA):
+        store.put(ns, "k", {"v": 1}, ttl=0.05)  # 3 s
+    written = mem.session(OLGA).get(keyed_id(ns, "k")).expires_at
+    with bind_principal(RITA):  # read, but not update
+        for _ in range(3):
+            time.sleep(0.15)
+            assert store.get(ns, "k", refresh_ttl=True) is not None
+            assert store.search(ns, refresh_ttl=True)[0].key == "k"
+    assert mem.session(OLGA).get(keyed_id(ns, "k")).expires_at == written
+    with bind_principal(OLGA):  # the owner may update it, so its read restarts the clock
+        assert store.get(ns, "k", refresh_ttl=True) is not None
+    assert mem.session(OLGA).get(keyed_id(ns, "k")).expires_at > written
 
 
 def test_delete_by_an_unknown_principal_is_not_swallowed(store: GovernedStore) -> None:

@@ -293,14 +293,17 @@ class ListNamespacesOp:
 
 @dataclass(frozen=True, slots=True)
 class GetOp:
-    """Fetch one record by id; None when it does not exist or the caller may not see it."""
+    """Fetch one record by id; None when it does not exist or the caller may not see it.
+    ``refresh_ttl``: restart the record's time to live, where the caller may update it."""
 
     action: ClassVar[str] = "get"
 
     id: str
+    refresh_ttl: bool = False
 
     def canonical(self) -> GetOp:
         """This op with its id checked."""
+        flag_argument(self.refresh_ttl, "refresh_ttl")
         return replace(self, id=_record_id(self.id))
 
 

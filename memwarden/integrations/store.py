@@ -158,6 +158,12 @@ class GovernedStore(BaseStore):
         """``list_namespaces``, asynchronously."""
         return (await self.abatch([_list_op(prefix, suffix, max_depth, limit, offset)]))[0]
 
+    def _refresh(self, value: object) -> bool:
+        # None: the TTL config's refresh_on_read (True without one, as in LangGraph).
+        if value is not None and not isinstance(value, bool):
+            raise InvalidRequest(f"refresh_ttl must be True, False or None, got {shown(value)}")
+        return self._options.refresh_on_read if value is None else value
+
     def _ttl(self, ttl: object) -> object:
         # As BaseStore.put does: a put that gives no ttl gets the configured default.
         return self._options.default_ttl if ttl is NOT_PROVIDED else ttl
@@ -198,8 +204,8 @@ class GovernedStore(BaseStore):
 
     def _run(self, principal: Principal, op: Op, strict: bool) -> Result:
         if isinstance(op, GetOp):
-            _refresh(op.refresh_ttl)
-            record = self._memory.batch(principal, [mw.GetOp(_item_id(op.namespace, op.key))], binding=AGENT)[0]
+            get = mw.GetOp(_item_id(op.namespace, op.key), refresh_ttl=self._refresh(op.refresh_ttl))
+            record = self._memory.batch(principal, [get], binding=AGENT)[0]
             return _item(record) if record is not None else None
         if isinstance(op, SearchOp):
             return self._search(principal, op)
@@ -224,7 +230,7 @@ class GovernedStore(BaseStore):
     def _search(self, principal: Principal, op: SearchOp) -> list[SearchItem]:
         _check_window(op.limit, op.offset)
         check_filter(op.filter)
-        _refresh(op.refresh_ttl)
+        refresh = self._refresh(op.refresh_ttl)
         prefix = _namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
         # "" asks for no query, as in LangGraph; any other non-string is refused by the core.
         query = None if op.query is None or op.query == "" else op.query
@@ -232,25 +238,32 @@ class GovernedStore(BaseStore):
         # offset and limit count store items, while the core pages over all records (unkeyed
         # ones and filtered-out items included), so read from the start and page forward.
         page = min(mw.MAX_K, wanted if not op.filter else max(wanted, _FILTERED_PAGE))
-        found: list[SearchItem] = []
+        found: list[tuple[SearchHit, SearchItem]] = []
         # Items put with index=False are never ranked by a query: as in LangGraph, they follow
         # the ranked ones, without a score, when those do not fill the page.
-        unranked: list[SearchItem] = []
+        unranked: list[tuple[SearchHit, SearchItem]] = []
         start = 0
         exhausted = False
         while len(found) < wanted and start <= mw.MAX_K:
             search = mw.SearchOp(query, prefix, k=page, offset=start, mode=self._options.search)
             hits = self._memory.batch(principal, [search], binding=AGENT)[0]
             for hit, item in _search_items(hits, op.filter):
-                (unranked if query is not None and UNINDEXED in hit.record.labels else found).append(item)
+                (unranked if query is not None and UNINDEXED in hit.record.labels else found).append((hit, item))
             if len(hits) < page:
                 exhausted = True
                 break
             start += page
             page = min(mw.MAX_K, page * 2)
         if exhausted:
-            found += [_unscored(item) for item in unranked]
-        return found[op.offset:wanted]
+            found += [(hit, _unscored(item)) for hit, item in unranked]
+        page_found = found[op.offset:wanted]
+        if refresh:
+            # Only what the caller is given restarts its clock, not every row the core read
+            # to find it: one governed get per returned item that has a TTL.
+            renew = [mw.GetOp(hit.record.id, refresh_ttl=True) for hit, _ in page_found if hit.record.expires_at]
+            if renew:
+                self._memory.batch(principal, renew, binding=AGENT)
+        return [item for _, item in page_found]
 
     def _list_namespaces(self, principal: Principal, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         _check_window(op.limit, op.offset)
@@ -307,10 +320,6 @@ def _item_id(namespace: object, key: object) -> str:
     return keyed_id(_namespace(namespace, "namespace"), _key(key))
 
 
-def _refresh(value: object) -> None:
-    # Accepted for LangGraph's sake and ignored: TTLs are not refreshed on read (module doc).
-    if value is not None and not isinstance(value, bool):
-        raise InvalidRequest(f"refresh_ttl must be True, False or None, got {shown(value)}")
 
 
 def _get_op(namespace: object, key: object, refresh_ttl: object) -> GetOp:

@@ -14,16 +14,26 @@ from memwarden.memory.needs import Found, InScope, OnRecord
 from memwarden.policies.engine import ReadScope
 
 
-def touched(records: list[MemoryRecord]) -> list[Effect]:
-    """The decay refresh of records just returned (a use stretches the half-life)."""
+def touched(records: list[MemoryRecord], ctx: OpContext, refresh_ttl: bool = False) -> list[Effect]:
+    """The decay refresh of records just returned (a use stretches the half-life), and with
+    ``refresh_ttl`` the restart of the TTLs the caller may renew."""
     fading = tuple(r for r in records if r.half_life)
-    return [Touch(fading)] if fading else []
+    renew = tuple(r for r in records if refresh_ttl and renewable(r, ctx))
+    return [Touch(fading, renew)] if fading or renew else []
+
+
+def renewable(record: MemoryRecord, ctx: OpContext) -> bool:
+    """Whether a read with ``refresh_ttl`` restarts ``record``'s TTL: it has one (a decaying
+    record's life is its decay's, which every read already refreshes), and the reader may
+    update it. Lengthening a record's life is a change: a reader who could not make it by
+    writing the record again does not make it by reading."""
+    return record.expires_at is not None and record.half_life is None and ctx.allows("update", record)
 
 
 def _run_get(op: GetOp, got: Found | None, ctx: OpContext) -> tuple[MemoryRecord | None, list[Effect]]:
     ctx.facts.record_ids = [op.id]
     ctx.facts.returned = 0 if got is None else 1
-    return (got.record, touched([got.record])) if got is not None else (None, [])
+    return (got.record, touched([got.record], ctx, op.refresh_ttl)) if got is not None else (None, [])
 
 
 GET = Handler(need=lambda op, ctx: OnRecord(op.id, "read", missing_is_none=True), run=_run_get)
