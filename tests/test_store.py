@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import runpy
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,7 +27,8 @@ from langgraph.store.memory import InMemoryStore
 from memwarden import AccessDenied, InvalidRequest, Memory, Principal, WriteOp
 from memwarden.integrations import store as store_module
 from memwarden.integrations.binding import (
-    CONFIG_KEY, as_principal, bind_principal, current_principal, governed_node, require_principal, to_principal,
+    CONFIG_KEY, Unbound, as_principal, bind_principal, carry_principal, current_principal, governed_node,
+    require_principal, to_principal,
 )
 from memwarden.integrations.store import GovernedStore
 from memwarden.memory.embeddings import HashingEmbedding
@@ -583,3 +585,40 @@ def test_the_langgraph_store_example_runs(capsys: pytest.CaptureFixture[str]) ->
     assert "clerk carol sees: ward3/billing/p12:invoice\n" in out
     assert "clerk carol gets the vitals: False" in out
     assert "physician alice sees: ward3/patients/p12:vitals" in out and "chain intact: True" in out
+
+
+def test_carry_principal_takes_the_binding_into_a_thread_pool(store: GovernedStore) -> None:
+    ns = ("notes", "pool")
+    with bind_principal(OLGA):
+        for i in range(4):
+            store.put(ns, f"k{i}", {"v": i})
+
+    def read(key: str) -> int:
+        return store.get(ns, key).value["v"]
+
+    def rebind(_: int) -> str:
+        with bind_principal(RITA):
+            return require_principal().id
+
+    with bind_principal(OLGA), ThreadPoolExecutor(max_workers=4) as pool:
+        # A pool thread does not inherit the context: denied, with the line that binds one.
+        with pytest.raises(Unbound, match=r"bind_principal\(Principal\("):
+            pool.submit(read, "k0").result()
+        assert list(pool.map(carry_principal(read), [f"k{i}" for i in range(4)] * 3)) == [0, 1, 2, 3] * 3
+        # A binding made inside a carried call stays inside it.
+        assert list(pool.map(carry_principal(rebind), range(4))) == ["rita"] * 4
+        assert require_principal() == OLGA
+        carried = carry_principal(require_principal)
+    with bind_principal(RITA):  # later rebinding where it was wrapped does not change it
+        assert carried() == OLGA
+
+
+def test_the_quickstart_of_docs_langgraph_runs_in_at_most_ten_lines(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "langgraph.md").read_text(encoding="utf-8")
+    quickstart = doc.split("## Quickstart", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(quickstart.splitlines()) <= 10
+    monkeypatch.chdir(tmp_path)
+    exec(compile(quickstart, "docs/langgraph.md", "exec"), {"__name__": "quickstart"})
+    assert capsys.readouterr().out == "{'held': False}\n"

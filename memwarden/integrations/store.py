@@ -9,21 +9,25 @@ How LangGraph's operations map:
 
 - ``put(ns, key, value)``: a keyed WriteOp whose content is the value as canonical JSON.
   Overwriting an existing item needs ``update`` permission as well as ``write``. LangGraph's
-  ``ttl`` is in minutes; memwarden's is in seconds.
+  ``ttl`` is in minutes; memwarden's is in seconds. ``put`` returns a PutResult, whose ``held``
+  says that the item is held for review (:mod:`memwarden.integrations.store_outcomes`).
 - ``delete(ns, key)`` (a put of None): a ForgetOp. Deleting an item that does not exist, or that
   the caller may not see, does nothing, as in LangGraph; one it may see but not forget raises.
 - ``get(ns, key)``: a GetOp; None when the item is missing or the caller may not read it.
+  ``refresh_ttl`` restarts the item's TTL where the caller may update it.
 - ``search(prefix, query=, filter=, limit=, offset=)``: a memwarden SearchOp (nearest first with
-  a query, storage order without), then LangGraph's ``filter`` on the decoded values.
+  a query, storage order without), then LangGraph's ``filter`` on the decoded values
+  (:mod:`memwarden.integrations.store_filters`).
 - ``list_namespaces(prefix=, suffix=, max_depth=)``: a memwarden ListNamespacesOp, then
   LangGraph's match conditions and depth truncation.
 
-Differences from LangGraph's InMemoryStore, all from the governed core: namespaces are
-canonicalised (NFKC; at most 8 labels of 128 characters, no "/"), a value is at most 32,768
-characters of JSON, TTLs are not refreshed on read (a refresh would be a write the reader may
-not be allowed to make), ``index`` is ignored (the whole value is embedded), a search reaches at
-most 2,000 records deep, and a search or listing under a prefix where the caller may read
-nothing at all raises AccessDenied rather than returning an empty list.
+The options (``index``, ``ttl``, ``search``, ``strict``) are in
+:mod:`memwarden.integrations.store_options`. Differences from LangGraph's stores, all listed
+in docs/langgraph.md, come from the governed core: namespaces are canonicalised (NFKC; at most
+8 labels of 128 characters, no "/"), a value is at most 32,768 characters of JSON, index fields
+do not choose what is embedded (the whole value is), a search reaches at most 2,000 records
+deep, and a search or listing under a prefix where the caller may read nothing at all raises
+AccessDenied rather than returning an empty list.
 
 Every argument is checked for its type, by the convenience methods (``get``, ``put``,
 ``search``...) and by ``batch`` alike, and bad input raises InvalidRequest naming the argument:
