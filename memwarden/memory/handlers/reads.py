@@ -68,11 +68,20 @@ HISTORY = Handler(need=lambda op, ctx: OnRecord(op.id, "history", frozenset({Sta
                                                 versions=True), run=_run_history)
 
 
+#: Namespaces a listing finds one Chroma call each; past that many it reads the rest in one go
+#: (a where of thousands of excluded names costs Chroma more than the rows do).
+_ONE_BY_ONE = 64
+
+
 def _run_list(op: ListNamespacesOp, scope: ReadScope, ctx: OpContext) -> tuple[list[Namespace], list[Effect]]:
     now = ctx.now.timestamp()
     seen: dict[Namespace, None] = {}
     for row in ctx.view.listed(ctx.view.targets(scope), None, None):
         if not visible_metadata(row.metadata, now):
+            continue
+        # One record the caller sees lists its namespace: the others there need no rebuild
+        # nor re-check (a namespace of many records costs what one of them does).
+        if _listed_as(row.metadata, op.max_depth) in seen:
             continue
         record = from_row(row)
         # Re-checked like search hits.
@@ -83,6 +92,16 @@ def _run_list(op: ListNamespacesOp, scope: ReadScope, ctx: OpContext) -> tuple[l
     found = sorted(seen)[op.offset: op.offset + op.limit]
     ctx.facts.returned = len(found)
     return found, []
+
+
+def _listed_as(metadata: dict, max_depth: int | None) -> Namespace | None:
+    """The namespace a stored row would be listed as (None for a row without a readable one,
+    which is then rebuilt and re-checked like any other)."""
+    try:
+        namespace = tuple(metadata[f"ns_{i}"] for i in range(int(metadata["ns_depth"])))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return namespace[:max_depth] if max_depth else namespace
 
 
 LIST = Handler(need=lambda op, ctx: InScope("read", op.prefix), run=_run_list)
