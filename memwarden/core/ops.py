@@ -182,6 +182,9 @@ class WriteOp:
     labels: Mapping[str, str] = field(default_factory=dict)
     key: str | None = None
     allow_reingest: bool = False
+    #: The text embedded in place of the content (the LangGraph store's index fields); None:
+    #: the content. What is stored, validated and searched lexically is the content either way.
+    index_text: str | None = None
 
     def canonical(self) -> WriteOp:
         """This op with every field checked and normalised."""
@@ -207,6 +210,7 @@ class WriteOp:
             labels=_labels(self.labels),
             key=_text(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
             allow_reingest=flag_argument(self.allow_reingest, "allow_reingest"),
+            index_text=_text(self.index_text, "index_text", MAX_CONTENT_CHARS) if self.index_text is not None else None,
         )
 
 

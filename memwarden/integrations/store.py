@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import takewhile
 from typing import Any
 
@@ -49,6 +49,7 @@ from langgraph.store.base import (
     NOT_PROVIDED, BaseStore, GetOp, IndexConfig, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem,
     SearchOp, TTLConfig,
 )
+from langgraph.store.base.embed import get_text_at_path
 
 from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
@@ -117,7 +118,7 @@ class GovernedStore(BaseStore):
 
     def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None, *,
             ttl: Any = NOT_PROVIDED) -> PutResult | None:  # type: ignore[override]
-        """Store ``value`` at ``key`` in ``namespace`` (``ttl`` in minutes; ``index`` is ignored).
+        """Store ``value`` at ``key`` in ``namespace`` (``ttl`` in minutes; ``index``: the fields to embed, or False).
 
         Returns what was stored: ``result.held`` is True when the put is held for review
         (stored, invisible until approved); None for a put of None, which deletes."""
@@ -362,7 +363,6 @@ def _label(value: object, what: str) -> str:
 
 
 def _index(value: object) -> None:
-    # Accepted for LangGraph's sake and ignored: the whole value is embedded (module doc).
     if value is None or value is False:
         return
     if not isinstance(value, list) or not all(isinstance(path, str) for path in value):
@@ -382,8 +382,18 @@ def _write_op(op: PutOp, options: StoreOptions) -> mw.WriteOp:
     if len(content) > mw.MAX_CONTENT_CHARS:
         raise InvalidRequest(f"a store value is {len(content)} characters as JSON; the limit is {mw.MAX_CONTENT_CHARS}")
     encodable(content, "a store value")
-    labels = {UNINDEXED: "true"} if op.index is False else {}
-    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl), labels=labels)
+    index_text = None if op.index is False else _index_text(op.value, op.index or options.fields)
+    # Nothing to embed at the fields asked for is an item no query ranks, as index=False is.
+    labels = {UNINDEXED: "true"} if op.index is False or index_text == "" else {}
+    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl), labels=labels, index_text=index_text or None)
+
+
+def _index_text(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
+    """What is embedded for ``value``: None for the whole value (LangGraph's "$"), else the
+    texts at the index fields, one per line ("" when there are none)."""
+    if tuple(fields) == ("$",):
+        return None
+    return "\n".join(text for path in fields for text in get_text_at_path(dict(value), path))
 
 
 def _seconds(ttl_minutes: object) -> float | None:

@@ -3,8 +3,9 @@ memwarden's search mode and strictness, checked once, when the store is built.
 
 - ``index`` is LangGraph's IndexConfig: ``dims``, ``embed`` and ``fields``. The store embeds
   with the memory's embedder (``Memory.open(embedding=...)``), so ``embed`` is refused (with a
-  message saying where the embeddings go), and ``dims`` must be a positive integer. ``fields`` is kept for LangGraph's
-  sake: the whole value is what is embedded (see docs/langgraph.md, "Divergences").
+  message saying where the embeddings go), and ``dims`` must be a positive integer. ``fields``
+  are the paths (LangGraph's syntax) whose texts are embedded, joined into one text: one vector
+  per item, where LangGraph embeds each field apart (docs/langgraph.md, "Divergences").
 - ``ttl`` is LangGraph's TTLConfig: ``default_ttl`` (minutes, for a put that gives none),
   ``refresh_on_read`` (the default of ``refresh_ttl`` on get and search) and
   ``sweep_interval_minutes`` (accepted: an expired item is invisible at once, and its row is

@@ -18,10 +18,12 @@ from memwarden.memory.journal import Intent
 @dataclass(frozen=True, slots=True)
 class Store:
     """Store ``record`` (text and complete metadata; its text is embedded when it is sent).
-    ``replacing``: the stored row under the same id it overwrites, if any."""
+    ``replacing``: the stored row under the same id it overwrites, if any. ``embed_text``: what
+    is embedded instead of the content (a WriteOp's ``index_text``)."""
 
     record: MemoryRecord
     replacing: MemoryRecord | None = None
+    embed_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -417,7 +417,8 @@ class Pipeline:
             # A new row has no earlier field to remove: sending None for each unset one would
             # cost Chroma a deletion per field for nothing.
             self._backend.upsert([record.id], None, [record.content],
-                                 [metadata if effect.replacing is not None else stored_metadata(metadata)])
+                                 [metadata if effect.replacing is not None else stored_metadata(metadata)],
+                                 texts=[effect.embed_text or record.content])
         elif isinstance(effect, Restate):
             if effect.changes:
                 self._backend.update_metadata([new.id for new, _ in effect.changes],
