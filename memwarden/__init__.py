@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memwarden.core.errors import (
-    AccessDenied, AuditError, HeldForReview, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError, ReadOnlyError,
-    SignatureInvalid, StoreFormatError, StoreLocked, WriteRejected,
+    AccessDenied, AuditError, HeldForReview, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError,
+    ReadOnlyError, SignatureInvalid, StoreFormatError, StoreLocked, WriteRejected,
 )
 from memwarden.memory.memory import Memory
 from memwarden.memory.settings import Settings
@@ -42,7 +42,8 @@ Memory.store_adapter = _governed_store
 
 __all__ = [
     "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "HeldForReview",
-    "InvalidRequest", "Kind", "ListNamespacesOp", "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal",
+    "InvalidRequest", "Kind", "ListNamespacesOp", "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound",
+    "PolicyError", "Principal",
     "ProofError", "ReadOnlyError", "RetractOp", "ReviewOp", "ReviewResult", "SearchHit", "SearchOp", "Session",
     "Settings", "SignatureInvalid", "Source", "Status", "StoreFormatError", "StoreLocked", "SweepOp", "UpdateOp",
     "WriteOp", "WriteRejected",

@@ -231,8 +231,8 @@ class Memory:
         """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``.
 
         ``options`` are the keyword arguments of
-        :class:`~memwarden.integrations.store.GovernedStore` (``index``, ``ttl``, ``strict``,
-        ``score``; docs/langgraph.md)."""
+        :class:`~memwarden.integrations.store.GovernedStore` (``index``, ``ttl``, ``search``,
+        ``strict``; docs/langgraph.md)."""
         if Memory.store_adapter is None:
             raise RuntimeError("no LangGraph store adapter is installed; import memwarden, which installs it")
         return Memory.store_adapter(self, **options)

@@ -68,11 +68,6 @@ HISTORY = Handler(need=lambda op, ctx: OnRecord(op.id, "history", frozenset({Sta
                                                 versions=True), run=_run_history)
 
 
-#: Namespaces a listing finds one Chroma call each; past that many it reads the rest in one go
-#: (a where of thousands of excluded names costs Chroma more than the rows do).
-_ONE_BY_ONE = 64
-
-
 def _run_list(op: ListNamespacesOp, scope: ReadScope, ctx: OpContext) -> tuple[list[Namespace], list[Effect]]:
     now = ctx.now.timestamp()
     seen: dict[Namespace, None] = {}
