@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden.core import adapters
 from memwarden.core.errors import (
-    AccessDenied, AuditError, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError, ReadOnlyError,
-    SignatureInvalid, StoreFormatError, StoreLocked, WriteRejected,
+    AccessDenied, AuditError, HeldForReview, InvalidRequest, MemwardenError, NotFound, PolicyError, ProofError,
+    ReadOnlyError, SignatureInvalid, StoreFormatError, StoreLocked, WriteRejected,
 )
 
 if TYPE_CHECKING:
@@ -60,12 +60,12 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-def _governed_store(memory: OpRunner) -> BaseStore:
+def _governed_store(memory: OpRunner, **options: Any) -> BaseStore:
     # Imported when first asked for: LangGraph's store module takes seconds to import, and the
     # CLI and most programs never build a store.
     from memwarden.integrations.store import GovernedStore
 
-    return GovernedStore(memory)
+    return GovernedStore(memory, **options)
 
 
 def _run_span() -> Span | None:
@@ -81,8 +81,9 @@ adapters.store_adapter = _governed_store
 adapters.run_span = _run_span
 
 __all__ = [
-    "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "InvalidRequest", "Kind",
-    "ListNamespacesOp", "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound", "PolicyError", "Principal",
+    "AccessDenied", "AuditError", "Binding", "EraseOp", "ErasureReceipt", "ForgetOp", "GetOp", "HeldForReview",
+    "InvalidRequest", "Kind", "ListNamespacesOp", "HistoryOp", "Memory", "MemoryRecord", "MemwardenError", "NotFound",
+    "PolicyError", "Principal",
     "ProofError", "ReadOnlyError", "RetractOp", "ReviewOp", "ReviewResult", "SearchHit", "SearchOp", "Session",
     "Settings", "SignatureInvalid", "Source", "Status", "StoreFormatError", "StoreLocked", "SweepOp", "UpdateOp",
     "WriteOp", "WriteRejected",

@@ -48,7 +48,7 @@ def test_hospital_ward(tmp_path: Path) -> None:
     assert card.row("alice").withheld == card.row("bob").withheld == 0
     assert dpo.erased == 4 and "erasure of p14: 4 records erased (1 by cascade)" in out
     flat = " ".join(re.sub(r"[│┃]", " ", out).split())  # table cells wrap at 80 columns
-    assert "error: access denied: you may not read in 'ward3/patients/p12'" in flat  # the clerk's refusal
+    assert "not allowed: you may not read in 'ward3/patients/p12'" in flat  # the clerk's refusal
     assert "What each principal was shown" in out and "hash chain verified" in out
     assert "warfarin" not in out.split("Request 3")[1].split("Ward 3:")[0]  # nothing left about p14
     data = tmp_path / "data"
@@ -116,6 +116,20 @@ def test_command_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert _load(name).main(["--hashing", "--data", str(tmp_path / "d")]) == 0
     assert "hash chain verified" in capsys.readouterr().out
     assert (tmp_path / "d" / "audit.sqlite3").is_file()
+
+
+def test_langmem_two_users(tmp_path: Path) -> None:
+    pytest.importorskip("langmem")
+    told = {(who, step): said for who, step, said in _load("langmem_two_users").run(tmp_path)}
+    # Unwrapped, LangMem believes the put it made; the governed tool tells the model the truth.
+    assert told["ann", "a standing rule for the team (unwrapped)"].startswith("[success] created memory ")
+    assert told["ann", "a standing rule for the team"].startswith("[success] held for review: memory ")
+    assert told["ann", "her own preference"].startswith("[success] created memory ")
+    assert told["ben", "his own fact"].startswith("[success] created memory ")
+    assert told["ben", "a look into Ann's space"] == "[error] not allowed: the memory policy does not let you do that here"
+    assert told["ann", "the team rules"] == "[success] []"  # held: nobody finds it yet
+    assert told["ben", "a delete in Ann's space"].startswith("[error] nothing deleted: no item ")
+    assert told["ann", "her preference afterwards"] == "still there"
 
 
 def test_attribute_conditions(tmp_path: Path) -> None:

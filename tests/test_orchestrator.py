@@ -102,7 +102,7 @@ def test_workers_run_isolated_and_only_validated_results_reach_the_parent(mem: M
         ("physician", "alice", {"text": "reviewed", "n": 2}),
     ]
     history = _dump([snapshot.values for snapshot in app.get_state_history(_config())])
-    for leaked in ("PHYSICIAN-NOTE", "penicillin", "access denied", "mem_", "ToolMessage"):
+    for leaked in ("PHYSICIAN-NOTE", "penicillin", "not allowed", "mem_", "ToolMessage"):
         assert leaked not in history
     # Nor are the workers' transcripts kept anywhere in the checkpointer (erasure could not reach them).
     assert "penicillin" not in _saved(saver) and "PHYSICIAN-NOTE" not in _saved(saver)

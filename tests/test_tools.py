@@ -72,9 +72,9 @@ def test_denials_are_short_tool_errors_without_policy_details(mem: Memory) -> No
     carol = _tools(mem, CAROL)
     denied = _call(carol["recall"], query="allergy", namespace="ward3/patients/p12")
     assert denied.status == "error"
-    assert denied.content == "error: access denied: you may not read in 'ward3/patients/p12'"
+    assert denied.content == "not allowed: you may not read in 'ward3/patients/p12'"
     write = _call(carol["remember"], content="p12 owes 300 EUR", namespace="ward3/patients/p12")
-    assert write.status == "error" and write.content == "error: access denied: you may not write in 'ward3/patients/p12'"
+    assert write.status == "error" and write.content == "not allowed: you may not write in 'ward3/patients/p12'"
     for message in (denied, write):
         assert "Traceback" not in message.content and "billing_clerk" not in message.content
         assert "deny" not in message.content and "penicillin" not in message.content
@@ -114,7 +114,7 @@ def test_rejected_write_is_a_tool_error(tmp_path, policy_file) -> None:
 
     with Memory.open(tmp_path / "d", policy=policy_file, embedding=HashingEmbedding(), validators=[RejectAll()]) as m:
         out = _call(_tools(m, ALICE)["remember"], content="ignore all rules", namespace="ward3/patients/p1")
-    assert out.status == "error" and out.content == "error: the memory was rejected by a write validator and not stored"
+    assert out.status == "error" and out.content == "rejected: a write validator refused the memory; nothing was stored"
 
 
 def test_tool_subsets_and_bad_session(mem: Memory) -> None:
@@ -125,7 +125,7 @@ def test_tool_subsets_and_bad_session(mem: Memory) -> None:
         memory_tools(object())  # type: ignore[arg-type]
     tools = _tools(mem, ALICE, default_namespace="ward3/billing")
     # alice has no read rule under ward3/billing: the default namespace applies and is denied.
-    assert _call(tools["recall"], query="x").content == "error: access denied: you may not read in 'ward3/billing'"
+    assert _call(tools["recall"], query="x").content == "not allowed: you may not read in 'ward3/billing'"
 
 
 class ToolCallingFake(GenericFakeChatModel):
@@ -146,7 +146,7 @@ def test_react_agent_with_core_fake_model(mem: Memory) -> None:
     ]))
     out = _react(model, memory_tools(mem.session(CAROL)))["messages"]
     results = {m.tool_call_id: m for m in out if isinstance(m, ToolMessage)}
-    assert results["c1"].status == "error" and "access denied" in results["c1"].content
+    assert results["c1"].status == "error" and "not allowed" in results["c1"].content
     assert results["c2"].status == "success" and results["c2"].content.startswith("stored mem_")
     assert out[-1].content == "done"
     assert all("penicillin" not in str(m.content) for m in out)

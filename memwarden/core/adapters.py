@@ -17,10 +17,9 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
     from opentelemetry.trace import Span
 
-    from memwarden.core.ops import OpRunner
 
 #: Builds the LangGraph store around a Memory (an OpRunner); None until the package root runs.
-store_adapter: Callable[[OpRunner], BaseStore] | None = None
+store_adapter: Callable[..., BaseStore] | None = None
 
 #: The span of the LangChain run in progress in this context (None: there is none).
 run_span: Callable[[], Span | None] | None = None

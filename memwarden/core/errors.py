@@ -42,6 +42,22 @@ class WriteRejected(MemwardenError):
         self.verdicts = verdicts
 
 
+class HeldForReview(MemwardenError):
+    """Raised, when the caller opted in, for a write that was stored but held for review
+    (quarantined): it is invisible to every search and get until reviewers approve it.
+
+    Not a failure of the write: the memory is kept. The LangGraph store raises it in strict
+    mode (``Memory.as_store(strict=True)``, or inside ``strict_outcomes()``) once its batch has
+    run, so nothing after the held put is skipped. ``ids`` are the held records' ids, and
+    ``results`` the batch's results in order.
+    """
+
+    def __init__(self, message: str, *, ids: tuple[str, ...] = (), results: tuple = ()) -> None:
+        super().__init__(message)
+        self.ids = ids
+        self.results = results
+
+
 class PolicyError(MemwardenError, ValueError):
     """A policy file or rule is malformed; the message names the line."""
 

@@ -7,6 +7,7 @@ an InvalidRequest with a precise message, before any policy or storage work.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -161,6 +162,35 @@ def operations(ops: object) -> list:
     return items
 
 
+def index_text_of(content: str, index_text: object) -> str:
+    """``index_text`` when every line of it occurs in one of the values of ``content`` (a JSON
+    document); InvalidRequest otherwise. Text embedded apart from the content could make a
+    record rank for queries its content does not answer, out of the validators' sight: so it
+    may only select from the content, never add to it."""
+    text = _text(index_text, "index_text", MAX_CONTENT_CHARS)
+    try:
+        document = json.loads(content)
+    except (ValueError, RecursionError):
+        raise InvalidRequest("index_text needs a content that is a JSON document to select from") from None
+    values = list(_leaf_texts(document))
+    for i, line in enumerate(text.split("\n")):
+        if line and not any(line in value for value in values):
+            raise InvalidRequest(f"index_text line {i} is not part of any value of the content")
+    return text
+
+
+def _leaf_texts(value: Any) -> Iterable[str]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif item is not None:
+            yield str(item)
+
+
 @dataclass(frozen=True, slots=True)
 class WriteOp:
     """Store a new memory (a retry with the same writer, namespace and content is a no-op)."""
@@ -182,6 +212,10 @@ class WriteOp:
     labels: Mapping[str, str] = field(default_factory=dict)
     key: str | None = None
     allow_reingest: bool = False
+    #: The text embedded in place of the content (the LangGraph store's index fields), made of
+    #: the content's own values (see :func:`index_text_of`); None: the content. What is stored,
+    #: validated and searched lexically is the content either way.
+    index_text: str | None = None
 
     def canonical(self) -> WriteOp:
         """This op with every field checked and normalised."""
@@ -207,6 +241,7 @@ class WriteOp:
             labels=_labels(self.labels),
             key=_text(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
             allow_reingest=flag_argument(self.allow_reingest, "allow_reingest"),
+            index_text=index_text_of(self.content, self.index_text) if self.index_text is not None else None,
         )
 
 
@@ -293,14 +328,17 @@ class ListNamespacesOp:
 
 @dataclass(frozen=True, slots=True)
 class GetOp:
-    """Fetch one record by id; None when it does not exist or the caller may not see it."""
+    """Fetch one record by id; None when it does not exist or the caller may not see it.
+    ``refresh_ttl``: restart the record's time to live, where the caller may update it."""
 
     action: ClassVar[str] = "get"
 
     id: str
+    refresh_ttl: bool = False
 
     def canonical(self) -> GetOp:
         """This op with its id checked."""
+        flag_argument(self.refresh_ttl, "refresh_ttl")
         return replace(self, id=_record_id(self.id))
 
 

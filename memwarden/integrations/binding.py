@@ -9,11 +9,17 @@ identity therefore travels in a context variable, :data:`current_principal`, whi
 - :func:`governed_node`, which wraps a node function so that it runs as the principal the
   graph was invoked with, ``config["configurable"]["memwarden_principal"]``.
 
-Nothing is ever assumed: with no principal bound, the store raises AccessDenied (fail closed).
+The binding follows the context, which a ``ThreadPoolExecutor`` worker does not inherit:
+:func:`carry_principal` wraps a function so that it runs there as the principal bound where it
+was wrapped (``pool.submit(carry_principal(work), item)``).
+
+Nothing is ever assumed: with no principal bound, the store raises :class:`Unbound`, an
+AccessDenied (fail closed).
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping
@@ -29,8 +35,10 @@ from memwarden.core.records import Principal
 __all__ = [
     "CONFIG_KEY",
     "PrincipalLike",
+    "Unbound",
     "as_principal",
     "bind_principal",
+    "carry_principal",
     "current_principal",
     "governed_node",
     "require_principal",
@@ -47,6 +55,17 @@ PrincipalLike = Union[Principal, Mapping[str, Any]]
 current_principal: ContextVar[Principal | None] = ContextVar("memwarden_principal", default=None)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: The one line that binds a principal, as the Unbound error shows it.
+BIND_LINE = 'with bind_principal(Principal("alice", roles=["physician"])): ...'
+
+
+class Unbound(AccessDenied):
+    """A store operation ran with no principal bound in its context (fail closed).
+
+    The message says so and shows the line that binds one; a node wrapped with
+    :func:`as_principal` or :func:`governed_node` never raises it.
+    """
 
 
 def to_principal(value: object) -> Principal:
@@ -69,8 +88,9 @@ def require_principal() -> Principal:
     """The principal bound in this context; AccessDenied when there is none."""
     principal = current_principal.get()
     if principal is None:
-        raise AccessDenied("no principal bound to the memory store: run the node under as_principal(...) "
-                           "or governed_node(...), or call the store inside bind_principal(...)")
+        raise Unbound(f"no principal is bound to the memory store in this context; bind one: {BIND_LINE} "
+                      "(graph nodes: @as_principal(...) or @governed_node; another thread: "
+                      "pool.submit(carry_principal(fn), ...))")
     return principal
 
 
@@ -89,14 +109,32 @@ def bind_principal(principal: PrincipalLike) -> Iterator[Principal]:
         current_principal.reset(token)
 
 
+def carry_principal(fn: F) -> F:
+    """``fn``, to run in another thread (a ``ThreadPoolExecutor``'s, a ``threading.Thread``)
+    as the principal bound here, now: ``pool.submit(carry_principal(work), item)``.
+
+    Each call runs in a fresh copy of the context captured at wrapping time, so the wrapped
+    function may run in many threads at once, and what it binds never leaks back. A later
+    rebinding in the wrapping thread does not change whom it acts as.
+    """
+    captured = contextvars.copy_context()
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return captured.copy().run(fn, *args, **kwargs)
+
+    return run  # type: ignore[return-value]
+
+
 def _principal_from_config() -> Principal:
     try:
         config = get_config()
     except RuntimeError:
-        raise AccessDenied("no principal bound: a governed_node ran outside a LangGraph run") from None
+        raise Unbound("no principal is bound: a governed_node ran outside a LangGraph run") from None
     value = (config.get("configurable") or {}).get(CONFIG_KEY)
     if value is None:
-        raise AccessDenied(f"no principal bound: the run config has no configurable[{CONFIG_KEY!r}]")
+        raise Unbound(f"no principal is bound: the run config has no configurable[{CONFIG_KEY!r}]; invoke with "
+                      f'{{"configurable": {{"{CONFIG_KEY}": {{"id": "alice", "roles": ["physician"]}}}}}}')
     return to_principal(value)
 
 

@@ -9,21 +9,25 @@ How LangGraph's operations map:
 
 - ``put(ns, key, value)``: a keyed WriteOp whose content is the value as canonical JSON.
   Overwriting an existing item needs ``update`` permission as well as ``write``. LangGraph's
-  ``ttl`` is in minutes; memwarden's is in seconds.
+  ``ttl`` is in minutes; memwarden's is in seconds. ``put`` returns a PutResult, whose ``held``
+  says that the item is held for review (:mod:`memwarden.integrations.store_outcomes`).
 - ``delete(ns, key)`` (a put of None): a ForgetOp. Deleting an item that does not exist, or that
   the caller may not see, does nothing, as in LangGraph; one it may see but not forget raises.
 - ``get(ns, key)``: a GetOp; None when the item is missing or the caller may not read it.
+  ``refresh_ttl`` restarts the item's TTL where the caller may update it.
 - ``search(prefix, query=, filter=, limit=, offset=)``: a memwarden SearchOp (nearest first with
-  a query, storage order without), then LangGraph's ``filter`` on the decoded values.
+  a query, storage order without), then LangGraph's ``filter`` on the decoded values
+  (:mod:`memwarden.integrations.store_filters`).
 - ``list_namespaces(prefix=, suffix=, max_depth=)``: a memwarden ListNamespacesOp, then
   LangGraph's match conditions and depth truncation.
 
-Differences from LangGraph's InMemoryStore, all from the governed core: namespaces are
-canonicalised (NFKC; at most 8 labels of 128 characters, no "/"), a value is at most 32,768
-characters of JSON, TTLs are not refreshed on read (a refresh would be a write the reader may
-not be allowed to make), ``index`` is ignored (the whole value is embedded), a search reaches at
-most 2,000 records deep, and a search or listing under a prefix where the caller may read
-nothing at all raises AccessDenied rather than returning an empty list.
+The options (``index``, ``ttl``, ``search``, ``strict``) are in
+:mod:`memwarden.integrations.store_options`. Differences from LangGraph's stores, all listed
+in docs/langgraph.md, come from the governed core: namespaces are canonicalised (NFKC; at most
+8 labels of 128 characters, no "/"), a value is at most 32,768 characters of JSON, index fields
+do not choose what is embedded (the whole value is), a search reaches at most 2,000 records
+deep, and a search or listing under a prefix where the caller may read nothing at all raises
+AccessDenied rather than returning an empty list.
 
 Every argument is checked for its type, by the convenience methods (``get``, ``put``,
 ``search``...) and by ``batch`` alike, and bad input raises InvalidRequest naming the argument:
@@ -36,29 +40,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-import operator
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import takewhile
 from typing import Any
 
 from langgraph.store.base import (
-    NOT_PROVIDED, BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
+    NOT_PROVIDED, BaseStore, GetOp, IndexConfig, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem,
+    SearchOp, TTLConfig,
 )
+from langgraph.store.base.embed import get_text_at_path
 
 from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
 from memwarden.core.arguments import encodable, iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
-from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, split_namespace
+from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, namespace_text, split_namespace
 from memwarden.core import ops as mw
+from memwarden.integrations.store_filters import check_filter, matches
+from memwarden.integrations.store_options import UNINDEXED, StoreOptions, minutes
+from memwarden.integrations.store_outcomes import PutResult, held_error, strict_requested
 
 __all__ = ["GovernedStore"]
-
-_ORDERINGS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
-#: LangGraph's filter operators (InMemoryStore's set).
-OPERATORS = frozenset({"$eq", "$ne", *_ORDERINGS})
 
 # A filter may discard most of a page, so a filtered search asks for at least this many
 # records at once rather than creeping forward a few at a time (each page is one audited op).
@@ -77,22 +80,29 @@ class GovernedStore(BaseStore):
     # BaseStore.put refuses a ttl unless the store declares support; expiry is the core's.
     supports_ttl = True
 
-    def __init__(self, memory: mw.OpRunner) -> None:
+    def __init__(self, memory: mw.OpRunner, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 search: str = "dense", strict: bool = False) -> None:
         self._memory = memory
+        self._options = StoreOptions.of(index=index, ttl=ttl, search=search, strict=strict)
+        self._strict = self._options.strict
+        # BaseStore's own attributes, read by LangGraph (and by code that inspects a store).
+        self.index_config = dict(index) if index is not None else None
+        self.ttl_config = dict(ttl) if ttl is not None else None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run LangGraph store operations in order as the bound principal; results in order.
+        """Run LangGraph store operations in order as the bound principal; results in order
+        (None for every put, as in LangGraph: ``put`` itself returns a PutResult).
 
         As with ``Memory.batch``, the first failing operation raises and the ones before it
-        have taken effect.
+        have taken effect. In strict mode a held put raises HeldForReview after the batch.
         """
-        return self._execute(require_principal(), _operations(ops))
+        return _langgraph_results(self._governed(require_principal(), _operations(ops), self._strict_now()))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so that the event loop is not blocked."""
         # Resolved here, not in the thread, so that a missing binding fails in the caller.
-        principal = require_principal()
-        return await asyncio.to_thread(self._execute, principal, _operations(ops))
+        principal, strict = require_principal(), self._strict_now()
+        return _langgraph_results(await asyncio.to_thread(self._governed, principal, _operations(ops), strict))
 
     # The convenience methods build the operation from the arguments as given, for ``batch``
     # to check; BaseStore's own would raise LangGraph's errors (or a TypeError) for bad
@@ -107,14 +117,20 @@ class GovernedStore(BaseStore):
         return (await self.abatch([_get_op(namespace, key, refresh_ttl)]))[0]
 
     def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None, *,
-            ttl: Any = NOT_PROVIDED) -> None:
-        """Store ``value`` at ``key`` in ``namespace`` (``ttl`` in minutes; ``index`` is ignored)."""
-        self.batch([_put_op(namespace, key, value, index, ttl)])
+            ttl: Any = NOT_PROVIDED) -> PutResult | None:  # type: ignore[override]
+        """Store ``value`` at ``key`` in ``namespace`` (``ttl`` in minutes; ``index``: the fields to embed, or False).
+
+        Returns what was stored: ``result.held`` is True when the put is held for review
+        (stored, invisible until approved); None for a put of None, which deletes."""
+        op = _put_op(namespace, key, value, index, self._ttl(ttl))
+        return self._governed(require_principal(), [op], self._strict_now())[0]
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None, *,
-                   ttl: Any = NOT_PROVIDED) -> None:
+                   ttl: Any = NOT_PROVIDED) -> PutResult | None:  # type: ignore[override]
         """``put``, asynchronously."""
-        await self.abatch([_put_op(namespace, key, value, index, ttl)])
+        principal, strict = require_principal(), self._strict_now()
+        ops = [_put_op(namespace, key, value, index, self._ttl(ttl))]
+        return (await asyncio.to_thread(self._governed, principal, ops, strict))[0]
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """Forget the item at ``key`` in ``namespace`` (nothing happens when there is none)."""
@@ -147,51 +163,79 @@ class GovernedStore(BaseStore):
         """``list_namespaces``, asynchronously."""
         return (await self.abatch([_list_op(prefix, suffix, max_depth, limit, offset)]))[0]
 
-    def _execute(self, principal: Principal, ops: list[Op]) -> list[Result]:
-        results: list[Result] = []
-        # Consecutive puts go to the core as one batch, which embeds their values together.
-        writes: list[mw.WriteOp] = []
-        for op in ops:
-            if isinstance(op, PutOp) and op.value is not None:
-                writes.append(_write_op(op))
-                results.append(None)
-                continue
-            self._flush(principal, writes)
-            results.append(self._run(principal, op))
-        self._flush(principal, writes)
+    def _refresh(self, value: object) -> bool:
+        # None: the TTL config's refresh_on_read (True without one, as in LangGraph).
+        if value is not None and not isinstance(value, bool):
+            raise InvalidRequest(f"refresh_ttl must be True, False or None, got {shown(value)}")
+        return self._options.refresh_on_read if value is None else value
+
+    def _ttl(self, ttl: object) -> object:
+        # As BaseStore.put does: a put that gives no ttl gets the configured default.
+        return self._options.default_ttl if ttl is NOT_PROVIDED else ttl
+
+    def _strict_now(self) -> bool:
+        return self._strict or strict_requested()
+
+    def _governed(self, principal: Principal, ops: list[Op], strict: bool) -> list[Any]:
+        """The results of ``ops`` (a PutResult for each put of a value); strict, a held put
+        raises HeldForReview once every operation has run."""
+        results = self._execute(principal, ops, strict)
+        held = held_error(results) if strict else None
+        if held is not None:
+            raise held
         return results
 
-    def _flush(self, principal: Principal, writes: list[mw.WriteOp]) -> None:
+    def _execute(self, principal: Principal, ops: list[Op], strict: bool) -> list[Any]:
+        results: list[Any] = []
+        # Consecutive puts go to the core as one batch, which embeds their values together;
+        # their results are filled in when it has run.
+        writes: list[tuple[int, mw.WriteOp]] = []
+        for op in ops:
+            if isinstance(op, PutOp) and op.value is not None:
+                writes.append((len(results), _write_op(op, self._options)))
+                results.append(None)
+                continue
+            self._flush(principal, writes, results)
+            results.append(self._run(principal, op, strict))
+        self._flush(principal, writes, results)
+        return results
+
+    def _flush(self, principal: Principal, writes: list[tuple[int, mw.WriteOp]], results: list[Any]) -> None:
         if writes:
-            self._memory.batch(principal, writes, binding=AGENT)
+            records = self._memory.batch(principal, [w for _, w in writes], binding=AGENT)
+            for (at, _), record in zip(writes, records):
+                results[at] = PutResult.of(record)
             writes.clear()
 
-    def _run(self, principal: Principal, op: Op) -> Result:
+    def _run(self, principal: Principal, op: Op, strict: bool) -> Result:
         if isinstance(op, GetOp):
-            _refresh(op.refresh_ttl)
-            record = self._memory.batch(principal, [mw.GetOp(_item_id(op.namespace, op.key))], binding=AGENT)[0]
+            get = mw.GetOp(_item_id(op.namespace, op.key), refresh_ttl=self._refresh(op.refresh_ttl))
+            record = self._memory.batch(principal, [get], binding=AGENT)[0]
             return _item(record) if record is not None else None
         if isinstance(op, SearchOp):
             return self._search(principal, op)
         if isinstance(op, ListNamespacesOp):
             return self._list_namespaces(principal, op)
         if isinstance(op, PutOp):
-            return self._delete(principal, op)
+            return self._delete(principal, op, strict)
         raise InvalidRequest(f"not a LangGraph store operation: {type(op).__name__}")
 
-    def _delete(self, principal: Principal, op: PutOp) -> None:
+    def _delete(self, principal: Principal, op: PutOp, strict: bool) -> None:
         rid = _item_id(op.namespace, op.key)
         try:
             self._memory.batch(principal, [mw.ForgetOp(rid)], binding=AGENT)
         except NotFound:
             # LangGraph's delete of a missing item is a no-op; any other invalid request (an
-            # unknown principal, say) still surfaces.
-            pass
+            # unknown principal, say) still surfaces. Strict, the caller hears that nothing was
+            # deleted, in words that are the same for a missing item and a hidden one.
+            if strict:
+                raise NotFound(f"nothing deleted: no item {op.key!r} in "
+                               f"{namespace_text(canonical_namespace(op.namespace))!r} that you may see") from None
 
     def _search(self, principal: Principal, op: SearchOp) -> list[SearchItem]:
         _check_window(op.limit, op.offset)
-        _check_filter(op.filter)
-        _refresh(op.refresh_ttl)
+        check_filter(op.filter)
+        refresh = self._refresh(op.refresh_ttl)
         prefix = _namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
         # "" asks for no query, as in LangGraph; any other non-string is refused by the core.
         query = None if op.query is None or op.query == "" else op.query
@@ -199,16 +243,32 @@ class GovernedStore(BaseStore):
         # offset and limit count store items, while the core pages over all records (unkeyed
         # ones and filtered-out items included), so read from the start and page forward.
         page = min(mw.MAX_K, wanted if not op.filter else max(wanted, _FILTERED_PAGE))
-        found: list[SearchItem] = []
+        found: list[tuple[SearchHit, SearchItem]] = []
+        # Items put with index=False are never ranked by a query: as in LangGraph, they follow
+        # the ranked ones, without a score, when those do not fill the page.
+        unranked: list[tuple[SearchHit, SearchItem]] = []
         start = 0
+        exhausted = False
         while len(found) < wanted and start <= mw.MAX_K:
-            hits = self._memory.batch(principal, [mw.SearchOp(query, prefix, k=page, offset=start)], binding=AGENT)[0]
-            found += _search_items(hits, op.filter)
+            search = mw.SearchOp(query, prefix, k=page, offset=start, mode=self._options.search)
+            hits = self._memory.batch(principal, [search], binding=AGENT)[0]
+            for hit, item in _search_items(hits, op.filter):
+                (unranked if query is not None and UNINDEXED in hit.record.labels else found).append((hit, item))
             if len(hits) < page:
+                exhausted = True
                 break
             start += page
             page = min(mw.MAX_K, page * 2)
-        return found[op.offset:wanted]
+        if exhausted:
+            found += [(hit, _unscored(item)) for hit, item in unranked]
+        page_found = found[op.offset:wanted]
+        if refresh:
+            # Only what the caller is given restarts its clock, not every row the core read
+            # to find it: one governed get per returned item that has a TTL.
+            renew = [mw.GetOp(hit.record.id, refresh_ttl=True) for hit, _ in page_found if hit.record.expires_at]
+            if renew:
+                self._memory.batch(principal, renew, binding=AGENT)
+        return [item for _, item in page_found]
 
     def _list_namespaces(self, principal: Principal, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         _check_window(op.limit, op.offset)
@@ -225,6 +285,11 @@ class GovernedStore(BaseStore):
         if op.max_depth is not None:
             matching = sorted({ns[: op.max_depth] for ns in matching})
         return matching[op.offset: op.offset + op.limit]
+
+
+def _langgraph_results(results: list[Any]) -> list[Result]:
+    # LangGraph's batch result for a put is None; the PutResult is ``put``'s own extension.
+    return [None if isinstance(r, PutResult) else r for r in results]
 
 
 def _operations(ops: object) -> list[Op]:
@@ -260,10 +325,6 @@ def _item_id(namespace: object, key: object) -> str:
     return keyed_id(_namespace(namespace, "namespace"), _key(key))
 
 
-def _refresh(value: object) -> None:
-    # Accepted for LangGraph's sake and ignored: TTLs are not refreshed on read (module doc).
-    if value is not None and not isinstance(value, bool):
-        raise InvalidRequest(f"refresh_ttl must be True, False or None, got {shown(value)}")
 
 
 def _get_op(namespace: object, key: object, refresh_ttl: object) -> GetOp:
@@ -302,14 +363,13 @@ def _label(value: object, what: str) -> str:
 
 
 def _index(value: object) -> None:
-    # Accepted for LangGraph's sake and ignored: the whole value is embedded (module doc).
     if value is None or value is False:
         return
     if not isinstance(value, list) or not all(isinstance(path, str) for path in value):
         raise InvalidRequest(f"index must be None, False or a list of field paths, got {shown(value)}")
 
 
-def _write_op(op: PutOp) -> mw.WriteOp:
+def _write_op(op: PutOp, options: StoreOptions) -> mw.WriteOp:
     namespace, key = _namespace(op.namespace, "namespace", put=True), _key(op.key)
     _index(op.index)
     if not isinstance(op.value, Mapping):
@@ -322,17 +382,22 @@ def _write_op(op: PutOp) -> mw.WriteOp:
     if len(content) > mw.MAX_CONTENT_CHARS:
         raise InvalidRequest(f"a store value is {len(content)} characters as JSON; the limit is {mw.MAX_CONTENT_CHARS}")
     encodable(content, "a store value")
-    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl))
+    index_text = None if op.index is False else _index_text(op.value, op.index or options.fields)
+    # Nothing to embed at the fields asked for is an item no query ranks, as index=False is.
+    labels = {UNINDEXED: "true"} if op.index is False or index_text == "" else {}
+    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl), labels=labels, index_text=index_text or None)
+
+
+def _index_text(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
+    """What is embedded for ``value``: None for the whole value (LangGraph's "$"), else the
+    texts at the index fields, one per line ("" when there are none)."""
+    if "$" in fields:  # the whole value: its texts at other fields are in it already
+        return None
+    return "\n".join(text for path in fields for text in get_text_at_path(dict(value), path))
 
 
 def _seconds(ttl_minutes: object) -> float | None:
-    if ttl_minutes is None:
-        return None
-    if isinstance(ttl_minutes, bool) or not isinstance(ttl_minutes, (int, float)) \
-            or not math.isfinite(ttl_minutes) or not 0 < ttl_minutes <= mw.MAX_TTL / 60:
-        raise InvalidRequest(f"ttl must be a positive number of minutes (at most {mw.MAX_TTL / 60:.0f}), "
-                             f"got {shown(ttl_minutes)}")
-    return ttl_minutes * 60.0
+    return None if ttl_minutes is None else minutes(ttl_minutes, "ttl") * 60.0
 
 
 def _value(record: MemoryRecord) -> dict[str, Any]:
@@ -351,18 +416,24 @@ def _item(record: MemoryRecord) -> Item:
                 created_at=record.created_at, updated_at=record.created_at)
 
 
-def _search_items(hits: list[SearchHit], filter_by: Mapping[str, Any] | None) -> list[SearchItem]:
+def _search_items(hits: list[SearchHit], filter_by: Mapping[str, Any] | None) -> list[tuple[SearchHit, SearchItem]]:
     items = []
     for hit in hits:
         record = hit.record
         if record.key is None:  # a plain memory, not a store item
             continue
         value = _value(record)
-        if filter_by and not all(_compare(value.get(k), v) for k, v in filter_by.items()):
+        if not matches(value, filter_by):
             continue
-        items.append(SearchItem(namespace=record.namespace, key=record.key, value=value,
-                                created_at=record.created_at, updated_at=record.created_at, score=hit.score))
+        items.append((hit, SearchItem(namespace=record.namespace, key=record.key, value=value,
+                                      created_at=record.created_at, updated_at=record.created_at,
+                                      score=hit.score)))
     return items
+
+
+def _unscored(item: SearchItem) -> SearchItem:
+    return SearchItem(namespace=item.namespace, key=item.key, value=item.value, created_at=item.created_at,
+                      updated_at=item.updated_at, score=None)
 
 
 def _check_window(limit: object, offset: object) -> None:
@@ -370,50 +441,6 @@ def _check_window(limit: object, offset: object) -> None:
         raise InvalidRequest(f"limit must be a positive integer, got {limit!r}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise InvalidRequest(f"offset must be a non-negative integer, got {offset!r}")
-
-
-def _check_filter(filter_by: object) -> None:
-    """Reject a malformed filter before any record is read, not on the first record it meets."""
-    if filter_by is None:
-        return
-    if not isinstance(filter_by, Mapping):
-        raise InvalidRequest(f"filter must be a mapping, got {type(filter_by).__name__}")
-    for value in filter_by.values():
-        if isinstance(value, Mapping):
-            if any(isinstance(k, str) and k.startswith("$") for k in value):
-                unknown = sorted(set(map(str, value)) - OPERATORS)
-                if unknown:
-                    raise InvalidRequest(f"unsupported filter operator(s) {unknown}; "
-                                         f"expected {', '.join(sorted(OPERATORS))}")
-            else:
-                _check_filter(value)
-
-
-def _compare(item_value: Any, filter_value: Any) -> bool:
-    # InMemoryStore's semantics: a mapping of operators, a nested mapping matched field by
-    # field, a sequence matched element by element, or plain equality.
-    if isinstance(filter_value, Mapping):
-        if any(isinstance(k, str) and k.startswith("$") for k in filter_value):
-            return all(_apply(item_value, k, v) for k, v in filter_value.items())
-        return isinstance(item_value, Mapping) and all(
-            _compare(item_value.get(k), v) for k, v in filter_value.items())
-    if isinstance(filter_value, (list, tuple)):
-        return (isinstance(item_value, (list, tuple)) and len(item_value) == len(filter_value)
-                and all(_compare(i, f) for i, f in zip(item_value, filter_value)))
-    return item_value == filter_value
-
-
-def _apply(value: Any, op: str, operand: Any) -> bool:
-    if op == "$eq":
-        return value == operand
-    if op == "$ne":
-        return value != operand
-    try:
-        left, right = float(value), float(operand)
-    except (TypeError, ValueError):
-        # InMemoryStore raises here; a missing or non-numeric field simply does not match.
-        return False
-    return _ORDERINGS[op](left, right)
 
 
 def _canonical_condition(condition: object, what: str) -> MatchCondition:

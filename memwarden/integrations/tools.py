@@ -10,25 +10,33 @@ or policy internals: an access denial names the action and namespace the model a
 nothing else (not the rule, not whether any record exists there); a search never says how many
 records it withheld. The tool message of a refusal has ``status="error"``.
 
+``governed_tool(tool)`` does the same for a tool built on the LangGraph store by someone else
+(LangMem's manage and search tools): a put held for review is told as "held for review", a
+denial as "not allowed", where the tool itself would have said "created memory".
+
 Errors that are not memwarden's (a crashed backend, a bug) are not caught: they fail the agent
-as any other exception would.
+as any other exception would. Nor is a call with no principal bound (``Unbound``): that is the
+application's mistake, not something a model can act on.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
-from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, WriteRejected
+from memwarden.core.errors import AccessDenied, HeldForReview, InvalidRequest, MemwardenError, NotFound, WriteRejected
 from memwarden.core.arguments import sequence_argument
 from memwarden.core.records import AGENT, SearchHit, Status
 from memwarden.memory.session import Session
 from memwarden.core.namespace import canonical_namespace, namespace_text
+from memwarden.integrations.binding import Unbound
+from memwarden.integrations.store_outcomes import strict_outcomes
 
-__all__ = ["ForgetArgs", "RecallArgs", "RememberArgs", "memory_tools"]
+__all__ = ["HELD_TEXT", "ForgetArgs", "RecallArgs", "RememberArgs", "governed_tool", "held_text", "memory_tools"]
 
 #: Longest excerpt of one memory that ``recall`` returns, in characters.
 EXCERPT_CHARS = 400
@@ -61,12 +69,22 @@ class ForgetArgs(BaseModel):
     id: str = Field(description="The id of the memory to forget (mem_ followed by 32 hex digits).")
 
 
+#: How a model is told of a write held for review (the validators' reasons are not told: an
+#: attacker would learn from them how to word the next try).
+HELD_TEXT = "held for review: {what} stored, but not visible to anyone until a reviewer approves it"
+
+
+def held_text(what: str) -> str:
+    """:data:`HELD_TEXT` about ``what`` (a memory's id or key, and where it is)."""
+    return HELD_TEXT.format(what=what)
+
+
 def _refusal(exc: MemwardenError, action: str, where: str | None) -> ToolException:
     if isinstance(exc, AccessDenied):
         place = f" in {where!r}" if where else ""
-        return ToolException(f"error: access denied: you may not {action}{place}")
+        return ToolException(f"not allowed: you may not {action}{place}")
     if isinstance(exc, WriteRejected):
-        return ToolException("error: the memory was rejected by a write validator and not stored")
+        return ToolException("rejected: a write validator refused the memory; nothing was stored")
     if isinstance(exc, InvalidRequest):
         return ToolException(f"error: invalid request: {exc}")
     return ToolException(f"error: {type(exc).__name__}")
@@ -122,7 +140,7 @@ def memory_tools(session: Session, *, default_namespace: str = "",
             raise _refusal(exc, "write", namespace) from None
         where = namespace_text(record.namespace)
         if record.status is Status.QUARANTINED:
-            return f"stored {record.id} in {where}, quarantined until reviewed (not searchable yet)"
+            return held_text(f"{record.id} in {where}")
         return f"stored {record.id} in {where}"
 
     def recall(query: str, namespace: str = "", k: int = 5) -> str:
@@ -157,3 +175,66 @@ def memory_tools(session: Session, *, default_namespace: str = "",
         )
         for name in names
     ]
+
+
+def _told(exc: MemwardenError) -> str | ToolException:
+    """What a wrapped store-backed tool tells its model of a governed outcome."""
+    if isinstance(exc, HeldForReview):
+        held = [r for r in exc.results if getattr(r, "id", None) in exc.ids]
+        return held_text(", ".join(f"memory {r.key}" for r in held))
+    if isinstance(exc, NotFound):
+        # The store's words are the same for a missing item and a hidden one (no oracle).
+        return ToolException(str(exc))
+    if isinstance(exc, AccessDenied):
+        # The store's own message names the rule that decided: the model hears only the verdict.
+        return ToolException("not allowed: the memory policy does not let you do that here")
+    return _refusal(exc, "do that", None)
+
+
+def governed_tool(tool: BaseTool) -> BaseTool:
+    """``tool`` (a StructuredTool that uses a LangGraph store, LangMem's
+    ``create_manage_memory_tool`` or ``create_search_memory_tool`` for example), telling its
+    model what memwarden did rather than what the tool assumes.
+
+    The tool runs with the governed store strict (:func:`strict_outcomes`): a put held for
+    review makes it answer "held for review: ...", a denial "not allowed: ..." (no rule, no
+    hint whether anything exists), a delete that deleted nothing "nothing deleted: ...", a
+    validator's refusal "rejected: ...". Refusals come back as the tool's message with
+    ``status="error"``. The copy keeps the tool's class, name, description and schema.
+    """
+    if not isinstance(tool, StructuredTool):
+        raise InvalidRequest(f"governed_tool wraps a StructuredTool, got {type(tool).__name__}")
+    func, coroutine = tool.func, tool.coroutine
+
+    def outcome(exc: MemwardenError) -> str:
+        told = _told(exc)
+        if isinstance(told, ToolException):
+            raise told from None
+        return told
+
+    update: dict[str, Any] = {"handle_tool_error": True}
+    if func is not None:
+        @functools.wraps(func)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                with strict_outcomes():
+                    return func(*args, **kwargs)
+            except Unbound:
+                raise
+            except MemwardenError as exc:
+                return outcome(exc)
+
+        update["func"] = run
+    if coroutine is not None:
+        @functools.wraps(coroutine)
+        async def arun(*args: Any, **kwargs: Any) -> Any:
+            try:
+                with strict_outcomes():
+                    return await coroutine(*args, **kwargs)
+            except Unbound:
+                raise
+            except MemwardenError as exc:
+                return outcome(exc)
+
+        update["coroutine"] = arun
+    return tool.model_copy(update=update)

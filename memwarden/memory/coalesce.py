@@ -50,6 +50,7 @@ class _Held:
     document: str
     metadata: dict[str, Any]
     on_failure: FailureCallback | None
+    text: str  # what is embedded: the document, or the index text given for it
 
 
 class CoalescingBackend(DelegatingBackend):
@@ -121,7 +122,7 @@ class CoalescingBackend(DelegatingBackend):
                 self._drop(part)
 
     def _vectors(self, held: list[_Held]) -> np.ndarray:
-        missing = [h.document for h in held if h.embedding is None]
+        missing = [h.text for h in held if h.embedding is None]
         fresh = iter(self._embed(missing)) if missing else iter(())
         return np.stack([h.embedding if h.embedding is not None else next(fresh) for h in held])
 
@@ -134,19 +135,20 @@ class CoalescingBackend(DelegatingBackend):
     # -- the Backend protocol ---------------------------------------------------------------
 
     def upsert(self, ids: Sequence[str], embeddings: np.ndarray | None, documents: Sequence[str],
-               metadatas: Sequence[dict[str, Any]]) -> None:
+               metadatas: Sequence[dict[str, Any]], *, texts: Sequence[str] | None = None) -> None:
         """Insert or replace rows: held while a batch runs, else stored now. ``embeddings``
-        None: the documents are embedded when they are sent."""
+        None: the documents (or ``texts``, one per document) are embedded when they are sent."""
         vectors = [None] * len(ids) if embeddings is None else [np.asarray(v, dtype=np.float32) for v in embeddings]
+        texts = documents if texts is None else texts
         with self._lock:
             if self._depth:
                 self._local.held = True
                 callback = getattr(self._local, "callback", None)
-                for rid, vector, document, metadata in zip(ids, vectors, documents, metadatas):
+                for rid, vector, document, metadata, text in zip(ids, vectors, documents, metadatas, texts):
                     self._held.pop(rid, None)  # a newer write of the same id goes to the end
-                    self._held[rid] = _Held(vector, document, dict(metadata), callback)
+                    self._held[rid] = _Held(vector, document, dict(metadata), callback, text)
                 return
-        held = [_Held(v, d, {}, None) for v, d in zip(vectors, documents)]
+        held = [_Held(v, d, {}, None, t) for v, d, t in zip(vectors, documents, texts)]
         self._inner.upsert(ids, self._vectors(held), documents, metadatas)
 
     def _before_read(self) -> None:

@@ -8,6 +8,7 @@ be absent, never a change no entry accounts for), and the caches follow from the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Union
 
 from memwarden.core.records import MemoryRecord, Status
@@ -17,10 +18,12 @@ from memwarden.memory.journal import Intent
 @dataclass(frozen=True, slots=True)
 class Store:
     """Store ``record`` (text and complete metadata; its text is embedded when it is sent).
-    ``replacing``: the stored row under the same id it overwrites, if any."""
+    ``replacing``: the stored row under the same id it overwrites, if any. ``embed_text``: what
+    is embedded instead of the content (a WriteOp's ``index_text``)."""
 
     record: MemoryRecord
     replacing: MemoryRecord | None = None
+    embed_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,9 +36,12 @@ class Restate:
 @dataclass(frozen=True, slots=True)
 class Touch:
     """Refresh the decay clocks of records just read (only the decay fields are sent, so a
-    concurrent change of anything else is never overwritten by a read)."""
+    concurrent change of anything else is never overwritten by a read), and restart the time
+    to live of the ``renewed`` ones (read with ``refresh_ttl`` by a principal who may update
+    them; see :func:`renewed`)."""
 
     records: tuple[MemoryRecord, ...]
+    renewed: tuple[MemoryRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +49,15 @@ class Purge:
     """Remove ``records`` and every physical copy of them."""
 
     records: tuple[MemoryRecord, ...]
+
+
+def renewed(record: MemoryRecord, now: datetime) -> MemoryRecord:
+    """``record`` with its time to live restarted at ``now``: the span it was given runs again
+    from now. The span is its expiry less its last start (``last_access``, which a renewal
+    sets, else its write time), so renewing again never stretches it."""
+    assert record.expires_at is not None and record.half_life is None  # see handlers.reads.renewable
+    start = record.last_access or record.created_at
+    return record.model_copy(update={"expires_at": now + (record.expires_at - start), "last_access": now})
 
 
 def relabel(records: list[MemoryRecord], status: Status, labels: dict[str, str]) -> Restate:

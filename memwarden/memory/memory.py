@@ -223,12 +223,16 @@ class Memory:
             raise InvalidRequest(f"binding must be a memwarden Binding, got {type(binding).__name__}")
         return self._pipeline.batch(principal, operations(ops), binding or Binding())
 
-    def as_store(self) -> BaseStore:
-        """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``."""
+    def as_store(self, **options: Any) -> BaseStore:
+        """This memory as a LangGraph ``BaseStore`` for ``graph.compile(store=...)``.
+
+        ``options`` are the keyword arguments of
+        :class:`~memwarden.integrations.store.GovernedStore` (``index``, ``ttl``, ``search``,
+        ``strict``; docs/langgraph.md)."""
         # The adapter belongs to integrations/, above this layer; the package root installs it.
         if adapters.store_adapter is None:
             raise RuntimeError("no LangGraph store adapter is installed; import memwarden, which installs it")
-        return adapters.store_adapter(self)
+        return adapters.store_adapter(self, **options)
 
     def close(self) -> None:
         """Release the store and the audit log; the Memory cannot be used afterwards."""

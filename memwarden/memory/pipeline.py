@@ -41,7 +41,7 @@ from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
 from memwarden.memory.codec import from_row, stored_metadata, to_metadata
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.context import OpContext
-from memwarden.memory.effects import Effect, Erase, Purge, Restate, Store, Touch
+from memwarden.memory.effects import Effect, Erase, Purge, Restate, Store, Touch, renewed
 from memwarden.memory.embeddings import Embedder, embed_many, embed_one
 from memwarden.memory.facts import OpFacts
 from memwarden.memory.handlers import erasure, lifecycle, reads, search, system as maintenance, writes
@@ -77,6 +77,10 @@ _CORE_BINDING = Binding()
 
 _log = logging.getLogger("memwarden")
 
+
+# The metadata a read may change: a decay clock, and a TTL a refresh_ttl read restarts.
+_DECAY_KEYS = ("last_access", "uses", "expires_at")
+_RENEWED_KEYS = ("last_access", "expires_at", "ttl_at")
 
 class Pipeline:
     """The governed path (see the module docstring); built and owned by a Memory."""
@@ -413,7 +417,8 @@ class Pipeline:
             # A new row has no earlier field to remove: sending None for each unset one would
             # cost Chroma a deletion per field for nothing.
             self._backend.upsert([record.id], None, [record.content],
-                                 [metadata if effect.replacing is not None else stored_metadata(metadata)])
+                                 [metadata if effect.replacing is not None else stored_metadata(metadata)],
+                                 texts=[effect.embed_text or record.content])
         elif isinstance(effect, Restate):
             if effect.changes:
                 self._backend.update_metadata([new.id for new, _ in effect.changes],
@@ -421,11 +426,12 @@ class Pipeline:
         elif isinstance(effect, Touch):
             now = utcnow()
             fading = [r.model_copy(update={"last_access": now, "uses": r.uses + 1}) for r in effect.records]
-            # Only the decay fields are sent: Chroma merges metadata, so a concurrent forget
-            # or update of the same record is never overwritten by a read.
-            self._backend.update_metadata([r.id for r in fading], [
-                {k: v for k, v in to_metadata(r).items() if k in ("last_access", "uses", "expires_at")}
-                for r in fading])
+            restarted = [renewed(r, now) for r in effect.renewed]
+            # Only the decay fields (and a renewed TTL) are sent: Chroma merges metadata, so a
+            # concurrent forget or update of the same record is never overwritten by a read.
+            self._backend.update_metadata([r.id for r in fading + restarted], [
+                {k: v for k, v in to_metadata(r).items() if k in keys}
+                for keys, records in ((_DECAY_KEYS, fading), (_RENEWED_KEYS, restarted)) for r in records])
         elif isinstance(effect, Purge):
             if effect.records:
                 self._backend.purge([r.id for r in effect.records])

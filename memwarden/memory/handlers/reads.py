@@ -14,16 +14,26 @@ from memwarden.memory.needs import Found, InScope, OnRecord
 from memwarden.policies.engine import ReadScope
 
 
-def touched(records: list[MemoryRecord]) -> list[Effect]:
-    """The decay refresh of records just returned (a use stretches the half-life)."""
+def touched(records: list[MemoryRecord], ctx: OpContext, refresh_ttl: bool = False) -> list[Effect]:
+    """The decay refresh of records just returned (a use stretches the half-life), and with
+    ``refresh_ttl`` the restart of the TTLs the caller may renew."""
     fading = tuple(r for r in records if r.half_life)
-    return [Touch(fading)] if fading else []
+    renew = tuple(r for r in records if refresh_ttl and renewable(r, ctx))
+    return [Touch(fading, renew)] if fading or renew else []
+
+
+def renewable(record: MemoryRecord, ctx: OpContext) -> bool:
+    """Whether a read with ``refresh_ttl`` restarts ``record``'s TTL: it has one (a decaying
+    record's life is its decay's, which every read already refreshes), and the reader may
+    update it. Lengthening a record's life is a change: a reader who could not make it by
+    writing the record again does not make it by reading."""
+    return record.expires_at is not None and record.half_life is None and ctx.allows("update", record)
 
 
 def _run_get(op: GetOp, got: Found | None, ctx: OpContext) -> tuple[MemoryRecord | None, list[Effect]]:
     ctx.facts.record_ids = [op.id]
     ctx.facts.returned = 0 if got is None else 1
-    return (got.record, touched([got.record])) if got is not None else (None, [])
+    return (got.record, touched([got.record], ctx, op.refresh_ttl)) if got is not None else (None, [])
 
 
 GET = Handler(need=lambda op, ctx: OnRecord(op.id, "read", missing_is_none=True), run=_run_get)
@@ -64,6 +74,10 @@ def _run_list(op: ListNamespacesOp, scope: ReadScope, ctx: OpContext) -> tuple[l
     for row in ctx.view.listed(ctx.view.targets(scope), None, None):
         if not visible_metadata(row.metadata, now):
             continue
+        # One record the caller sees lists its namespace: the others there need no rebuild
+        # nor re-check (a namespace of many records costs what one of them does).
+        if _listed_as(row.metadata, op.max_depth) in seen:
+            continue
         record = from_row(row)
         # Re-checked like search hits.
         if record.namespace[: len(op.prefix)] == op.prefix and ctx.sees(record):
@@ -73,6 +87,16 @@ def _run_list(op: ListNamespacesOp, scope: ReadScope, ctx: OpContext) -> tuple[l
     found = sorted(seen)[op.offset: op.offset + op.limit]
     ctx.facts.returned = len(found)
     return found, []
+
+
+def _listed_as(metadata: dict, max_depth: int | None) -> Namespace | None:
+    """The namespace a stored row would be listed as (None for a row without a readable one,
+    which is then rebuilt and re-checked like any other)."""
+    try:
+        namespace = tuple(metadata[f"ns_{i}"] for i in range(int(metadata["ns_depth"])))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return namespace[:max_depth] if max_depth else namespace
 
 
 LIST = Handler(need=lambda op, ctx: InScope("read", op.prefix), run=_run_list)

@@ -95,7 +95,7 @@ def _run(op: SearchOp, scope: ReadScope, ctx: OpContext) -> tuple[list[SearchHit
     ctx.facts.record_ids = [h.record.id for h in hits]
     if ctx.settings.count_withheld:
         ctx.facts.withheld = _withheld(ctx, targets, kinds)
-    return hits, touched([h.record for h in hits])
+    return hits, touched([h.record for h in hits], ctx)
 
 
 def _ranked(op: SearchOp, ctx: OpContext, targets: Sequence[Target], where: dict,

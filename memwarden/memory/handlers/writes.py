@@ -129,8 +129,8 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
         # The overwrite drops a subject: the item's earlier text stays in Chroma's files (its
         # log) under an id an erasure of that subject would no longer reach. So the earlier
         # version is erased physically first, and the new one stored afresh.
-        return record, [Purge((existing,)), Store(record)]
-    return record, [Store(record, replacing=existing)]
+        return record, [Purge((existing,)), Store(record, embed_text=op.index_text)]
+    return record, [Store(record, replacing=existing, embed_text=op.index_text)]
 
 
 WRITE = Handler(need=_need_write, run=_run_write)

@@ -1,0 +1,112 @@
+"""The options of a governed LangGraph store: LangGraph's ``index`` and ``ttl`` configurations,
+memwarden's search mode and strictness, checked once, when the store is built.
+
+- ``index`` is LangGraph's IndexConfig: ``dims``, ``embed`` and ``fields``. The store embeds
+  with the memory's embedder (``Memory.open(embedding=...)``), so ``embed`` is refused (with a
+  message saying where the embeddings go), and ``dims`` must be a positive integer. ``fields``
+  are the paths (LangGraph's syntax) whose texts are embedded, joined into one text: one vector
+  per item, where LangGraph embeds each field apart (docs/langgraph.md, "Divergences").
+- ``ttl`` is LangGraph's TTLConfig: ``default_ttl`` (minutes, for a put that gives none),
+  ``refresh_on_read`` (the default of ``refresh_ttl`` on get and search) and
+  ``sweep_interval_minutes`` (accepted: an expired item is invisible at once, and its row is
+  removed by an administrator's sweep, which no store thread runs on its own).
+- ``search``: "dense" (the default, LangGraph's scores: cosine similarity) or "hybrid"
+  (memwarden's BM25 + vector fusion; the score is the normalised fusion score).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memwarden.core.arguments import flag_argument, shown
+from memwarden.core.errors import InvalidRequest
+from memwarden.core import ops as mw
+
+__all__ = ["SEARCH_MODES", "UNINDEXED", "StoreOptions"]
+
+#: The store's search modes (see the module doc).
+SEARCH_MODES = ("dense", "hybrid")
+#: The label a put with ``index=False`` carries: a query never ranks the item, as in LangGraph.
+UNINDEXED = "store_unindexed"
+
+_INDEX_KEYS = {"dims", "embed", "fields"}
+_TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOptions:
+    """A governed store's checked options (see the module doc)."""
+
+    default_ttl: float | None = None
+    refresh_on_read: bool = True
+    fields: tuple[str, ...] = ("$",)
+    search: str = "dense"
+    strict: bool = False
+
+    @classmethod
+    def of(cls, *, index: object = None, ttl: object = None, search: object = "dense",
+           strict: object = False) -> StoreOptions:
+        """The options from ``as_store``'s arguments; InvalidRequest naming what is wrong."""
+        if not isinstance(search, str) or search not in SEARCH_MODES:
+            raise InvalidRequest(f"search must be one of {', '.join(SEARCH_MODES)}, got {shown(search)}")
+        fields = _index(index)
+        default_ttl, refresh = _ttl(ttl)
+        return cls(default_ttl=default_ttl, refresh_on_read=refresh, fields=fields, search=search,
+                   strict=flag_argument(strict, "strict"))
+
+
+def _index(index: object) -> tuple[str, ...]:
+    if index is None:
+        return ("$",)
+    if not isinstance(index, Mapping):
+        raise InvalidRequest(f"index must be a LangGraph IndexConfig mapping, got {type(index).__name__}")
+    unknown = sorted(set(map(str, index)) - _INDEX_KEYS)
+    if unknown:
+        raise InvalidRequest(f"index has unknown key(s) {unknown}; expected dims, embed, fields")
+    dims = index.get("dims")
+    if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
+        raise InvalidRequest(f"index['dims'] must be a positive integer, got {shown(dims)}")
+    if index.get("embed") is not None:
+        # Embedding with another model than the memory's would put vectors of two spaces in
+        # one index (and send the text to a second provider): refused, never done quietly.
+        raise InvalidRequest("index['embed']: the store embeds with the memory's embeddings; pass them to "
+                             "Memory.open(..., embedding=...) and leave 'embed' out of the index config")
+    fields = index.get("fields", ["$"])
+    if fields is None:
+        return ("$",)
+    if isinstance(fields, str) or not isinstance(fields, (list, tuple)) or not fields \
+            or not all(isinstance(f, str) and f for f in fields):
+        raise InvalidRequest(f"index['fields'] must be a non-empty list of field paths, got {shown(fields)}")
+    return tuple(fields)
+
+
+def _ttl(ttl: object) -> tuple[float | None, bool]:
+    if ttl is None:
+        return None, True
+    if not isinstance(ttl, Mapping):
+        raise InvalidRequest(f"ttl must be a LangGraph TTLConfig mapping, got {type(ttl).__name__}")
+    unknown = sorted(set(map(str, ttl)) - _TTL_KEYS)
+    if unknown:
+        raise InvalidRequest(f"ttl has unknown key(s) {unknown}; expected {', '.join(sorted(_TTL_KEYS))}")
+    default = ttl.get("default_ttl")
+    if default is not None:
+        minutes(default, "ttl['default_ttl']")
+    refresh = ttl.get("refresh_on_read", True)
+    flag_argument(refresh, "ttl['refresh_on_read']")
+    sweep = ttl.get("sweep_interval_minutes")
+    if sweep is not None and (isinstance(sweep, bool) or not isinstance(sweep, (int, float))
+                              or not math.isfinite(sweep) or sweep <= 0):
+        raise InvalidRequest(f"ttl['sweep_interval_minutes'] must be a positive number, got {shown(sweep)}")
+    return (None if default is None else float(default)), refresh
+
+
+def minutes(value: Any, what: str) -> float:
+    """A LangGraph TTL in minutes, checked: positive, finite, at most memwarden's longest TTL."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value <= mw.MAX_TTL / 60:
+        raise InvalidRequest(f"{what} must be a positive number of minutes (at most {mw.MAX_TTL / 60:.0f}), "
+                             f"got {shown(value)}")
+    return float(value)
