@@ -43,7 +43,7 @@ PHASES = [
     ("pending-entry", "memwarden.memory.audit:AuditLog.append", "after"),
     ("tombstones", "memwarden.memory.tombstones:Tombstones.add", "after"),
     ("holds", "memwarden.memory.partitioned:PartitionedBackend.update_metadata", "after"),
-    ("purge-marker", "memwarden.memory.compaction:_write_marker", "after"),
+    ("purge-marker", "memwarden.memory.compaction.marker:write", "after"),
     ("physical-purge", "memwarden.memory.compaction:purge_collection", "before"),
     ("lexical-scrub", "memwarden.memory.lexical:LexicalIndex.replace_rows", "before"),
     ("final-entry", "memwarden.memory.audit:AuditLog.append", "before-final"),

@@ -356,6 +356,7 @@ def test_session_erase_leaves_no_copy_anywhere(tmp_path: Path) -> None:
 
 def test_a_purge_interrupted_after_the_log_edit_is_finished_by_recover(tmp_path: Path, monkeypatch) -> None:
     from memwarden.memory import compaction
+    from memwarden.memory.compaction import surgery
 
     path = tmp_path / "chroma"
     backend, canary, other = _store(path, 300, 300)
@@ -363,7 +364,7 @@ def test_a_purge_interrupted_after_the_log_edit_is_finished_by_recover(tmp_path:
     def crash(*args, **kwargs):
         raise KeyboardInterrupt("power cut")
 
-    monkeypatch.setattr(compaction, "_swap_segment", crash)
+    monkeypatch.setattr(surgery, "swap_segment", crash)
     with pytest.raises(KeyboardInterrupt):
         backend.purge(canary[0])
     monkeypatch.undo()
@@ -409,18 +410,18 @@ def test_a_rebuild_interrupted_between_renames_is_finished_by_recover(tmp_path: 
 def test_a_failed_purge_leaves_a_working_backend_and_the_next_purge_finishes(tmp_path: Path,
                                                                             monkeypatch) -> None:
     from memwarden.memory import compaction
+    from memwarden.memory.compaction import surgery
 
     path = tmp_path / "chroma"
     backend, canary, other = _store(path, 300, 300)
-    real = compaction._purge_queue
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(compaction, "_purge_queue", disk_full)
+    monkeypatch.setattr(surgery, "purge_queue", disk_full)
     with pytest.raises(compaction.PurgeError):
         backend.purge(canary[0])
-    monkeypatch.setattr(compaction, "_purge_queue", real)
+    monkeypatch.undo()
     assert backend.fetch(ids=canary[0]) == [] and len(backend.fetch(ids=other[0])) == 300  # still usable
     assert compaction.pending(path)
 

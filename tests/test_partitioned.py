@@ -347,7 +347,7 @@ def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_pat
 
 def _breadth(backend: PartitionedBackend, part: Partition) -> int | None:
     col = backend._client.get_collection(collection_name(backend.depth, part))
-    return compaction._hnsw_config(col).get("ef_search")
+    return compaction.hnsw_config(col).get("ef_search")
 
 
 def test_search_breadth_is_set_on_new_partitions_and_on_existing_ones_when_opened(tmp_path: Path, policy: Path) -> None:

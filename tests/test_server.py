@@ -140,7 +140,7 @@ def test_partitions_made_by_another_process_are_found(chroma_server, tmp_path: P
 def test_search_breadth_reaches_the_servers_partitions(chroma_server, tmp_path: Path) -> None:
     import chromadb
 
-    from memwarden.memory.compaction import _hnsw_config
+    from memwarden.memory.compaction import hnsw_config
     from memwarden.memory.partitioned import collection_name
     from memwarden.policies.partitions import Partition
 
@@ -151,7 +151,7 @@ def test_search_breadth_reaches_the_servers_partitions(chroma_server, tmp_path: 
     name = collection_name(2, Partition(("ward3", tag), 3))
     with _connect(chroma_server, policy, tmp_path / "a", search_breadth=250) as mem:
         mem.session(Principal("alice")).write(f"Patient {tag} takes warfarin", ("ward3", tag, "p1"))
-    assert _hnsw_config(client.get_collection(name)).get("ef_search") == 250
+    assert hnsw_config(client.get_collection(name)).get("ef_search") == 250
     with _connect(chroma_server, policy, tmp_path / "b", search_breadth=180) as mem:
         assert mem.session(Principal("alice")).search("warfarin", ("ward3", tag), k=1)
-    assert _hnsw_config(client.get_collection(name)).get("ef_search") == 180
+    assert hnsw_config(client.get_collection(name)).get("ef_search") == 180
