@@ -21,6 +21,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage
 
 from memwarden.core.errors import InvalidRequest
+from memwarden.guards import folding
 from memwarden.guards import injection as inj
 from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.injection import InjectionDetector, fold
@@ -385,7 +386,7 @@ def test_every_view_gets_the_rules_a_brute_force_scan_finds(text: str) -> None:
 
 def _plain_fold_spacing(text: str) -> str:
     """fold()'s whitespace handling as first written: both regexes, always."""
-    text = inj._NON_ASCII_RUN.sub(lambda m: inj._fold_run(m.group(0)), text) if not text.isascii() else text
+    text = folding._NON_ASCII_RUN.sub(lambda m: folding.fold_run(m.group(0)), text) if not text.isascii() else text
     text = re.sub(r"[^\S\n]{2,}|[^\S \n]", " ", text.lower().replace("`", "'"))
     return re.sub(r"(?: \n|\n[ \n])[ \n]*", "\n", text).strip()
 

@@ -24,6 +24,10 @@ never changes partition. Ids are located through an in-process map filled by eve
 read (one lookup, no query); an id it does not know is looked for in every partition, since
 another process may have written it. Rows stay in their partition whatever their status;
 readers check visibility on the rows that come back (see :meth:`PartitionedBackend.query_targets`).
+
+Why over 500 lines: one class implements the whole Backend protocol over many collections
+(layout and migration, id location, fetches, searches, counts and the purge across
+partitions), all sharing its partition map, handle cache and lock.
 """
 
 from __future__ import annotations
