@@ -29,6 +29,8 @@ from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.orchestrator import ReactAgent, Team, Worker
 from tests.conftest import HOSPITAL
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice", roles=["physician"])
 MISSING = "mem_" + "0" * 32  # a well-formed id no record has
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)

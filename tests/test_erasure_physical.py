@@ -27,6 +27,8 @@ from memwarden.memory.codec import stored_metadata, to_metadata
 from memwarden.memory.embeddings import HashingEmbedding, embed_many
 from memwarden.core.records import MemoryRecord, record_id
 
+pytestmark = pytest.mark.integration
+
 DIM = 64
 POLICY = """
 p, clinician, ward3/**, write
@@ -167,6 +169,8 @@ def test_compact_directory_cleans_up_after_plain_deletes(tmp_path: Path) -> None
 # -- ChromaBackend.purge ----------------------------------------------------------------------
 
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_purge_leaves_no_copy_and_keeps_everything_else(tmp_path: Path) -> None:
     path = tmp_path / "chroma"
     backend, canary, other = _store(path, 1000, 1000)
@@ -204,6 +208,7 @@ def test_purge_leaves_no_copy_and_keeps_everything_else(tmp_path: Path) -> None:
     assert find_remnants(path, _texts(canary), canary[3], exclude=_texts(other)).clean
 
 
+@pytest.mark.system
 def test_purge_by_rebuild_gives_the_same_guarantees(tmp_path: Path) -> None:
     path = tmp_path / "chroma"
     backend, canary, other = _store(path, 300, 300)
@@ -245,6 +250,7 @@ def test_purge_falls_back_to_rebuild_when_another_client_shares_the_store(tmp_pa
     other_client.close()
 
 
+@pytest.mark.slow
 def test_half_the_store_churned_away(tmp_path: Path) -> None:
     """50% churn in rounds, interleaved with new writes: every survivor stays reachable."""
     path = tmp_path / "chroma"
@@ -300,6 +306,8 @@ def _seed(mem: Memory, writer: Principal, texts: list[str], namespace: tuple[str
     return [r.id for r in records]
 
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_session_erase_leaves_no_copy_anywhere(tmp_path: Path) -> None:
     """Memory.open + Session.erase: no text or vector of the erased records is left anywhere
     under the memory directory (Chroma store, audit log, tombstones), for no client, before

@@ -18,6 +18,8 @@ from memwarden import AccessDenied, InvalidRequest, Memory, Principal, Status, W
 from memwarden.integrations.binding import bind_principal
 from memwarden.memory.embeddings import HashingEmbedding
 
+pytestmark = pytest.mark.integration
+
 POLICY = """
 p, physician, ward3/**, read
 p, physician, ward3/**, write

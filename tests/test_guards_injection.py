@@ -36,6 +36,8 @@ from memwarden.core.records import Kind, MemoryRecord, Principal
 from memwarden.policies.subjects import Subjects
 from memwarden.core.namespace import canonical_namespace, namespace_text
 
+pytestmark = pytest.mark.unit
+
 DET = InjectionDetector()
 RULES = inj._rule_set().rules
 CTX = ValidationContext(Principal("w", roles=["r"]), Subjects("w", frozenset({"r"})))
@@ -338,6 +340,7 @@ _ANCHORED = [(i, rule.starts) for i, rule in enumerate(RULES) if rule.starts]
 @settings(max_examples=400, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
+@pytest.mark.slow
 def test_anchored_rules_find_what_a_search_finds(data: st.DataObject) -> None:
     # Property: for a rule with start literals, an anchored match at each occurrence of one
     # finds a match exactly when a search of the whole text does. The text is a match of the

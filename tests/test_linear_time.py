@@ -11,7 +11,6 @@ leet word 2.5 s, and the heartbeat of another principal ran 5.4 s late.
 from __future__ import annotations
 
 import hashlib
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,16 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill
+from memwarden import Memory, Principal, WriteRejected
+from memwarden.guards import injection as inj
+from memwarden.guards.judge import _json_object
+from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.orchestrator.worker import _unfenced
 
-from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill  # noqa: E402
-from memwarden import Memory, Principal, WriteRejected  # noqa: E402
-from memwarden.guards import injection as inj  # noqa: E402
-from memwarden.guards.judge import _json_object  # noqa: E402
-from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
-from memwarden.orchestrator.worker import _unfenced  # noqa: E402
+pytestmark = pytest.mark.unit
 
 BOUND = 0.200  # seconds of CPU time per 32 KB text
 
@@ -44,6 +41,7 @@ def _cpu(run, text: str) -> float:
 
 
 @pytest.mark.parametrize("category", sorted(TEXTS))
+@pytest.mark.slow
 def test_every_adversarial_32kb_text_is_scanned_within_the_bound(category: str) -> None:
     DET.scan("warm-up: the rule set and the cue index are built on first use")
     texts = TEXTS[category]
@@ -94,6 +92,7 @@ SLOW_WRITES = [TEXTS["encodings"]["ascii85 opened"], TEXTS["leetspeak"]["digit s
                TEXTS["links"]["image links"], TEXTS["encodings"]["base64"]] * 2
 
 
+@pytest.mark.integration
 def test_a_slow_write_never_holds_up_another_principals_reads(tmp_path: Path) -> None:
     # Two threads on one Memory: alice writes adversarial 32 KB texts with the default
     # validator chain; bob reads a record every 100 ms. Reads take no write lock, RE2

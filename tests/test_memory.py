@@ -13,6 +13,8 @@ from memwarden.guards.validators import Outcome, Verdict
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.core.ops import MAX_CONTENT_CHARS, SearchOp, WriteOp
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob")
 CAROL = Principal("carol")

@@ -27,6 +27,8 @@ from memwarden.memory.partitioned import LAYOUT, PartitionedBackend, collection_
 from memwarden.core.records import MemoryRecord, Status, record_id
 from memwarden.policies.partitions import Coverage, Partition, Target
 
+pytestmark = pytest.mark.integration
+
 POLICY = """
 p, parent, home/**, read
 p, parent, home/**, write
@@ -363,6 +365,7 @@ def test_search_breadth_is_set_on_new_partitions_and_on_existing_ones_when_opene
         assert _breadth(_store(mem), part) == 40
 
 
+@pytest.mark.slow
 def test_a_wider_search_breadth_finds_more_of_the_true_nearest_rows(tmp_path: Path) -> None:
     """Random 384-d vectors are the hard case for HNSW: at a narrow breadth many of the true
     nearest rows are missed; the setting is what makes them found."""

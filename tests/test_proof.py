@@ -24,6 +24,8 @@ from memwarden.memory.receipts import verify_receipt
 from memwarden.memory.signing import PublicKeys
 from memwarden.memory.tombstones import tombstone_mark
 
+pytestmark = pytest.mark.integration
+
 CONTENT_CANARY = "CANARY-Zq7 patient p91 has a rare condition called canarytosis"
 DERIVED_CANARY = "CANARY-Xk2 canarytosis plan for the ward"
 UPDATED_CANARY = "CANARY-Wm5 canarytosis confirmed by biopsy"
@@ -222,6 +224,7 @@ def test_an_exported_log_verifies_with_the_public_key_alone(exported) -> None:
     assert verify_export(to_jsonl(rows, head), public, "log.jsonl", head).ok
 
 
+@pytest.mark.slow
 def test_changing_any_byte_of_an_exported_log_fails(exported) -> None:
     data, rows, head = exported
     public = _public(data)
