@@ -39,7 +39,7 @@ def rebuild(client: Any, collection: Any, ids: list[str], root: Path | None, bat
         expected = verify.survivors(collection)
         fresh = _copy_rows(client, collection, sorted(expected.ids), new_name, batch, report)
     with phase(report, "verify"):
-        problem = verify.check(fresh, expected, ids, exact=False)
+        problem = verify.check(fresh, expected, ids)
     if problem is not None:
         drop_collection(client, root, new_name)
         raise PurgeError(f"purge aborted: the copy failed its check ({problem}); nothing was swapped")
