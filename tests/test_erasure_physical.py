@@ -134,6 +134,7 @@ def _second_process(path: Path, ids, keep, vectors: np.ndarray, needle: str) -> 
 # -- the problem, shown with the same instruments ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_stock_chroma_keeps_deleted_rows_on_disk(tmp_path: Path) -> None:
     """Positive control: after a plain delete the scan finds the rows (so a clean scan later
     means something)."""

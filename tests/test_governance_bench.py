@@ -186,6 +186,7 @@ def test_quick_run_memwarden_leaks_nothing_unauthorised(quick_result: dict) -> N
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_quick_run_memwarden_leaks_nothing_deleted(quick_result: dict) -> None:
     assert quick_result["overall"]["memwarden"]["deleted_leaked_memories"] == 0
 

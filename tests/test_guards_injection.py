@@ -301,6 +301,7 @@ PREFILTER_TEXTS = ([m[1] for m in MALICIOUS] + NEAR_MISSES[:10]
 
 
 @pytest.mark.parametrize("text", PREFILTER_TEXTS)
+@pytest.mark.slow
 def test_prefilter_is_sound(text: str) -> None:
     fast = set(DET._match_all(fold(text), text)) - {"exfiltration", "exfil-link"}
     assert fast == _brute_force(text)

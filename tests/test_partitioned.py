@@ -233,6 +233,7 @@ def test_another_depth_is_refused_unless_repartitioned_and_an_interrupted_migrat
         assert not [n for n in names if n.startswith("mw2-")]
 
 
+@pytest.mark.slow
 def test_an_erasure_across_partitions_cut_short_is_finished_on_the_next_open(
         tmp_path: Path, policy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "m"
@@ -316,6 +317,7 @@ def test_bad_settings_are_refused_before_anything_is_stored(tmp_path: Path, poli
     assert not (tmp_path / "m" / "chroma").exists()
 
 
+@pytest.mark.slow
 def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_path: Path, policy: Path) -> None:
     """The write path's subject index loads a subject through the lexical index: one Chroma
     read per partition that holds it, the same rows as a filtered read of every partition,

@@ -215,6 +215,7 @@ def _no_secret_in(value: object, secrets: dict[str, str]) -> None:
 @pytest.mark.parametrize("namespace", REFUSED + ELSEWHERE + ["", (), "mem", "mem/alice"],
                          ids=[repr(n)[:40] for n in REFUSED + ELSEWHERE + ["", (), "mem", "mem/alice"]])
 @pytest.mark.integration
+@pytest.mark.slow
 def test_no_leak_end_to_end(world, namespace: object) -> None:
     mem, alice, bob, secrets, own = world
     refused = namespace in REFUSED

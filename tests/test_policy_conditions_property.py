@@ -292,6 +292,7 @@ def test_removing_a_rule_or_narrowing_an_allow_never_grants() -> None:
     assert stats["revoked"] > 50, stats
 
 
+@pytest.mark.slow
 def test_pushdown_filter_agrees_with_the_reference_model() -> None:
     stats = Counter()
 
@@ -339,6 +340,7 @@ LINT_EXAMPLES = [
 ]
 
 
+@pytest.mark.slow
 def test_lint_findings_with_conditions_are_safe_to_remove() -> None:
     removable = {"duplicate-rule", "shadowed-allow", "shadowed-review", "redundant-allow", "redundant-review",
                  "redundant-deny", "unused-deny", "unsatisfiable-condition"}

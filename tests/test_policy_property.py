@@ -283,6 +283,7 @@ def test_decide_agrees_with_reference_model() -> None:
     assert stats["allow"] > total * 0.1 and stats["deny"] > total * 0.3, stats
 
 
+@pytest.mark.slow
 def test_scope_contains_agrees_with_decide() -> None:
     stats = Counter()
 
@@ -342,6 +343,7 @@ def test_removing_an_allow_or_review_rule_never_grants_and_adding_a_deny_never_g
     assert stats["revoked"] > 50, stats
 
 
+@pytest.mark.slow
 def test_pushdown_filter_agrees_with_decide() -> None:
     stats = Counter()
 

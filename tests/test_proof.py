@@ -129,6 +129,7 @@ def test_changing_any_byte_of_a_receipt_fails(store, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("edit", ["count", "subject", "leaf dropped", "leaves reordered", "extra field",
                                   "signature removed", "key id"])
+@pytest.mark.slow
 def test_an_edited_receipt_fails(store, edit: str) -> None:
     data, receipt, _ = store
     doc = _receipt_doc(receipt)
@@ -254,6 +255,7 @@ def _lines(rows, head) -> list[str]:
 
 
 @pytest.mark.parametrize("cut", ["first", "middle", "last", "all", "reordered", "duplicated"])
+@pytest.mark.slow
 def test_dropped_or_reordered_entries_fail(exported, cut: str) -> None:
     data, rows, head = exported
     lines = _lines(rows, head)

@@ -277,6 +277,7 @@ SCENARIOS = {
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.slow
 def test_issue_attack(name: str, tmp_path: Path) -> None:
     harness = Harness(tmp_path)
     try:

@@ -215,12 +215,14 @@ _OLD_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 @settings(max_examples=1000, deadline=None, derandomize=True, database=None)
 @given(st.lists(st.sampled_from(list("abz019@$!|-. \n'_é") + ["ж", "A", "٣", "$0", "a1"]), max_size=24).map("".join))
+@pytest.mark.slow
 def test_leet_words_are_the_old_regexes_matches(text: str) -> None:
     assert [m.span() for m in _OLD_LEET.finditer(text)] == list(inj._leet_words(text)), repr(text)
 
 
 @settings(max_examples=1000, deadline=None, derandomize=True, database=None)
 @given(st.lists(st.sampled_from(["<~", "~>", "<", "~", ">", "a", " ", "\n"]), max_size=16).map("".join))
+@pytest.mark.slow
 def test_ascii85_blobs_are_the_old_regexes_matches(text: str) -> None:
     assert [m.group(0) for m in _OLD_A85.finditer(text)] == list(inj._ascii85_blobs(text)), repr(text)
 

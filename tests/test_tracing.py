@@ -461,6 +461,7 @@ def test_cli_demo_reports_an_unreachable_receiver(tmp_path: Path, capsys: pytest
     assert "could not be delivered" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_cli_demo_rejects_a_bad_url(capsys: pytest.CaptureFixture[str]) -> None:
     from memwarden.cli import main
 
