@@ -11,6 +11,7 @@ leet word 2.5 s, and the heartbeat of another principal ran 5.4 s late.
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,12 +19,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill
-from memwarden import Memory, Principal, WriteRejected
-from memwarden.guards import injection as inj
-from memwarden.guards.judge import _json_object
-from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.orchestrator.worker import _unfenced
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill  # noqa: E402
+from memwarden import Memory, Principal, WriteRejected  # noqa: E402
+from memwarden.guards import injection as inj  # noqa: E402
+from memwarden.guards.judge import _json_object  # noqa: E402
+from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
+from memwarden.orchestrator.worker import _unfenced  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
