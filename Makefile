@@ -1,14 +1,16 @@
 # The two commands of the README. Each creates .venv and installs into it what it needs, again
 # only when pyproject.toml changes, then runs: `make demo` the runtime dependencies alone,
 # `make test` the test extras as well (on top of the runtime ones, so switching between the
-# two never reinstalls anything already there).
+# two never reinstalls anything already there). `make test` is what CI runs: the lint and
+# layer checks, then every test. `make test-fast` is for development: unit and integration
+# tests that are not slow (no processes, browsers or trace UI); see README "Development".
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 TEST_STAMP    := $(VENV)/.installed-test
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test test-fast lint install install-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +31,17 @@ install-test: $(TEST_STAMP)
 demo: $(RUNTIME_STAMP)
 	$(BIN)/memwarden demo
 
-test: $(TEST_STAMP)
+# ruff (pyproject.toml [tool.ruff]) and the import graph: no cycle, no upward import, no
+# module over 500 lines without a reason (tests/test_layers.py).
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q tests/test_layers.py
+
+test: lint
 	$(BIN)/python -m pytest -q
+
+test-fast: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q -m "not system and not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

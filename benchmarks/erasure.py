@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memwarden.memory.backends import ChromaBackend  # noqa: E402
-from memwarden.memory.compaction import _scan_texts, _text_fragments, find_remnants, fts_is_clean  # noqa: E402
+from memwarden.memory.compaction.remnants import _scan_texts, _text_fragments, find_remnants, fts_is_clean  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "erasure.json"
 DIM = 384

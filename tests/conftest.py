@@ -1,13 +1,50 @@
-"""Shared fixtures: a real embedded Memory on a temporary directory, with a fast embedding."""
+"""Shared fixtures (a real embedded Memory on a temporary directory with a fast embedding, a
+Chroma server, a PostgreSQL cluster) and the test tiers.
+
+Tiers (registered in pyproject.toml): every test is marked ``unit``, ``integration`` or
+``system``, in its module's ``pytestmark`` or on the test; where a test carries several, the
+highest counts. A test without one is an error, and a test whose tier is ``unit`` fails if it
+opens a Chroma client or starts a process, so that ``make test-fast`` selects what it says.
+"""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from memwarden import Memory
 from memwarden.memory.embeddings import HashingEmbedding
+
+TIERS = ("unit", "integration", "system")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse a test that has no tier."""
+    untiered = [item.nodeid for item in items if not any(item.get_closest_marker(t) for t in TIERS)]
+    if untiered:
+        raise pytest.UsageError("tests without a tier marker (unit, integration or system; see tests/conftest.py): "
+                                + ", ".join(untiered[:20]) + (" ..." if len(untiered) > 20 else ""))
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``unit`` test (no higher tier) that opens a Chroma client or starts a process fails,
+    naming the tier it needs."""
+    if any(request.node.get_closest_marker(t) for t in TIERS[1:]):
+        return
+    import chromadb
+
+    def refuse(what: str, tier: str):
+        def call(*args, **kwargs):
+            raise AssertionError(f"{request.node.nodeid} is marked unit but {what}: mark it {tier}")
+        return call
+
+    for name in ("PersistentClient", "HttpClient", "EphemeralClient", "Client"):
+        monkeypatch.setattr(chromadb, name, refuse(f"opens a Chroma client (chromadb.{name})", "integration"))
+    monkeypatch.setattr(subprocess, "Popen", refuse("starts a process", "system"))
+
 
 HOSPITAL = """
 p, physician, ward3/patients/**, read

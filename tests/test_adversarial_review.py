@@ -21,6 +21,8 @@ from memwarden.core.schema import LESSONS_NAMESPACE
 from memwarden.memory import tracing
 from memwarden.memory.embeddings import HashingEmbedding
 
+pytestmark = pytest.mark.integration
+
 POLICY = """
 p, owner, team/**, read
 p, owner, team/**, write

@@ -22,6 +22,8 @@ from memwarden.core.errors import AuditError
 from memwarden.memory.audit import GENESIS, KEY_FILE, AuditLog, VerifyReport, _digest
 from memwarden.memory.audit_checks import entry_mac
 
+pytestmark = pytest.mark.unit
+
 N = 6
 
 

@@ -20,6 +20,8 @@ from memwarden.cli import main
 from memwarden.core.errors import AuditError
 from memwarden.memory.audit import AuditLog
 
+pytestmark = pytest.mark.unit
+
 N = 6
 
 

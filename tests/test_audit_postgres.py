@@ -14,6 +14,8 @@ from memwarden.cli import main
 from memwarden.core.errors import AuditError
 from memwarden.memory.audit import AuditLog
 
+pytestmark = pytest.mark.integration
+
 APPENDER = """
 import sys
 from memwarden.memory.audit import AuditLog
@@ -30,6 +32,8 @@ def key(tmp_path: Path) -> Path:
     return tmp_path / "audit.key"
 
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_four_processes_append_to_one_linear_chain(pg_url: str, key: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", APPENDER, pg_url, str(key), f"w{w}", "150"]) for w in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0] * 4
@@ -120,6 +124,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+@pytest.mark.system
 def test_unflushed_entries_survive_a_killed_process(store: str, request: pytest.FixtureRequest, tmp_path: Path,
                                                    key: Path) -> None:
     """A read's entry is committed without waiting for the disk; a kill -9 right after the

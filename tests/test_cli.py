@@ -13,12 +13,16 @@ import pytest
 from memwarden import Memory, Principal
 from memwarden.cli import main
 
+pytestmark = pytest.mark.integration
+
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "memwarden.cli", *args], capture_output=True, text=True,
                           timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_policy_check_prints_decision_and_rule() -> None:
     denied = _cli("policy", "check", "--policy", "hospital", "--principal", "carol", "--action", "read",
                   "--namespace", "ward3/patients/p12")
@@ -32,6 +36,7 @@ def test_policy_check_prints_decision_and_rule() -> None:
     assert bad.returncode == 2 and "reserved" in bad.stdout
 
 
+@pytest.mark.system
 def test_policy_lint_reports_problems(tmp_path: Path) -> None:
     policy = tmp_path / "p.csv"
     policy.write_text("p, nurse, ward/**, read\np, nurse, ward/**, read\np, nurse, ward/**/x, read\n", encoding="utf-8")

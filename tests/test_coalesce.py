@@ -17,6 +17,8 @@ from memwarden.memory.journal import ErasureJournal
 from memwarden.memory.tombstones import Tombstones
 from memwarden.policies.engine import PolicyEngine
 
+pytestmark = pytest.mark.integration
+
 
 class CountingBackend:
     """A real embedded Chroma backend that counts upserts and can be told to fail them."""

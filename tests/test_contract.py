@@ -9,6 +9,8 @@ from langgraph.store.base import BaseStore
 
 from tests.conftest import HOSPITAL
 
+pytestmark = pytest.mark.integration
+
 
 def test_design_snippet_runs_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

@@ -28,6 +28,8 @@ from memwarden.core.records import record_id
 from memwarden.policies.sources import SQLPolicyStore
 from tests.conftest import HOSPITAL
 
+pytestmark = pytest.mark.system
+
 TOTAL, BATCH, KILL_AFTER = 250, 50, 75  # killed while the second batch is being audited
 
 WRITER = """
@@ -119,6 +121,7 @@ def _state(mem: Memory, tag: str) -> tuple[dict, Counter, set[str]]:
 
 
 @pytest.mark.parametrize("mode", ["embedded", "server"])
+@pytest.mark.slow
 def test_kill_9_mid_batch_then_retry(mode: str, tmp_path: Path, policy_file: Path, request: pytest.FixtureRequest) -> None:
     setup = _Setup(mode, tmp_path, policy_file, request)
     proc = setup.writer(kill_after=KILL_AFTER)

@@ -20,6 +20,8 @@ from memwarden.cli import main
 from memwarden.memory.datadir import FORMAT_FILE, FORMAT_VERSION, LOCK_FILE, DataDir, Migration
 from memwarden.memory.embeddings import HashingEmbedding
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice")
 EMBEDDING = HashingEmbedding()
 
@@ -53,6 +55,8 @@ def _written(root: Path, policy: Path, text: str) -> str:
 
 # -- the lock ------------------------------------------------------------------------------
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_a_second_process_is_refused_with_the_holders_pid(tmp_path: Path, policy_file: Path) -> None:
     root = tmp_path / "data"
     _written(root, policy_file, "Patient 1 is stable")
@@ -79,6 +83,8 @@ def test_the_same_process_cannot_open_one_directory_twice(tmp_path: Path, policy
     _open(tmp_path / "data", policy_file).close()
 
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_kill_9_of_the_holder_releases_the_lock(tmp_path: Path, policy_file: Path) -> None:
     root = tmp_path / "data"
     _written(root, policy_file, "Patient 1 is stable")
@@ -100,6 +106,8 @@ def test_a_failed_open_releases_the_lock(tmp_path: Path, policy_file: Path) -> N
 
 # -- read-only -----------------------------------------------------------------------------
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_read_only_opens_share_and_refuse_every_change(tmp_path: Path, policy_file: Path) -> None:
     root = tmp_path / "data"
     rid = _written(root, policy_file, "Patient 1 is stable")

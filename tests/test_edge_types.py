@@ -29,6 +29,8 @@ from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.orchestrator import ReactAgent, Team, Worker
 from tests.conftest import HOSPITAL
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice", roles=["physician"])
 MISSING = "mem_" + "0" * 32  # a well-formed id no record has
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -123,6 +125,7 @@ def _session_call(mem: Memory, method: str, args: dict[str, Any]) -> Callable[[]
 @pytest.mark.parametrize("method", sorted(SESSION_CALLS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
+@pytest.mark.slow
 def test_session_methods_raise_only_memwarden_errors_naming_the_argument(mem: Memory, method: str,
                                                                          data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(SESSION_CALLS[method])), label="argument")

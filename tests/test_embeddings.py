@@ -25,6 +25,8 @@ from memwarden.memory.embeddings import (
     embedder_name,
 )
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 
 # Lengths from 1 to ~60 words so that batches of 32 mix short and long texts.
@@ -89,12 +91,14 @@ class TestMiniLM:
         )
         assert cosine(query, target) > cosine(query, unrelated) + 0.25
 
+    @pytest.mark.slow
     def test_batch_equals_one_by_one(self, minilm: MiniLMEmbedding) -> None:
         # More texts than one batch, in an order that length-sorting has to undo.
         batched = minilm.embed_documents_array(VARIED)
         single = np.stack([minilm.embed_documents_array([text])[0] for text in VARIED])
         np.testing.assert_allclose(batched, single, atol=1e-5)
 
+    @pytest.mark.slow
     def test_batch_size_does_not_change_vectors(self, minilm: MiniLMEmbedding) -> None:
         small_batches = MiniLMEmbedding(batch_size=5).embed_documents_array(VARIED)
         np.testing.assert_allclose(minilm.embed_documents_array(VARIED), small_batches, atol=1e-5)
@@ -162,6 +166,7 @@ class TestMiniLM:
         with pytest.raises(RuntimeError, match="missing"):
             MiniLMEmbedding().load()
 
+    @pytest.mark.system
     def test_loads_with_network_blocked(self) -> None:
         code = textwrap.dedent(
             """
@@ -323,6 +328,7 @@ class TestHashing:
             ["Soccer practice moved to Wednesday", "Buy milk"]
         ))
 
+    @pytest.mark.system
     def test_same_vectors_in_another_process(self) -> None:
         # str hash() is salted per process; a hashing embedding built on it would fail here.
         code = "from memwarden.memory.embeddings import HashingEmbedding as H; print(H(32).embed_query('budget review'))"
@@ -344,6 +350,7 @@ class TestHashing:
             HashingEmbedding(0)
 
 
+@pytest.mark.system
 def test_module_does_not_import_onnxruntime_until_needed() -> None:
     code = (
         "import sys; import memwarden.memory.embeddings as e; "

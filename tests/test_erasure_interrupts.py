@@ -24,6 +24,8 @@ from memwarden import Memory, Principal, Status
 from memwarden.integrations.flows import build_flows
 from memwarden.memory.embeddings import HashingEmbedding
 
+pytestmark = pytest.mark.system
+
 POLICY = """
 p, physician, ward3/**, read
 p, physician, ward3/**, write
@@ -43,7 +45,7 @@ PHASES = [
     ("pending-entry", "memwarden.memory.audit:AuditLog.append", "after"),
     ("tombstones", "memwarden.memory.tombstones:Tombstones.add", "after"),
     ("holds", "memwarden.memory.partitioned:PartitionedBackend.update_metadata", "after"),
-    ("purge-marker", "memwarden.memory.compaction:_write_marker", "after"),
+    ("purge-marker", "memwarden.memory.compaction.marker:write", "after"),
     ("physical-purge", "memwarden.memory.compaction:purge_collection", "before"),
     ("lexical-scrub", "memwarden.memory.lexical:LexicalIndex.replace_rows", "before"),
     ("final-entry", "memwarden.memory.audit:AuditLog.append", "before-final"),
@@ -141,6 +143,7 @@ def _check(data: Path, policy: Path) -> None:
 
 @pytest.mark.parametrize("mode", ["kill", "interrupt"])
 @pytest.mark.parametrize("phase, target, when", PHASES, ids=[p[0] for p in PHASES])
+@pytest.mark.slow
 def test_an_interrupted_erasure_is_finished_and_never_reads_as_done(
         prepared: tuple[Path, Path], tmp_path: Path, phase: str, target: str, when: str, mode: str) -> None:
     template, policy = prepared

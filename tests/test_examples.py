@@ -20,6 +20,8 @@ from rich.console import Console
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.orchestrator import Scorecard
 
+pytestmark = pytest.mark.integration
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -162,6 +164,7 @@ def test_recall(tmp_path: Path) -> None:
     assert "audit chain verified: True" in out.getvalue()
 
 
+@pytest.mark.slow
 def test_scale(tmp_path: Path) -> None:
     out = io.StringIO()
     got = _load("scale").run_scale(tmp_path / "data", Console(file=out, width=160), embedding=HashingEmbedding(),

@@ -21,6 +21,8 @@ from memwarden.integrations.flows import build_flows
 from memwarden.integrations.flows_html import render_html
 from memwarden.integrations.flows_terminal import render_table
 
+pytestmark = pytest.mark.unit
+
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob")
 CAROL = Principal("carol")
@@ -47,6 +49,7 @@ def ward(mem: Memory) -> dict[str, str]:
     return {"r1": r1.id, "r2": r2.id, "r3": r3.id, "r4": r4.id, "r1b": r1b.id}
 
 
+@pytest.mark.integration
 def test_flows_follow_writers_readers_and_removals(mem: Memory, ward: dict[str, str]) -> None:
     report = build_flows(mem.audit_log.entries(), verify=mem.audit_log.verify())
     flows = {f.id: f for f in report.records}
@@ -100,6 +103,7 @@ def test_a_replayed_write_is_not_a_second_write() -> None:
     assert [a.seq for a in flow.writers] == [1]
 
 
+@pytest.mark.integration
 def test_terminal_table(mem: Memory, ward: dict[str, str]) -> None:
     console = Console(record=True, width=200)
     render_table(build_flows(mem.audit_log.entries(), verify=mem.audit_log.verify()), console)
@@ -179,6 +183,8 @@ def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[bytes]:
 @pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,
                     reason=f"{CHROMIUM} is not installed (apt-get install -y chromium) so the HTML page "
                            "cannot be rendered")
+@pytest.mark.system
+@pytest.mark.slow
 def test_flow_page_renders_in_headless_chromium(mem: Memory, ward: dict[str, str], tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     page = tmp_path / "flows.html"

@@ -18,6 +18,8 @@ from memwarden import AccessDenied, InvalidRequest, Memory, Principal, Status, W
 from memwarden.integrations.binding import bind_principal
 from memwarden.memory.embeddings import HashingEmbedding
 
+pytestmark = pytest.mark.integration
+
 POLICY = """
 p, physician, ward3/**, read
 p, physician, ward3/**, write
@@ -158,6 +160,7 @@ def test_a_tombstone_confirms_no_erasure_outside_the_writers_scope(mem: Memory) 
     assert mem.session(SAM).write(text, "elsewhere/p12", subjects=["p12"]).status is Status.ACTIVE
 
 
+@pytest.mark.slow
 def test_get_of_a_hidden_id_costs_what_a_missing_one_costs(tmp_path: Path) -> None:
     policy = tmp_path / "policy.csv"
     policy.write_text(POLICY, encoding="utf-8")

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from benchmarks import governance
+from benchmarks import governance_scenarios as gs
+from memwarden import InvalidRequest
+from memwarden.policies.engine import PolicyEngine
+from memwarden.policies.loading import parse_policy_text
+from memwarden.core.namespace import canonical_namespace
 
-from benchmarks import governance  # noqa: E402
-from benchmarks import governance_scenarios as gs  # noqa: E402
-from memwarden import InvalidRequest  # noqa: E402
-from memwarden.policies.engine import PolicyEngine  # noqa: E402
-from memwarden.policies.loading import parse_policy_text  # noqa: E402
-from memwarden.core.namespace import canonical_namespace  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.unit
 
 
 # -- generator ---------------------------------------------------------------------------
@@ -165,6 +165,8 @@ def quick_result(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return json.loads((out / "governance.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_quick_run_memwarden_leaks_nothing_unauthorised(quick_result: dict) -> None:
     overall = quick_result["overall"]
     mw, chroma = overall["memwarden"], overall["chroma"]
@@ -183,10 +185,13 @@ def test_quick_run_memwarden_leaks_nothing_unauthorised(quick_result: dict) -> N
     assert not mw["deleted_leak_causes"]
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_quick_run_memwarden_leaks_nothing_deleted(quick_result: dict) -> None:
     assert quick_result["overall"]["memwarden"]["deleted_leaked_memories"] == 0
 
 
+@pytest.mark.system
 def test_runs_as_a_script() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "governance.py"), "--help"],
                           capture_output=True, text=True, timeout=120)

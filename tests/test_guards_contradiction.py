@@ -14,6 +14,8 @@ from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.core.records import Kind, MemoryRecord, Principal as P, Status
 from memwarden.policies.subjects import Subjects
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(("a", "b", "expected"), [
     # negation flips, five languages
@@ -116,6 +118,7 @@ g, olga, outsider
 """
 
 
+@pytest.mark.integration
 def test_real_memory_compares_only_what_the_writer_may_read(tmp_path: Path) -> None:
     policy = tmp_path / "policy.csv"
     policy.write_text(POLICY, encoding="utf-8")

@@ -21,6 +21,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage
 
 from memwarden.core.errors import InvalidRequest
+from memwarden.guards import folding
 from memwarden.guards import injection as inj
 from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.injection import InjectionDetector, fold
@@ -34,6 +35,8 @@ from memwarden.memory.caches import LessonCache
 from memwarden.core.records import Kind, MemoryRecord, Principal
 from memwarden.policies.subjects import Subjects
 from memwarden.core.namespace import canonical_namespace, namespace_text
+
+pytestmark = pytest.mark.unit
 
 DET = InjectionDetector()
 RULES = inj._rule_set().rules
@@ -298,6 +301,7 @@ PREFILTER_TEXTS = ([m[1] for m in MALICIOUS] + NEAR_MISSES[:10]
 
 
 @pytest.mark.parametrize("text", PREFILTER_TEXTS)
+@pytest.mark.slow
 def test_prefilter_is_sound(text: str) -> None:
     fast = set(DET._match_all(fold(text), text)) - {"exfiltration", "exfil-link"}
     assert fast == _brute_force(text)
@@ -337,6 +341,7 @@ _ANCHORED = [(i, rule.starts) for i, rule in enumerate(RULES) if rule.starts]
 @settings(max_examples=400, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
+@pytest.mark.slow
 def test_anchored_rules_find_what_a_search_finds(data: st.DataObject) -> None:
     # Property: for a rule with start literals, an anchored match at each occurrence of one
     # finds a match exactly when a search of the whole text does. The text is a match of the
@@ -385,7 +390,7 @@ def test_every_view_gets_the_rules_a_brute_force_scan_finds(text: str) -> None:
 
 def _plain_fold_spacing(text: str) -> str:
     """fold()'s whitespace handling as first written: both regexes, always."""
-    text = inj._NON_ASCII_RUN.sub(lambda m: inj._fold_run(m.group(0)), text) if not text.isascii() else text
+    text = folding._NON_ASCII_RUN.sub(lambda m: folding.fold_run(m.group(0)), text) if not text.isascii() else text
     text = re.sub(r"[^\S\n]{2,}|[^\S \n]", " ", text.lower().replace("`", "'"))
     return re.sub(r"(?: \n|\n[ \n])[ \n]*", "\n", text).strip()
 

@@ -17,6 +17,8 @@ from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.core.records import Kind, MemoryRecord, Principal as P, Source, Status
 from memwarden.policies.subjects import Subjects
 
+pytestmark = pytest.mark.unit
+
 CTX = ValidationContext(P("w", roles=["r"]), Subjects("w", frozenset({"r"})))
 
 
@@ -110,6 +112,7 @@ def guarded(tmp_path: Path):
     memory.close()
 
 
+@pytest.mark.integration
 def test_injection_is_rejected_with_verdicts(guarded: Memory) -> None:
     mallory = guarded.session(Principal("mallory"))
     with pytest.raises(WriteRejected) as info:
@@ -119,6 +122,7 @@ def test_injection_is_rejected_with_verdicts(guarded: Memory) -> None:
     assert info.value.verdicts[0].outcome is Outcome.REJECT
 
 
+@pytest.mark.integration
 def test_tool_content_in_shared_namespace_is_quarantined_and_invisible(guarded: Memory) -> None:
     alice = guarded.session(Principal("alice"))
     kept = alice.write("Potassium 4.1 mmol/L for p12 this morning", namespace=SHARED, subjects=["p12"], source="tool")
@@ -129,6 +133,7 @@ def test_tool_content_in_shared_namespace_is_quarantined_and_invisible(guarded: 
     assert normal.id in ids and kept.id not in ids
 
 
+@pytest.mark.integration
 def test_contradiction_quarantines_in_a_real_memory(guarded: Memory) -> None:
     alice = guarded.session(Principal("alice"))
     alice.write("Patient p12 is allergic to penicillin", namespace=SHARED, subjects=["p12"])
@@ -137,6 +142,7 @@ def test_contradiction_quarantines_in_a_real_memory(guarded: Memory) -> None:
     assert flipped.status is Status.QUARANTINED
 
 
+@pytest.mark.integration
 def test_benign_near_misses_pass_the_whole_chain(guarded: Memory) -> None:
     alice = guarded.session(Principal("alice"))
     for text in ("The patient said: forget what I said earlier, the pain is in the left knee.",

@@ -14,11 +14,14 @@ from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import PolicyError, parse_policy_text
 from memwarden.policies.tools import explain
 
+pytestmark = pytest.mark.unit
+
 WARD = ("ward3", "patients", "p12")
 
 
 # -- the attack: a look-alike of alice signs up -----------------------------------------------------
 
+@pytest.mark.integration
 def test_a_fullwidth_alice_is_refused_not_folded_into_alice(mem: Memory) -> None:
     rec = mem.session(Principal("alice")).write("Patient 12 is allergic to penicillin", WARD, subjects=["p12"])
     # Before: the id folded to "alice", and this session read (and could erase) alice's records.
@@ -83,6 +86,7 @@ def test_a_bad_principal_raises_invalid_request_never_a_validation_error(call) -
 
 # -- the attack: a user named like a role -----------------------------------------------------------
 
+@pytest.mark.integration
 def test_a_principal_named_like_a_role_holds_none_of_its_rights(mem: Memory) -> None:
     rec = mem.session(Principal("alice")).write("Patient 12 is allergic to penicillin", WARD, subjects=["p12"])
     # Before: "privacy_officer" was a subject of its own, so this user erased everything about p12.
@@ -121,6 +125,7 @@ def test_a_declared_principal_keeps_its_own_rules_and_cannot_be_given_as_a_role(
         explain(engine, "mallory", ["lena"], "read", "home/kids/lena/diary")
 
 
+@pytest.mark.integration
 def test_an_unknown_principal_is_told_how_to_get_roles(tmp_path) -> None:
     with Memory.open(tmp_path / "d", policy="hospital", embedding=HashingEmbedding()) as mem:
         with pytest.raises(InvalidRequest, match=r"unknown principal 'zoe': it has no roles .* Give it roles: "

@@ -26,6 +26,8 @@ from memwarden.memory.keyfile import LESSONS_KEY_ENV, LESSONS_KEY_FILE, lessons_
 from memwarden.memory.lexical import INDEX_FILE
 from memwarden.core.schema import LESSONS_NAMESPACE
 
+pytestmark = pytest.mark.integration
+
 # The constant that keyed every store's sketches before stores had a key of their own.
 OLD_DEFAULT_KEY = b"memwarden-lessons-v1"
 # The bundled hospital policy (the privacy officer may erase ward3/** only, not the lessons'

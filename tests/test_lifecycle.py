@@ -12,6 +12,8 @@ import pytest
 from memwarden import AccessDenied, InvalidRequest, Memory, NotFound, Principal, Status, WriteRejected
 from memwarden.memory.embeddings import HashingEmbedding
 
+pytestmark = pytest.mark.integration
+
 POLICY = """
 p, staff, ward/**, read
 p, staff, ward/**, write

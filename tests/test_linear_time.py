@@ -31,6 +31,8 @@ from memwarden.guards.judge import _json_object  # noqa: E402
 from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
 from memwarden.orchestrator.worker import _unfenced  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 BOUND = 0.200  # seconds of CPU time per 32 KB text
 
 DET = inj.InjectionDetector()
@@ -45,6 +47,7 @@ def _cpu(run, text: str) -> float:
 
 
 @pytest.mark.parametrize("category", sorted(TEXTS))
+@pytest.mark.slow
 def test_every_adversarial_32kb_text_is_scanned_within_the_bound(category: str) -> None:
     DET.scan("warm-up: the rule set and the cue index are built on first use")
     texts = TEXTS[category]
@@ -101,6 +104,7 @@ CONTROL_WRITES = [fill(f"Ward round {i}: the patient slept well and ate breakfas
 HEARTBEATS = 24  # per arm at least
 
 
+@pytest.mark.integration
 def test_a_slow_write_never_holds_up_another_principals_reads(tmp_path: Path) -> None:
     # Two threads on one Memory: alice writes 32 KB texts with the default validator chain,
     # adversarial ones and ordinary ones in turn; bob reads a record every 100 ms. Reads take

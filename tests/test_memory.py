@@ -13,6 +13,8 @@ from memwarden.guards.validators import Outcome, Verdict
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.core.ops import MAX_CONTENT_CHARS, SearchOp, WriteOp
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob")
 CAROL = Principal("carol")
@@ -49,6 +51,7 @@ def test_retried_write_is_a_no_op(mem: Memory) -> None:
     ("ward3", "a\x00b"), ("ward3", "x\n"), ("ward3", "%2e%2e"), ("ward3", 7), "ward3/patients/", ("a",) * 9,
     ("ward3", "x" * 129), ("ward3", "*"),
 ])
+@pytest.mark.slow
 def test_bad_namespaces_are_refused_before_storage(mem: Memory, namespace: object) -> None:
     with pytest.raises(InvalidRequest):
         mem.session(ALICE).write("Patient 1 is fine", namespace)

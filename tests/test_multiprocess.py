@@ -4,6 +4,8 @@ linear and verifies, and a policy change is in force everywhere within the docum
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -15,6 +17,8 @@ from memwarden import Memory, Principal
 from memwarden.cli import main
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.policies.sources import DEFAULT_POLL, SQLPolicyStore
+
+pytestmark = pytest.mark.system
 
 WORKERS, WRITES, BATCH = 4, 1000, 100
 
@@ -59,6 +63,7 @@ def _listed(alice, namespace: tuple[str, ...], total: int) -> list:
             for h in alice.search(None, namespace, k=1000, offset=offset)]
 
 
+@pytest.mark.slow
 def test_four_processes_share_one_server_policy_and_audit(chroma_server, pg_url: str, tmp_path: Path) -> None:
     host, port = chroma_server
     tag = uuid.uuid4().hex[:8]

@@ -11,6 +11,8 @@ from memwarden.core.namespace import (
     MAX_DEPTH, MAX_LABEL_CHARS, canonical_label, canonical_namespace, namespace_text, split_namespace,
 )
 
+pytestmark = pytest.mark.unit
+
 # -- labels that are accepted, and their canonical form ---------------------------------------
 
 ACCEPTED = [

@@ -22,6 +22,8 @@ from memwarden.orchestrator import (
     tool_call, validate_result,
 )
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob", roles=["nurse"])
 CAROL = Principal("carol", roles=["billing_clerk"])

@@ -21,6 +21,8 @@ from memwarden.policies.engine import Clause, ReadScope
 from memwarden.policies.partitions import Coverage, Partition, classify, partition_of, plan
 from memwarden.policies.patterns import NamespacePattern
 
+pytestmark = pytest.mark.unit
+
 LABELS = "abc"
 ALPHABET = LABELS + "z"
 MAX_LEN = 5
@@ -69,6 +71,7 @@ def below(namespace: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
 
 @settings(max_examples=200, deadline=None)
 @given(scope=scopes, depth=st.integers(1, 3))
+@pytest.mark.slow
 def test_classification_is_exact_against_enumeration(scope: ReadScope, depth: int) -> None:
     members: dict[Partition, list[tuple[str, ...]]] = {}
     for ns in NAMESPACES:

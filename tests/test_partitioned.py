@@ -27,6 +27,8 @@ from memwarden.memory.partitioned import LAYOUT, PartitionedBackend, collection_
 from memwarden.core.records import MemoryRecord, Status, record_id
 from memwarden.policies.partitions import Coverage, Partition, Target
 
+pytestmark = pytest.mark.integration
+
 POLICY = """
 p, parent, home/**, read
 p, parent, home/**, write
@@ -231,6 +233,7 @@ def test_another_depth_is_refused_unless_repartitioned_and_an_interrupted_migrat
         assert not [n for n in names if n.startswith("mw2-")]
 
 
+@pytest.mark.slow
 def test_an_erasure_across_partitions_cut_short_is_finished_on_the_next_open(
         tmp_path: Path, policy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "m"
@@ -314,6 +317,7 @@ def test_bad_settings_are_refused_before_anything_is_stored(tmp_path: Path, poli
     assert not (tmp_path / "m" / "chroma").exists()
 
 
+@pytest.mark.slow
 def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_path: Path, policy: Path) -> None:
     """The write path's subject index loads a subject through the lexical index: one Chroma
     read per partition that holds it, the same rows as a filtered read of every partition,
@@ -347,7 +351,7 @@ def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_pat
 
 def _breadth(backend: PartitionedBackend, part: Partition) -> int | None:
     col = backend._client.get_collection(collection_name(backend.depth, part))
-    return compaction._hnsw_config(col).get("ef_search")
+    return compaction.hnsw_config(col).get("ef_search")
 
 
 def test_search_breadth_is_set_on_new_partitions_and_on_existing_ones_when_opened(tmp_path: Path, policy: Path) -> None:
@@ -363,6 +367,7 @@ def test_search_breadth_is_set_on_new_partitions_and_on_existing_ones_when_opene
         assert _breadth(_store(mem), part) == 40
 
 
+@pytest.mark.slow
 def test_a_wider_search_breadth_finds_more_of_the_true_nearest_rows(tmp_path: Path) -> None:
     """Random 384-d vectors are the hard case for HNSW: at a narrow breadth many of the true
     nearest rows are missed; the setting is what makes them found."""

@@ -26,8 +26,8 @@ URL = os.environ.get("MEMWARDEN_PHOENIX_URL", "").rstrip("/")
 PROJECT = "memwarden-demo"  # the demo files its traces under this Phoenix project
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(not URL, reason="set MEMWARDEN_PHOENIX_URL (e.g. http://127.0.0.1:6006) to a "
-                                                "running Phoenix, e.g. from `make dashboard`, to run this test")
+pytestmark = [pytest.mark.system, pytest.mark.skipif(not URL, reason="set MEMWARDEN_PHOENIX_URL (e.g. http://127.0.0.1:6006) to a "
+                                                "running Phoenix, e.g. from `make dashboard`, to run this test")]
 
 
 def _get(path: str, **query: object) -> dict:

@@ -7,10 +7,14 @@ internals, and they reach everything through their OpContext's public methods.
 
 from __future__ import annotations
 
+import pytest
+
 import ast
 from pathlib import Path
 
 import memwarden.memory.handlers as handlers_package
+
+pytestmark = pytest.mark.unit
 
 HANDLERS = sorted(Path(handlers_package.__file__).parent.glob("*.py"))
 # What a handler must never import: it would be a second way to decide, store, audit or trace.

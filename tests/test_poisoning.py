@@ -16,6 +16,8 @@ from memwarden.core.schema import LESSONS_NAMESPACE
 from memwarden.memory.memory import CORE
 from memwarden.core.records import Kind
 
+pytestmark = pytest.mark.integration
+
 POLICY = """
 p, staff, ward/**, read
 p, staff, ward/**, write
@@ -193,6 +195,7 @@ def test_f_colluders_among_3f_plus_1_reviewers_never_decide_alone(tmp_path: Path
         assert result.status is Status.ACTIVE and len(result.rejections) == f
 
 
+@pytest.mark.slow
 def test_a_review_that_times_out_fails_closed(tmp_path: Path) -> None:
     # A window wide enough for the first approval on a loaded machine; the test then waits
     # until just past it, whatever the write and the approval took.

@@ -10,22 +10,22 @@ tuning never sees the held-out source or its group. And the quick mode of
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.poisoning_corpus import report  # noqa: E402
-from benchmarks.poisoning_corpus.build import folded  # noqa: E402
-from benchmarks.poisoning_corpus.catalog import SOURCES, group_of  # noqa: E402
-from benchmarks.poisoning_corpus.defences import TODAY, apply, default_chain  # noqa: E402
-from benchmarks.poisoning_corpus.deploy import policy_problems  # noqa: E402
-from benchmarks.poisoning_corpus.loso import Defences, Run, TuningView  # noqa: E402
-from benchmarks.poisoning_corpus.records import DATA, CorpusRecord, load, load_corpus  # noqa: E402
-from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
+from benchmarks.poisoning_corpus import report
+from benchmarks.poisoning_corpus.build import folded
+from benchmarks.poisoning_corpus.catalog import SOURCES, group_of
+from benchmarks.poisoning_corpus.defences import TODAY, apply, default_chain
+from benchmarks.poisoning_corpus.deploy import policy_problems
+from benchmarks.poisoning_corpus.loso import Defences, Run, TuningView
+from benchmarks.poisoning_corpus.records import DATA, CorpusRecord, load, load_corpus
+from memwarden.memory.embeddings import HashingEmbedding
+
+pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +105,8 @@ def _tiny(corpus: dict[str, list[CorpusRecord]]) -> dict[str, list[CorpusRecord]
     return report.sample({s: corpus[s] for s in ("amemguard", "gen-facts", "gen-directives", "minja")}, 2)
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_tuning_never_sees_the_held_out_source_or_its_group(corpus) -> None:
     seen: list[tuple[str, ...]] = []
 
@@ -129,6 +131,8 @@ def test_tuning_never_sees_the_held_out_source_or_its_group(corpus) -> None:
     assert tuple(rows["gen-facts"].tuned_on) in seen
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_quick_mode_runs_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "corpus.json"
     assert report.main(["--quick", "--no-jailbreak", "--no-download", "--out", str(out)]) == 0

@@ -15,6 +15,8 @@ from memwarden.policies.loading import parse_policy_text
 from memwarden.core.namespace import MAX_LABEL_CHARS, canonical_namespace
 from memwarden.policies.tools import explain
 
+pytestmark = pytest.mark.unit
+
 CYRILLIC_ALICE = "\u0430lice"          # 'а' is U+0430 CYRILLIC SMALL LETTER A
 FULLWIDTH_ALICE = "\uff41\uff4c\uff49\uff43\uff45"   # ａｌｉｃｅ: as a label it folds to alice
 FULLWIDTH_BOB = "\uff42\uff4f\uff42"                # ｂｏｂ folds to bob
@@ -168,6 +170,7 @@ def test_policy_patterns_are_label_wise_never_glob_or_regex(pattern: str, hits: 
     "mem/**/x", "**/x", "**", "mem/./x", "mem/../bob", "mem/%2e%2e/bob", "mem//x", "mem/x/", "/mem",
     "mem/ali\u200bce/**", "mem/alice\u202e/**", "mem/ａlice/**", "mem/alice /**", "mem/a\\b",
 ])
+@pytest.mark.integration
 def test_malformed_policy_patterns_are_policy_errors(pattern: str, tmp_path: Path) -> None:
     with pytest.raises(PolicyError):
         parse_policy_text(f"p, alice, {pattern}, read")
@@ -211,6 +214,8 @@ def _no_secret_in(value: object, secrets: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("namespace", REFUSED + ELSEWHERE + ["", (), "mem", "mem/alice"],
                          ids=[repr(n)[:40] for n in REFUSED + ELSEWHERE + ["", (), "mem", "mem/alice"]])
+@pytest.mark.integration
+@pytest.mark.slow
 def test_no_leak_end_to_end(world, namespace: object) -> None:
     mem, alice, bob, secrets, own = world
     refused = namespace in REFUSED
@@ -244,6 +249,7 @@ def test_no_leak_end_to_end(world, namespace: object) -> None:
         assert rec.namespace[:2] == ("mem", "alice") and not refused
 
 
+@pytest.mark.integration
 def test_alice_sees_her_own_records_and_nothing_of_bobs(world) -> None:
     mem, alice, bob, secrets, own = world
     hits = alice.search("secret password alice bob", namespace=(), k=100)
@@ -254,6 +260,7 @@ def test_alice_sees_her_own_records_and_nothing_of_bobs(world) -> None:
     assert bob_hits and all(h.record.id in secrets for h in bob_hits)
 
 
+@pytest.mark.integration
 def test_get_update_forget_by_id_never_reveal_bobs_records(world) -> None:
     mem, alice, bob, secrets, own = world
     missing = "mem_" + "0" * 32
@@ -288,6 +295,7 @@ def test_spoofed_principals_are_refused(principal) -> None:
         principal()
 
 
+@pytest.mark.integration
 def test_look_alike_principal_is_refused(world) -> None:
     mem, alice, bob, secrets, own = world
     with pytest.raises(InvalidRequest, match="mixes Latin and Cyrillic letters"):

@@ -12,6 +12,8 @@ from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.tools import explain, lint
 
+pytestmark = pytest.mark.unit
+
 POLICY = """
 p, ingest, docs/**, write
 p, ingest, docs/**, claim, allow, source=tool|external

@@ -27,6 +27,8 @@ from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 from memwarden.policies.subjects import Subjects
 from memwarden.policies.tools import explain, lint
 
+pytestmark = pytest.mark.unit
+
 chromadb = pytest.importorskip("chromadb")
 
 
@@ -282,6 +284,7 @@ def test_bundled_conditional_decisions(policy: str, principal: str, action: str,
     assert decision.allowed is allowed, decision.explain()
 
 
+@pytest.mark.integration
 def test_bundled_reviews_depend_on_the_source_and_kind() -> None:
     hospital, office, home = PolicyEngine("hospital"), PolicyEngine("office"), PolicyEngine("household")
     assert explain(hospital, "bob", [], "write", "ward3/patients/p1", kind="fact", source="external", labels={}).review
@@ -413,6 +416,7 @@ def ward(tmp_path: Path):
 QUERY = "psychiatric assessment of mood and medication"
 
 
+@pytest.mark.integration
 def test_restricted_records_never_leave_the_store_and_k_authorised_hits_come_back(ward: Memory) -> None:
     alice, bob = ward.session(Principal("alice")), ward.session(Principal("bob"))
     restricted = [alice.write(f"{QUERY} note {i}", "ward3/patients/p12", labels={"sensitivity": "restricted"})
@@ -445,6 +449,7 @@ def test_restricted_records_never_leave_the_store_and_k_authorised_hits_come_bac
         bob.forget(alone.id)
 
 
+@pytest.mark.integration
 def test_rechecks_catch_what_the_filter_would_let_through(ward: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Defence in depth: with the pushdown disabled, the engine still withholds restricted records."""
     import memwarden.memory.handlers.search as memory_module
@@ -458,6 +463,7 @@ def test_rechecks_catch_what_the_filter_would_let_through(ward: Memory, monkeypa
     assert secret.id in {h.record.id for h in alice.search(QUERY, "ward3/patients", k=5)}
 
 
+@pytest.mark.integration
 def test_writes_are_checked_on_the_record_being_written(ward: Memory) -> None:
     bob, alice, portal = (ward.session(Principal(p)) for p in ("bob", "alice", "portal"))
     with pytest.raises(AccessDenied) as info:
@@ -510,6 +516,7 @@ def office(tmp_path: Path):
     memory.close()
 
 
+@pytest.mark.integration
 def test_an_update_cannot_escape_a_condition(office: Memory) -> None:
     cid, bea = office.session(Principal("cid")), office.session(Principal("bea"))
     mine = cid.write("Quarterly figures draft", "docs/q3")
@@ -538,6 +545,7 @@ def test_an_update_cannot_escape_a_condition(office: Memory) -> None:
     assert [v.content for v in cid.history(newest.id)] == ["Holiday list v1", "Holiday list v3"]
 
 
+@pytest.mark.integration
 def test_forget_erase_and_approve_apply_to_the_target_records(office: Memory) -> None:
     cid, bea, ben, dee, ian = (office.session(Principal(p)) for p in ("cid", "bea", "ben", "dee", "ian"))
     rule = bea.write("Expenses need two signatures", "docs/policy", kind="rule")
@@ -572,6 +580,7 @@ def test_forget_erase_and_approve_apply_to_the_target_records(office: Memory) ->
     assert ian.write("Canteen prices", "docs/menu", labels={"level": "ｐｕｂｌｉｃ"}).labels == {"level": "public"}
 
 
+@pytest.mark.integration
 def test_a_deny_on_not_equal_fails_closed_and_a_deny_on_equal_does_not(tmp_path: Path) -> None:
     """For deny rules the fail-closed spelling is '!=': records without the label, or with a
     misspelt value, are denied too. A deny on '=' lets them through (lint says so)."""
@@ -598,6 +607,7 @@ def test_a_deny_on_not_equal_fails_closed_and_a_deny_on_equal_does_not(tmp_path:
             assert {r.id for r in (public, unlabelled, misspelt, secret) if who.get(r.id) is not None} == expected
 
 
+@pytest.mark.integration
 def test_adversarial_label_values_and_names_at_the_memory_edge(ward: Memory) -> None:
     alice, bob = ward.session(Principal("alice")), ward.session(Principal("bob"))
     # full width folds to the real value, so it is restricted like the plain spelling
@@ -620,6 +630,7 @@ def test_adversarial_label_values_and_names_at_the_memory_edge(ward: Memory) -> 
     assert {h.record.id for h in bob.search(None, "ward3/patients", k=50)} == {odd.id, upper.id}
 
 
+@pytest.mark.integration
 def test_conditions_hold_against_a_chroma_server(chroma_server, tmp_path: Path) -> None:
     host, port = chroma_server
     with Memory.connect(host, port, policy="hospital", state=tmp_path / "state", embedding=HashingEmbedding()) as mem:
@@ -679,6 +690,7 @@ def attribute_collection(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.mark.parametrize("policy", ATTRIBUTE_POLICIES, ids=["policy0", "policy1"])
+@pytest.mark.integration
 def test_chroma_returns_exactly_what_decide_allows_with_conditions(attribute_collection, policy: str) -> None:
     col, records = attribute_collection
     engine = engine_for(policy)

@@ -9,6 +9,8 @@ deny). Every property must hold with 0 disagreements.
 
 from __future__ import annotations
 
+import pytest
+
 import itertools
 import random
 from collections import Counter
@@ -24,6 +26,8 @@ from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 from memwarden.policies.tools import lint
 # the same namespace and subject reference model
 from tests.test_policy_property import each_lint_example, engine_subjects, ref_holds, ref_match, ref_name
+
+pytestmark = pytest.mark.unit
 
 # -- the reference model (pure Python) ----------------------------------------------------------
 
@@ -207,6 +211,7 @@ def attributes(record):
 
 # -- properties ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_decide_agrees_with_the_reference_model_on_10000_requests() -> None:
     stats = Counter()
 
@@ -251,6 +256,7 @@ def test_decide_agrees_with_the_reference_model_on_10000_requests() -> None:
     assert stats["conditional"] > total * 0.2, stats
 
 
+@pytest.mark.slow
 def test_removing_a_rule_or_narrowing_an_allow_never_grants() -> None:
     """Removing an allow or review rule, adding a deny, or adding a term to an allow's
     condition never grants anything that was denied."""
@@ -286,6 +292,7 @@ def test_removing_a_rule_or_narrowing_an_allow_never_grants() -> None:
     assert stats["revoked"] > 50, stats
 
 
+@pytest.mark.slow
 def test_pushdown_filter_agrees_with_the_reference_model() -> None:
     stats = Counter()
 
@@ -333,6 +340,7 @@ LINT_EXAMPLES = [
 ]
 
 
+@pytest.mark.slow
 def test_lint_findings_with_conditions_are_safe_to_remove() -> None:
     removable = {"duplicate-rule", "shadowed-allow", "shadowed-review", "redundant-allow", "redundant-review",
                  "redundant-deny", "unused-deny", "unsatisfiable-condition"}
@@ -377,6 +385,7 @@ def _completions(record, unknown):
     return list(itertools.product(options["kind"], options["source"], options["roles"], options["labels"]))
 
 
+@pytest.mark.slow
 def test_unknown_attributes_are_decided_fail_closed() -> None:
     """With some attributes unknown (the policy tools), an allow holds for every record that
     could be meant; a deny that names no rule it depends on holds for every such record too."""

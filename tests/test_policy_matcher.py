@@ -15,6 +15,8 @@ from memwarden.policies.patterns import NamespacePattern, parse_pattern
 from memwarden.policies.subjects import Subjects
 from memwarden.policies.tools import LintFinding, covers, explain, lint, lint_text, overlaps
 
+pytestmark = pytest.mark.unit
+
 
 def ns(text: str) -> tuple[str, ...]:
     return canonical_namespace(text)

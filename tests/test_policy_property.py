@@ -19,6 +19,8 @@ from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 from memwarden.policies.tools import lint
 
+pytestmark = pytest.mark.unit
+
 # -- the reference model (pure Python, independent of memwarden) -------------------------------
 
 
@@ -238,6 +240,7 @@ def engine_for(rules, links):
 
 # -- properties -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_decide_agrees_with_reference_model() -> None:
     stats = Counter()
 
@@ -280,6 +283,7 @@ def test_decide_agrees_with_reference_model() -> None:
     assert stats["allow"] > total * 0.1 and stats["deny"] > total * 0.3, stats
 
 
+@pytest.mark.slow
 def test_scope_contains_agrees_with_decide() -> None:
     stats = Counter()
 
@@ -308,6 +312,7 @@ def test_scope_contains_agrees_with_decide() -> None:
     assert stats["in"] > 100 and stats["out"] > 100, stats
 
 
+@pytest.mark.slow
 def test_removing_an_allow_or_review_rule_never_grants_and_adding_a_deny_never_grants() -> None:
     stats = Counter()
 
@@ -338,6 +343,7 @@ def test_removing_an_allow_or_review_rule_never_grants_and_adding_a_deny_never_g
     assert stats["revoked"] > 50, stats
 
 
+@pytest.mark.slow
 def test_pushdown_filter_agrees_with_decide() -> None:
     stats = Counter()
 
@@ -395,6 +401,7 @@ def each_lint_example(prop, examples=LINT_EXAMPLES, decode_rule=decode_rule, dec
     return prop
 
 
+@pytest.mark.slow
 def test_lint_findings_are_safe_to_remove() -> None:
     """Removing every line lint calls duplicate, shadowed, redundant or unused never changes a
     decision (allowed or not, review or not), and a shadowed rule never allows anything."""

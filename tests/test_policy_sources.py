@@ -23,6 +23,8 @@ from memwarden.policies.loading import PolicyData, bundled_model_path, parse_pol
 from memwarden.policies.sources import DEFAULT_POLL, SQLPolicyEngine, SQLPolicyStore, export_policy, import_policy
 from tests.conftest import HOSPITAL
 
+pytestmark = pytest.mark.integration
+
 WARD = ("ward3", "patients", "p1")
 
 
@@ -168,6 +170,8 @@ close()
 """
 
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_a_change_by_another_pycasbin_process_is_in_force_within_the_bound(pg_url: str) -> None:
     """The other process is any pycasbin application on the same table (sqlalchemy-adapter);
     the watcher is a second OS process using the default poll interval."""
@@ -202,6 +206,8 @@ def _without_triggers(url: str, *statements: str) -> None:
         conn.commit()
 
 
+@pytest.mark.system
+@pytest.mark.slow
 def test_a_change_made_with_triggers_off_is_in_force_within_the_bound(pg_url: str) -> None:
     """Before: the version counter is moved only by a trigger, so these changes never reached a
     running process (the watcher timed out; the revoked grant stayed in force)."""

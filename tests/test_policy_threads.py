@@ -17,6 +17,8 @@ import pytest
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import read_policy
 
+pytestmark = pytest.mark.unit
+
 THREADS = 16
 ROUNDS = 12
 # (principal, given roles, action, namespace prefix); each request adds a label of its own.

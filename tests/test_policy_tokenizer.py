@@ -19,6 +19,8 @@ from memwarden.policies.sources import SQLPolicyEngine, SQLPolicyStore, export_p
 from memwarden.policies.tokenizer import LINE_BREAKS
 from memwarden.policies.tools import lint_text
 
+pytestmark = pytest.mark.unit
+
 BREAKS = sorted(LINE_BREAKS)
 # Through a line-based reader, csv.writer's quoting of this field yields a clean second rule for mallory
 # (the trailing "#" turns the line holding the closing quote into a comment).
@@ -190,6 +192,7 @@ WRITERS = st.sampled_from([("\r\n", csv.QUOTE_MINIMAL), ("\n", csv.QUOTE_MINIMAL
 
 @settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROWS, WRITERS)
+@pytest.mark.slow
 def test_csv_writer_output_round_trips_exactly_or_is_refused(rows: list[list[str]], writer: tuple[str, int]) -> None:
     # csv.writer with lineterminator "\n" leaves a carriage return unquoted: a row whose last
     # field ends in "\r" is then, byte for byte, a line with a CRLF ending, and is read as one
@@ -214,6 +217,7 @@ def test_csv_writer_output_round_trips_exactly_or_is_refused(rows: list[list[str
 
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROWS)
+@pytest.mark.slow
 def test_policy_import_and_the_database_read_the_same_rules(tmp_path_factory: pytest.TempPathFactory,
                                                             rows: list[list[str]]) -> None:
     text = written(rows)

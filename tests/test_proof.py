@@ -24,6 +24,8 @@ from memwarden.memory.receipts import verify_receipt
 from memwarden.memory.signing import PublicKeys
 from memwarden.memory.tombstones import tombstone_mark
 
+pytestmark = pytest.mark.integration
+
 CONTENT_CANARY = "CANARY-Zq7 patient p91 has a rare condition called canarytosis"
 DERIVED_CANARY = "CANARY-Xk2 canarytosis plan for the ward"
 UPDATED_CANARY = "CANARY-Wm5 canarytosis confirmed by biopsy"
@@ -127,6 +129,7 @@ def test_changing_any_byte_of_a_receipt_fails(store, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("edit", ["count", "subject", "leaf dropped", "leaves reordered", "extra field",
                                   "signature removed", "key id"])
+@pytest.mark.slow
 def test_an_edited_receipt_fails(store, edit: str) -> None:
     data, receipt, _ = store
     doc = _receipt_doc(receipt)
@@ -222,6 +225,7 @@ def test_an_exported_log_verifies_with_the_public_key_alone(exported) -> None:
     assert verify_export(to_jsonl(rows, head), public, "log.jsonl", head).ok
 
 
+@pytest.mark.slow
 def test_changing_any_byte_of_an_exported_log_fails(exported) -> None:
     data, rows, head = exported
     public = _public(data)
@@ -251,6 +255,7 @@ def _lines(rows, head) -> list[str]:
 
 
 @pytest.mark.parametrize("cut", ["first", "middle", "last", "all", "reordered", "duplicated"])
+@pytest.mark.slow
 def test_dropped_or_reordered_entries_fail(exported, cut: str) -> None:
     data, rows, head = exported
     lines = _lines(rows, head)

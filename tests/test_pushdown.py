@@ -26,6 +26,8 @@ from memwarden.policies.loading import parse_policy_text
 from memwarden.core.namespace import MAX_DEPTH
 from memwarden.policies.pushdown import outside_scope_filter, scope_filter
 
+pytestmark = pytest.mark.integration
+
 chromadb = pytest.importorskip("chromadb")
 
 # Labels include ones that look like numbers, booleans, operators and metadata keys, and
@@ -123,6 +125,7 @@ POLICIES = FIXED_POLICIES + [random_policy(random.Random(seed)) for seed in rang
 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=[f"policy{i}" for i in range(len(POLICIES))])
+@pytest.mark.slow
 def test_chroma_returns_exactly_what_decide_allows(collection, policy: str) -> None:
     col, records = collection
     engine = PolicyEngine(data=parse_policy_text(policy))
@@ -174,6 +177,7 @@ g, r, reader
 V2 = V1 + "p, reader, team/b/**, read, deny\n"
 
 
+@pytest.mark.slow
 def test_reload_revokes_for_every_search_started_afterwards(tmp_path: Path) -> None:
     policy = tmp_path / "policy.csv"
     policy.write_text(V1, encoding="utf-8")

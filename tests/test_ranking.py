@@ -10,6 +10,8 @@ from memwarden.memory.lexical import bm25, terms
 from memwarden.core.records import Kind, MemoryRecord, SearchHit
 from memwarden.memory.retrieval import RRF_K, compose, estimate_tokens, fuse, in_time, time_filter, timeframe
 
+pytestmark = pytest.mark.unit
+
 UTC = timezone.utc
 
 

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
+@pytest.mark.integration
 def test_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     block = re.search(r"## Five-minute tour\s+```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
     assert block, "the README lost its tour"

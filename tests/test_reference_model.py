@@ -22,6 +22,8 @@ from model_harness import Harness
 from model_steps import START, Step, generate
 from reference_model import Clock, Model, Rec, keyed_id, record_id
 
+pytestmark = pytest.mark.integration
+
 
 class DataChooser:
     """Choices drawn from hypothesis, so that it can shrink them."""
@@ -124,7 +126,7 @@ ReferenceModelMachine.TestCase.settings = settings(
     max_examples=50, stateful_step_count=100, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
-test_reference_model = ReferenceModelMachine.TestCase
+test_reference_model = pytest.mark.slow(ReferenceModelMachine.TestCase)
 
 
 # -- the model's own evaluator, checked on cases decided by hand ------------------------------
@@ -275,6 +277,7 @@ SCENARIOS = {
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.slow
 def test_issue_attack(name: str, tmp_path: Path) -> None:
     harness = Harness(tmp_path)
     try:

@@ -22,6 +22,8 @@ from memwarden.memory.lexical import INDEX_FILE, IndexedBackend, terms
 from memwarden.core.ops import SearchOp
 from memwarden.memory.retrieval import estimate_tokens
 
+pytestmark = pytest.mark.integration
+
 POLICY = """
 p, staff, clinic/**, read
 p, staff, clinic/**, write
@@ -347,6 +349,7 @@ def test_a_failed_chroma_write_leaves_the_index_as_chroma_is(mem: Memory, monkey
     assert indexed(mem)._index.count() == 0 and indexed(mem)._index.pending() == []
 
 
+@pytest.mark.slow
 def test_erasure_leaves_no_trace_in_the_lexical_index(tmp_path: Path, policy: Path) -> None:
     root = tmp_path / "m"
     rng = np.random.default_rng(5)

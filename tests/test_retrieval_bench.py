@@ -7,17 +7,17 @@ conversations with dated sessions and questions whose evidence is a set of turns
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import retrieval
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
+
+pytestmark = pytest.mark.unit
 
 FIXTURE = Path(__file__).parent / "data" / "locomo_tiny.json"
 
@@ -70,6 +70,8 @@ def test_the_governed_policy_gives_each_asker_its_conversation_only() -> None:
     assert not engine.decide(ada, "write", retrieval.turn_namespace(convs[0], convs[0].turns[1])).allowed  # Bo's
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_a_run_scores_every_system_and_writes_json_and_chart(tmp_path: Path) -> None:
     code = retrieval.main([str(FIXTURE), "--conversations", "2", "--embedding", "hashing", "--out", str(tmp_path),
                            "--tmp", str(tmp_path)])

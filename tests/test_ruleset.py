@@ -22,6 +22,8 @@ from memwarden.guards.rule_syntax import RuleSyntaxError, not_followed_by, parse
 from memwarden.guards.ruleset import compile_rule, project
 from memwarden.orchestrator.worker import _unfenced
 
+pytestmark = pytest.mark.unit
+
 RULES = inj._rule_set().rules
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, database=None,
@@ -62,6 +64,7 @@ def _around(rule_literals: list[str]) -> st.SearchStrategy[str]:
 
 @SETTINGS
 @given(st.data())
+@pytest.mark.slow
 def test_every_rule_on_re2_finds_what_its_python_form_finds(data: st.DataObject) -> None:
     i = data.draw(st.sampled_from(range(len(RULES))))
     rule, old = RULES[i], OLD[i]
@@ -91,6 +94,7 @@ def _corpus() -> list[str]:
     return texts
 
 
+@pytest.mark.slow
 def test_every_rule_finds_what_its_python_form_finds_on_the_corpora_and_their_views() -> None:
     # Benign memories and paraphrases of the poisoning benchmark, bastioncorpus (malicious and
     # benign), this suite's payloads: folded, and every view the detector derives.
@@ -126,6 +130,7 @@ _TEXT = st.lists(st.sampled_from(["o", "n", "f", "r", "m", "'", "s", "a", "b", "
 
 @SETTINGS
 @given(_WORDS, st.booleans(), st.booleans(), _TEXT)
+@pytest.mark.slow
 def test_not_followed_by_is_the_negative_look_ahead(words: list[str], before: bool, after: bool, text: str) -> None:
     gap = r"\s+"
     body = "|".join(words)
@@ -149,6 +154,7 @@ _PY_CLASSES = [r"\w", r"\W", r"\s", r"\S", r"\d", "."]
 
 @settings(max_examples=2000, deadline=None, derandomize=True, database=None)
 @given(st.characters(), st.characters())
+@pytest.mark.slow
 def test_the_projection_keeps_every_class_and_word_boundary_of_a_character(a: str, b: str) -> None:
     data = project(a + b)
     assert len(data) == 2 and data.isascii()
@@ -189,6 +195,7 @@ def test_no_module_reads_cpythons_private_regex_parser() -> None:
 
 @SETTINGS
 @given(st.data())
+@pytest.mark.slow
 def test_every_match_holds_a_literal_of_each_needed_set_and_fits_in_the_reach(data: st.DataObject) -> None:
     rule = data.draw(st.sampled_from([r for r in RULES if r.needs]))
     match = data.draw(st.from_regex(re.compile(rule.source, re.MULTILINE), fullmatch=True))
@@ -208,18 +215,21 @@ _OLD_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 @settings(max_examples=1000, deadline=None, derandomize=True, database=None)
 @given(st.lists(st.sampled_from(list("abz019@$!|-. \n'_é") + ["ж", "A", "٣", "$0", "a1"]), max_size=24).map("".join))
+@pytest.mark.slow
 def test_leet_words_are_the_old_regexes_matches(text: str) -> None:
     assert [m.span() for m in _OLD_LEET.finditer(text)] == list(inj._leet_words(text)), repr(text)
 
 
 @settings(max_examples=1000, deadline=None, derandomize=True, database=None)
 @given(st.lists(st.sampled_from(["<~", "~>", "<", "~", ">", "a", " ", "\n"]), max_size=16).map("".join))
+@pytest.mark.slow
 def test_ascii85_blobs_are_the_old_regexes_matches(text: str) -> None:
     assert [m.group(0) for m in _OLD_A85.finditer(text)] == list(inj._ascii85_blobs(text)), repr(text)
 
 
 @settings(max_examples=1000, deadline=None, derandomize=True, database=None)
 @given(st.lists(st.sampled_from(["```", "`", "json", "{", "}", " ", "\n", "\xa0", "x"]), max_size=10).map("".join))
+@pytest.mark.slow
 def test_llm_answers_are_read_as_the_old_regexes_read_them(text: str) -> None:
     fenced, found = _OLD_FENCE.match(text), _OLD_JSON.search(text)
     assert _unfenced(text) == (fenced.group(1) if fenced else None), repr(text)

@@ -15,6 +15,8 @@ from memwarden import AccessDenied, Memory, Principal
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.memory.remote import is_transient
 
+pytestmark = pytest.mark.integration
+
 
 def _connect(server, policy_file: Path, state: Path, **kw) -> Memory:
     host, port = server
@@ -89,6 +91,7 @@ class _FlakyProxy:
             threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
 
+@pytest.mark.slow
 def test_transient_failures_are_retried_without_duplicates(chroma_server, policy_file: Path, tmp_path: Path) -> None:
     proxy = _FlakyProxy(chroma_server, failures=0)
     with _connect(("127.0.0.1", proxy.port), policy_file, tmp_path / "s2") as mem:
@@ -116,6 +119,7 @@ def test_only_transient_errors_are_retried() -> None:
 
 
 
+@pytest.mark.slow
 def test_partitions_made_by_another_process_are_found(chroma_server, tmp_path: Path) -> None:
     """Two connections stand for two processes: what one writes into a partition the other has
     never seen is found by id at once, and by search within the documented second."""
@@ -140,7 +144,7 @@ def test_partitions_made_by_another_process_are_found(chroma_server, tmp_path: P
 def test_search_breadth_reaches_the_servers_partitions(chroma_server, tmp_path: Path) -> None:
     import chromadb
 
-    from memwarden.memory.compaction import _hnsw_config
+    from memwarden.memory.compaction import hnsw_config
     from memwarden.memory.partitioned import collection_name
     from memwarden.policies.partitions import Partition
 
@@ -151,7 +155,7 @@ def test_search_breadth_reaches_the_servers_partitions(chroma_server, tmp_path: 
     name = collection_name(2, Partition(("ward3", tag), 3))
     with _connect(chroma_server, policy, tmp_path / "a", search_breadth=250) as mem:
         mem.session(Principal("alice")).write(f"Patient {tag} takes warfarin", ("ward3", tag, "p1"))
-    assert _hnsw_config(client.get_collection(name)).get("ef_search") == 250
+    assert hnsw_config(client.get_collection(name)).get("ef_search") == 250
     with _connect(chroma_server, policy, tmp_path / "b", search_breadth=180) as mem:
         assert mem.session(Principal("alice")).search("warfarin", ("ward3", tag), k=1)
-    assert _hnsw_config(client.get_collection(name)).get("ef_search") == 180
+    assert hnsw_config(client.get_collection(name)).get("ef_search") == 180

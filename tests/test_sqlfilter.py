@@ -28,6 +28,8 @@ from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
 from memwarden.policies.sqlfilter import compile_where, scalar_column
 
+pytestmark = pytest.mark.unit
+
 chromadb = pytest.importorskip("chromadb")
 
 LABELS = ["a", "b", "c", "1", "true", "$ne", "ns_depth", "日本"]
@@ -128,6 +130,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory):
     client.close()
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_sql_selects_exactly_what_chroma_returns(stores) -> None:
     col, db, rng = stores
     checked = 0

@@ -35,6 +35,8 @@ from memwarden.integrations.store import GovernedStore
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.core.records import keyed_id
 
+pytestmark = pytest.mark.integration
+
 POLICY = """\
 # notes: an owner role with every right, a read-only role, and one that may add but not change
 p, owner, notes/**, read

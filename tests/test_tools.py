@@ -17,6 +17,8 @@ from memwarden.integrations.tools import memory_tools
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.orchestrator import ScriptedChatModel, calls, tool_call
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob", roles=["nurse"])
 CAROL = Principal("carol", roles=["billing_clerk"])

@@ -31,6 +31,8 @@ from memwarden.integrations import otel_setup
 from memwarden.memory import tracing
 from memwarden.core.ops import WriteOp
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob")
 CAROL = Principal("carol")
@@ -431,6 +433,7 @@ def test_builtin_exporter_delivers_when_the_official_one_is_absent(receiver: Sim
     assert receiver.headers[0]["content-type"] == "application/x-protobuf"
 
 
+@pytest.mark.slow
 def test_cli_demo_exports_to_otlp(tmp_path: Path, receiver: SimpleNamespace,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     from memwarden.cli import main
@@ -472,6 +475,7 @@ def test_cli_demo_exports_to_otlp(tmp_path: Path, receiver: SimpleNamespace,
     assert "penicillin" not in dump and "warfarin" not in dump
 
 
+@pytest.mark.slow
 def test_cli_demo_reports_an_unreachable_receiver(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from memwarden.cli import main
@@ -485,6 +489,7 @@ def test_cli_demo_reports_an_unreachable_receiver(tmp_path: Path, capsys: pytest
     assert "could not be delivered" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_cli_demo_rejects_a_bad_url(capsys: pytest.CaptureFixture[str]) -> None:
     from memwarden.cli import main
 
@@ -492,6 +497,7 @@ def test_cli_demo_rejects_a_bad_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--otlp" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_write_span_ends_after_the_store_call_with_its_real_outcome(mem: Memory, spans: InMemorySpanExporter,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import time

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memwarden.guards.injection import fold, signature_tokens
+from memwarden.guards.folding import fold, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import Kind, MemoryRecord
 

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
+from memwarden.guards.folding import fold
+
 __all__ = ["CATEGORIES", "Cues", "cue_hits", "prompt_shape", "words"]
 
 # Category -> phrases. Phrases are written naturally (accents, apostrophes) and folded when
@@ -239,8 +241,6 @@ class _Index:
     space on both sides, and each phrase's categories."""
 
     def __init__(self) -> None:
-        from memwarden.guards.injection import fold  # the one normalisation, shared
-
         self.fold = fold
         table: dict[str, set[str]] = {}
         for category, phrases in CATEGORIES.items():

@@ -16,7 +16,8 @@ import numpy as np
 
 from memwarden.core.errors import InvalidRequest
 from memwarden.guards.contradiction import content_words, content_words_of
-from memwarden.guards.injection import readings, signature_tokens
+from memwarden.guards.folding import signature_tokens
+from memwarden.guards.injection import readings
 
 __all__ = ["SHINGLE_WORDS", "check_key", "shingle_hashes", "sketches", "word_hashes"]
 

@@ -24,6 +24,10 @@ never changes partition. Ids are located through an in-process map filled by eve
 read (one lookup, no query); an id it does not know is looked for in every partition, since
 another process may have written it. Rows stay in their partition whatever their status;
 readers check visibility on the rows that come back (see :meth:`PartitionedBackend.query_targets`).
+
+Why over 500 lines: one class implements the whole Backend protocol over many collections
+(layout and migration, id location, fetches, searches, counts and the purge across
+partitions), all sharing its partition map, handle cache and lock.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import numpy as np
 
 from memwarden.core.errors import InvalidRequest
 from memwarden.memory import compaction
+from memwarden.memory.compaction import marker, scrub, versions
 from memwarden.memory.backends import COLLECTION, StoredRow, Where, _rows, subject_filter
 from memwarden.core.namespace import MAX_DEPTH, Namespace
 from memwarden.policies.partitions import Partition, Target, partition_of
@@ -191,7 +196,7 @@ class PartitionedBackend:
         #: What opening did to the store, one sentence each (audited by the memory).
         self.maintenance: list[str] = []
         self._depth = self._open_layout(depth, repartition)
-        if self._root is not None and compaction._read_marker(self._root, _MARKER) is not None:
+        if self._root is not None and marker.read(self._root, _MARKER) is not None:
             self.purge([])  # an erasure across partitions was interrupted: finish it
             self.maintenance.append("finished the physical purge of an erasure an interrupt left across partitions")
         self._trim_tails()
@@ -200,14 +205,14 @@ class PartitionedBackend:
         """Load every partition and cut what lies past its elements in its vector files.
 
         Chroma re-creates the vector files of an index it never persisted each time a process
-        loads it, from uninitialised memory (see compaction._trim_segment_tails), and a process
+        loads it, from uninitialised memory (see compaction.scrub.trim_segment_tails), and a process
         that held rows before another erased them may write them out so. Every purge trims
         them; an open and a close do too, so a store closed (or opened again after a crash)
         holds no bytes of an erased row in any partition's files."""
         if self._root is None:
             return
         for name in sorted(self._parts.values()):
-            compaction._trim_segment_tails(self._root, self._handle(name))
+            scrub.trim_segment_tails(self._root, self._handle(name))
 
     @classmethod
     def embedded(cls, path: str, **options: Any) -> PartitionedBackend:
@@ -280,7 +285,7 @@ class PartitionedBackend:
                 got = self._call(lambda: col.get(ids=chunk, include=["embeddings", "documents", "metadatas"]))
                 self._upsert(got["ids"], np.asarray(got["embeddings"], dtype=np.float32),
                              [d or "" for d in got["documents"]], [dict(m or {}) for m in got["metadatas"]])
-            self._call(lambda: self._client.delete_collection(name))
+            self._call(lambda: scrub.drop_collection(self._client, self._root, name))
         if self._root is not None:
             # Chroma leaves a dropped collection's vector files behind, and freed pages hold its
             # rows: without this, a record erased later would survive in the old copy.
@@ -319,7 +324,7 @@ class PartitionedBackend:
 
     def _tuned(self, col: Any) -> Any:
         """``col`` with this backend's search breadth, when it has one."""
-        if self._breadth is not None and compaction._hnsw_config(col).get("ef_search") != self._breadth:
+        if self._breadth is not None and compaction.hnsw_config(col).get("ef_search") != self._breadth:
             self._call(lambda: col.modify(configuration={"hnsw": {"ef_search": self._breadth}}))
         return col
 
@@ -646,7 +651,7 @@ class PartitionedBackend:
         with self._gate.exclusive():
             self._refresh()
             todo: dict[str, list[str]] = {}
-            pending = compaction._read_marker(self._root, _MARKER) if self._root is not None else None
+            pending = marker.read(self._root, _MARKER) if self._root is not None else None
             for name, old in ((pending or {}).get("partitions") or {}).items():
                 todo.setdefault(name, []).extend(old)
             for part, group in self._locate(list(ids)).items():
@@ -657,9 +662,9 @@ class PartitionedBackend:
                 report.mechanism = "none"
                 if self._root is not None and pending is not None:
                     compaction.scrub_directory(self._root)  # dropped partitions may be left unscrubbed
-                    compaction._clear_marker(self._root, _MARKER)
+                    marker.clear(self._root, _MARKER)
                 return report
-            compaction._write_marker(self._root, {"partitions": todo}, _MARKER)
+            marker.write(self._root, {"partitions": todo}, _MARKER)
             for name, group in todo.items():
                 col = self._handle(name)
                 self._call(lambda: col.delete(ids=group))
@@ -692,7 +697,7 @@ class PartitionedBackend:
                 # Dropping an emptied partition deletes its log entries, which may have been
                 # the newest ones: see compaction.keep_log_ahead.
                 compaction.keep_log_ahead(self._root)
-                compaction._clear_marker(self._root, _MARKER)
+                marker.clear(self._root, _MARKER)
             return report
 
     def _drop_emptied(self, names: Iterable[str]) -> None:
@@ -701,10 +706,14 @@ class PartitionedBackend:
 
         An empty collection is worse than none: Chroma re-creates the vector files of an index
         it has not persisted each time it loads one, from uninitialised memory, which in this
-        process may have held the erased rows (see compaction._trim_segment_tails)."""
+        process may have held the erased rows (see compaction.scrub.trim_segment_tails)."""
         emptied = [n for n in names if n in self._parts.values() and self._call(self._handle(n).count) == 0]
+        if versions.files_editable() is not None:
+            # Dropping one needs the log edit that keeps Chroma's numbering ahead, which runs
+            # only on tested chromadb releases: an untested one keeps its empty partitions.
+            emptied = []
         for name in emptied:
-            self._call(lambda: self._client.delete_collection(name))
+            self._call(lambda: scrub.drop_collection(self._client, self._root, name))
             with self._lock:
                 self._parts = {p: n for p, n in self._parts.items() if n != name}
                 self._handles.pop(name, None)

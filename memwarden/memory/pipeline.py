@@ -12,6 +12,9 @@ The pipeline alone holds the backend and the policy engine. Handlers
 (:mod:`memwarden.memory.handlers`) declare needs and return effects; they never decide, look
 up, write, audit or trace anything themselves. The core's maintenance (lessons, capacity
 eviction, erasure recovery) runs through the same path as system operations.
+
+Why over 500 lines: it is the only place that decides, looks up, audits and traces, on
+purpose; its steps are read in order here rather than across modules.
 """
 
 from __future__ import annotations
