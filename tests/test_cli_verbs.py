@@ -14,6 +14,8 @@ from memwarden.memory.audit import AuditLog
 from memwarden.memory.embeddings import HashingEmbedding
 from tests.conftest import HOSPITAL
 
+pytestmark = pytest.mark.integration
+
 POLICY = HOSPITAL + "p, physician, ward3/patients/*, history\n"
 
 

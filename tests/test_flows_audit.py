@@ -17,6 +17,8 @@ from memwarden.integrations.flows import build_flows, select
 from memwarden.integrations.flows_html import render_html
 from memwarden.integrations.flows_terminal import render_table
 
+pytestmark = pytest.mark.integration
+
 ALICE, BOB, CAROL, DPO = Principal("alice"), Principal("bob"), Principal("carol"), Principal("dpo")
 
 

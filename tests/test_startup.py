@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.system
+
 #: Modules whose import costs most of a second together; none is needed to parse arguments.
 HEAVY = ["memwarden.memory.memory", "memwarden.memory.pipeline", "memwarden.guards.injection",
          "memwarden.policies.engine", "memwarden.core.records", "casbin", "chromadb", "numpy", "pydantic",

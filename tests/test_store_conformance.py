@@ -24,6 +24,8 @@ from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, Match
 
 from tests.store_harness import BACKENDS, EMBED, Harness, cosine, harness_for, langgraph_lacks
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(params=BACKENDS)
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:

@@ -17,6 +17,8 @@ from langgraph.store.base import BaseStore
 from memwarden import AccessDenied, InvalidRequest, WriteRejected
 from tests.store_harness import BACKENDS, Harness, harness_for, langgraph_lacks, until
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(params=BACKENDS)
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:

@@ -26,6 +26,8 @@ from memwarden.integrations.tools import governed_tool, held_text, memory_tools
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.orchestrator import ScriptedChatModel, calls, tool_call
 
+pytestmark = pytest.mark.integration
+
 langmem = pytest.importorskip("langmem")
 
 # Two users with their own spaces; the team space holds every write for a reviewer.

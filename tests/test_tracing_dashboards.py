@@ -17,6 +17,8 @@ from opentelemetry.trace import StatusCode
 from memwarden import AccessDenied, Memory, Principal, WriteRejected
 from memwarden.memory import tracing
 
+pytestmark = pytest.mark.integration
+
 ALICE = Principal("alice", roles=["physician"])
 BOB = Principal("bob")
 CAROL = Principal("carol")

@@ -3,6 +3,10 @@
 Every call on a Session becomes one of these and goes through ``Memory.batch``. Each op
 knows how to canonicalise itself (``canonical``), which is the edge where bad input becomes
 an InvalidRequest with a precise message, before any policy or storage work.
+
+Why over 500 lines: every op kind and the field checks they share, in one module, as
+LangGraph's ``store/base`` keeps its ops; split by kind, each field would be checked in
+several places.
 """
 
 from __future__ import annotations
