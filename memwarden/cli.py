@@ -99,7 +99,7 @@ def _policy_check(args: argparse.Namespace, console: Console) -> int:
     engine, close = open_policy(args.policy)
     try:
         decision = explain(engine, args.principal, args.role, args.action, args.namespace,
-                           kind=args.kind, source=args.source, labels=labels,
+                           kind=args.kind, source=args.source, content=args.content, labels=labels,
                            writer_roles=args.writer_role if args.writer_role else None)
     finally:
         close()
@@ -252,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         "depends on it is a fail-closed deny that names the rule it depends on")
     record.add_argument("--kind", help="fact, event, rule, preference or lesson")
     record.add_argument("--source", help="user, agent, tool or external")
+    record.add_argument("--content", help="statement or directive (the content class a write is classified as)")
     record.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
                         help="a label of the record (repeatable; the record has exactly these labels)")
     record.add_argument("--no-labels", action="store_true", help="the record has no labels")

@@ -63,9 +63,9 @@ def test_conditions_parse_to_a_normal_form(text: str, normal: str) -> None:
 @pytest.mark.parametrize(("field", "message"), [
     ("kindfact", "condition term 'kindfact' has no '=' or '!='; write ATTRIBUTE=VALUE or ATTRIBUTE!=VALUE"),
     ("=fact", "condition term '=fact' names no attribute"),
-    ("Kind=fact", "unknown attribute 'Kind' in 'Kind=fact'; expected kind, source, writer_role or label.NAME"),
-    ("owner=bob", "unknown attribute 'owner' in 'owner=bob'; expected kind, source, writer_role or label.NAME"),
-    ("kind~=fact", "unknown attribute 'kind~' in 'kind~=fact'; expected kind, source, writer_role or label.NAME"),
+    ("Kind=fact", "unknown attribute 'Kind' in 'Kind=fact'; expected kind, source, content, writer_role or label.NAME"),
+    ("owner=bob", "unknown attribute 'owner' in 'owner=bob'; expected kind, source, content, writer_role or label.NAME"),
+    ("kind~=fact", "unknown attribute 'kind~' in 'kind~=fact'; expected kind, source, content, writer_role or label.NAME"),
     ("kind=facts", "unknown kind 'facts' in 'kind=facts'; expected one of " + ", ".join(KINDS)),
     ("kind=FACT", "unknown kind 'FACT' in 'kind=FACT'; expected one of " + ", ".join(KINDS)),
     ("source=human", "unknown source 'human' in 'source=human'; expected one of " + ", ".join(SOURCES)),

@@ -52,7 +52,7 @@ from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import MemoryRecord
 
-__all__ = ["InjectionDetector", "Scan", "fold", "readings", "signature_tokens"]
+__all__ = ["InjectionDetector", "Scan", "fold", "prepare_rule", "readings", "signature_tokens"]
 
 # ---------------------------------------------------------------------------------------
 # Normalisation
@@ -147,7 +147,7 @@ def signature_tokens(text: str, *, folded: bool = False) -> list[str]:
 _UMLAUTS = {"ä": "(?:ae|a)", "ö": "(?:oe|o)", "ü": "(?:ue|u)"}
 
 
-def _prep(source: str) -> str:
+def prepare_rule(source: str) -> str:
     """Pattern source as written (accents, spaces) -> source that matches folded text."""
     for letter, alt in _UMLAUTS.items():
         source = source.replace(letter, alt)
@@ -578,17 +578,17 @@ _IT = [
 def _rule_set() -> RuleSet:
     """The phrase rules, compiled on first use (not at import: ``import memwarden`` stays
     quick) with their literal prefilter (see :mod:`memwarden.guards.ruleset`)."""
-    return RuleSet((family, weight, _prep(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
+    return RuleSet((family, weight, prepare_rule(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
 
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
-_SEND = re.compile(_prep(
+_SEND = re.compile(prepare_rule(
     r"\b(?:send|forward|e-?mail|mail|post|upload|transmit|submit|exfiltrate|copy|cc|bcc|share|leak|sync|push|report|"
     r"deliver|dispatch|export|sende|senden|schicke|schicken|leite|leiten|übermittle|übermitteln|maile|exportiere|"
     r"envoie|envoyez|envoyer|transmets|transmettez|transfere|transferez|partage|partagez|envia|enviar|envie|reenvia|"
     r"manda|mande|comparte|invia|inviare|inoltra|inoltrare|manda|condividi|trasmetti)\b"))
 _EMAIL_AT = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
-_EXTERNAL = re.compile(_prep(
+_EXTERNAL = re.compile(prepare_rule(
     r"(?:external|outside|third[- ]party|remote|personal|private) (?:address|server|endpoint|e-?mail|url|webhook|site|"
     r"party|inbox|account)\b|externally\b|off-?site\b|externe(?:n)? (?:adresse|e-?mail|server)\b|adresse externe\b|"
     r"direccion (?:externa|de correo externa)\b|indirizzo esterno\b|webhook"))
@@ -600,7 +600,7 @@ def _has_destination(text: str) -> bool:
                 or _EXTERNAL.search(text))
 
 
-_SENSITIVE = re.compile(_prep(
+_SENSITIVE = re.compile(prepare_rule(
     r"\b(?:credentials|passwords?|passcodes?|api[ _-]?keys?|secret keys?|access tokens?|auth tokens?|session tokens?|"
     r"private keys?|ssh keys?|secrets|environment variables|system prompt|chat history|conversation history|"
     r"(?:this|the|our|entire|whole|full) (?:conversation|chat|transcript|session)|previous messages?|"
