@@ -49,7 +49,11 @@ _ACT = (r"(?:send|forward|transfer|wire|pay|route|redirect|email|e-mail|mail|cc|
         r"change|update|reset|ignore|skip|bypass|trust|treat|accept|allow|deny|refuse|recommend|suggest|book|buy|"
         r"order|cancel|schedule|include|mention|say|write|copy|move|open|click|visit|download|run|execute|install|"
         r"mark|report|notify|contact|verify|confirm|check|ask|let|make|keep|store|save|log|escalate|release|unlock|"
-        r"administer|prescribe|increase|decrease|double|stop|start|continue|assume|consider|prefer|prioriti[sz]e)")
+        r"administer|prescribe|increase|decrease|double|stop|start|continue|assume|consider|prefer|prioriti[sz]e|"
+        r"modify|create|do|find|provide|insert|append|attach|output|print|reveal|disclose|list|show|display|refer|"
+        r"replace|switch|swap|return|submit|sign|invite|join|leave|go|drive|speed up|accelerate|brake|turn|collide|"
+        r"select|choose|pick|rate|publish|tweet|message|invest|deposit|withdraw|sell|close|lock|hide|apply|"
+        r"put|place|append|respond|route|direct|assign|transfer|follow|obey|remember|note|bring|take|fetch)")
 _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confirming|confirm|approval|approving|sign-?off|"
           r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|callback|audit(?:ing)?|"
           r"logging|logs|double-check|second check|clinician|physician|prescriber|manager|owner)")
@@ -119,15 +123,19 @@ _SHAPES: list[tuple[str, float, str]] = [
                         rf"immediately |please )?{_ACT}\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly )?(?:make sure|ensure|be sure|remember) (?:to|that you)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
-    ("procedure", 0.3, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly |immediately |now |then |first,? )?{_ACT} "
-                       rf"(?:the|all|every|any|this|that|these|those|it|them|him|her|me|my|our|their|your|a|an|\d)\b"),
-    ("procedure", 0.3, r"\b(?:please|kindly)\s+[a-z]"),
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n)(?:please |kindly |immediately |now |then |also |first,? |just |and )?"
+                        rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
+                        rf"your|his|its|a|an|\d)\b"),
+    ("imperative", 0.5, r"\b(?:please|kindly)\s+[a-z]"),
+    ("imperative", 0.5, r"(?:^|[.!?;]\s*|\n)(?:todo|to-do|to do|action required|action item for you|your task|task for you|"
+                        r"instruction|instructions|next step for you)\s*:"),
+    ("procedure", 0.3, rf"(?:^|[.!?;:]\s*|\n)(?:immediately |now |then |first,? |just )?{_ACT}\b"),
     ("preference", 0.4, r"\b(?:i|we) (?:prefer|want|would like|'d like|like|need|don't want|do not want|hate|dislike)\b"),
     ("preference", 0.4, r"\b(?:my|our) (?:preference|rule|policy|standing (?:order|instruction))\b"),
 ]
 
-# Statement shapes: a meeting decision, reported speech. They cancel the procedure shapes
-# (an imperative in a record of what was said or decided), never the standing, addressed,
+# Statement shapes: a meeting decision, reported speech. They cancel the procedure and
+# imperative shapes (in a record of what was said or decided), never the standing, addressed,
 # trust, override or roleplay ones.
 _STATEMENT_SHAPES: list[tuple[str, float, str]] = [
     ("decision", 1.0, r"(?:^|\n)(?:agreed|decided|decision|resolved|resolution|minutes|action items?|outcome)"
@@ -138,7 +146,7 @@ _STATEMENT_SHAPES: list[tuple[str, float, str]] = [
                       r"advised|emailed|texted|mentioned|noted|replied|answered)(?: \w+){0,2}? (?:us |me |them |him |"
                       r"her |you )?(?:to|that|:)\s*(?:[\"'“]|$)"),
 ]
-_CANCELLABLE = frozenset({"procedure"})
+_CANCELLABLE = frozenset({"procedure", "imperative"})
 
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u00ab": "\u00bb"}
 _REPORTING = frozenset("""says said say asked asks ask reads read wrote writes write told tell tells reminded requested
