@@ -1048,18 +1048,27 @@ class InjectionDetector:
     ``max_chars``: longer content is scanned up to this length and quarantined as oversized.
     ``skip_kinds``: record kinds not scanned (lesson records, written by the core, hold only
     hashes and signal names).
+    ``directive_families`` / ``declared_directives``: signals that say only "this text is a
+    standing instruction" (an output rule, a conditional response, a request to remember),
+    which do not count for a record *declared* a directive (a rule or a preference): being
+    one is what it says it is, and who may establish directives where is the policy's
+    ``content=directive`` condition and the typed-content guard, not this detector.
     """
 
     name = "injection"
 
     def __init__(self, *, reject_at: float = 1.0, quarantine_at: float = 0.4, max_chars: int = 32_768,
-                 skip_kinds: Iterable[str] = ("lesson",)) -> None:
+                 skip_kinds: Iterable[str] = ("lesson",),
+                 directive_families: Iterable[str] = ("persistent-output", "conditional-response", "memory-write"),
+                 declared_directives: Iterable[str] = ("rule", "preference")) -> None:
         if not 0 < quarantine_at <= reject_at:
             raise ValueError("need 0 < quarantine_at <= reject_at")
         self.reject_at = reject_at
         self.quarantine_at = quarantine_at
         self.max_chars = max_chars
         self.skip_kinds = frozenset(skip_kinds)
+        self.directive_families = frozenset(directive_families)
+        self.declared_directives = frozenset(declared_directives)
         # The rules are compiled once per process, when the first detector is made (a memory
         # opening), not at import (``import memwarden``, ``memwarden --help``) nor in the
         # first write (about 0.1 s).
@@ -1073,6 +1082,8 @@ class InjectionDetector:
         if record.kind.value in self.skip_kinds:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="kind not scanned")
         scan = self.scan(record.content)
+        if record.kind.value in self.declared_directives and scan.signals.keys() & self.directive_families:
+            scan = Scan({k: w for k, w in scan.signals.items() if k not in self.directive_families})
         return self.verdict(scan)
 
     def verdict(self, scan: Scan) -> Verdict:
