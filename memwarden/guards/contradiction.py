@@ -305,7 +305,9 @@ class ContradictionCheck:
     def _changes_procedure(self, record: MemoryRecord, mine: Statement, other: MemoryRecord,
                            theirs: Statement) -> str | None:
         """What the candidate changes of an established record's procedure, or None."""
-        if len(mine.content & theirs.content) < self.min_shared:
+        # Words of two letters or fewer are mostly pieces of codes ("gb" of an IBAN): they
+        # do not make two texts about the same thing.
+        if sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
             return None
         new, old = procedure_values(record.content), procedure_values(other.content)
         for category, value, established in new.changes(old):

@@ -37,6 +37,7 @@ _OPTIONS.max_mem = 64 << 20
 _L, _D = r"[a-zA]", r"[0-9B]"
 _WI = r"[a-zA0-9B\x01]"
 _EDGE = r"(?:^|[^a-zA0-9B\x01])"
+_NUM = r"[0-9B\x01oli]"
 
 
 def _compile(pattern: str) -> re2._Regexp:
@@ -47,7 +48,9 @@ _PATTERNS: dict[str, re2._Regexp] = {
     "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+"),
     # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
     # separators people write them with (accounts, cards, phones, sort codes).
-    "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:[ \-]?{_WI}){{10,32}})|{_EDGE}(\+?{_D}(?:[ \-./]?[0-9B\x01]){{6,30}})"),
+    # (o, l and i inside the digits stay in the value: the look-alikes of 0 and 1.)
+    "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:[ \-]?[a-zA]){{0,4}}(?:[ \-]?{_NUM}){{7,29}}[ \-]?{_D})|"
+                        rf"{_EDGE}(\+?{_D}(?:[ \-./]?{_NUM}){{5,29}}[ \-./]?{_D})"),
     "credential": _compile(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
                            rf"secret|login|credentials?)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
                            rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
