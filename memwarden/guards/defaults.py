@@ -25,14 +25,17 @@ __all__ = ["default_validators"]
 
 def default_validators(*, shared_labels: Iterable[str] = DEFAULT_SHARED_LABELS, shared_patterns: Iterable[str] = (),
                        is_shared: Callable[[Namespace], bool] | None = None, min_trust: float = 0.5,
-                       lesson_key: bytes | None = None, judge: Any | None = None) -> list[Any]:
+                       lesson_key: bytes | None = None, judge: Any | None = None,
+                       judge_band: tuple[float, float] | None = None) -> list[Any]:
     """Injection, typed content, provenance, lessons and contradiction validators, in that order.
 
     ``lesson_key``: the secret the lesson sketches are keyed with; None (the default) lets the
     store use its own (``lessons.key`` in its state directory).
 
     ``judge``: a LangChain chat model; when given, an :class:`~memwarden.guards.judge.LLMJudge`
-    around it is appended (off by default: it costs a model call per write).
+    around it is appended (off by default: it costs a model call per write it is asked about).
+    ``judge_band``: ask the judge only in this uncertain band
+    (:data:`~memwarden.guards.judge.DEFAULT_BAND` is a good start); None asks about every write.
     """
     chain: list[Any] = [
         InjectionDetector(),
@@ -45,5 +48,5 @@ def default_validators(*, shared_labels: Iterable[str] = DEFAULT_SHARED_LABELS, 
     if judge is not None:
         from memwarden.guards.judge import LLMJudge
 
-        chain.append(LLMJudge(judge))
+        chain.append(LLMJudge(judge, band=judge_band))
     return chain
