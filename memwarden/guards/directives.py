@@ -42,8 +42,8 @@ __all__ = ["DIRECTIVE_AT", "Typing", "TypedContentGuard", "classify", "typing_of
 DIRECTIVE_AT = 0.5
 
 _AGENT = (r"(?:ai|a\.i\.|assistants?|agents?|bots?|chatbots?|copilots?|models?|llms?|the (?:ai|assistant|agent|bot|model|"
-          r"system)|any (?:ai|assistant|agent|bot)|other (?:assistants|agents|bots)|future (?:assistants|agents|runs|"
-          r"sessions))")
+          r"system)|any (?:ai|assistant|agent|bot)|(?:the )?(?:other|next|future|later|new) (?:assistants?|agents?|bots?|"
+          r"ai|models?|runs?|sessions?))")
 _ACT = (r"(?:send|forward|transfer|wire|pay|route|redirect|email|e-mail|mail|cc|bcc|share|post|upload|grant|give|tell|"
         r"reply|respond|answer|use|call|phone|text|delete|remove|disable|enable|turn off|turn on|approve|refund|add|set|"
         r"change|update|reset|ignore|skip|bypass|trust|treat|accept|allow|deny|refuse|recommend|suggest|book|buy|"
@@ -53,11 +53,14 @@ _ACT = (r"(?:send|forward|transfer|wire|pay|route|redirect|email|e-mail|mail|cc|
         r"modify|create|do|find|provide|insert|append|attach|output|print|reveal|disclose|list|show|display|refer|"
         r"replace|switch|swap|return|submit|sign|invite|join|leave|go|drive|speed up|accelerate|brake|turn|collide|"
         r"select|choose|pick|rate|publish|tweet|message|invest|deposit|withdraw|sell|close|lock|hide|apply|"
-        r"put|place|append|respond|route|direct|assign|transfer|follow|obey|remember|note|bring|take|fetch)")
+        r"put|place|append|respond|route|direct|assign|transfer|follow|obey|remember|note|bring|take|fetch|remind|cc|"
+        r"bcc|forward|ping|alert|inform|warn|escalate|authori[sz]e|waive|overlook)")
 _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confirming|confirm|approval|approving|sign-?off|"
           r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|callback|audit(?:ing)?|"
           r"logging|logs|double-check|second check|clinician|physician|prescriber|manager|owner)")
-_FROM_NOW = (r"(?:from now on|from this (?:point|moment|day)(?: on| forward)?|going forward|henceforth|hereafter|"
+_FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
+             r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
+             r"from now)|effective (?:immediately|today|now)|as of (?:now|today)|going forward|henceforth|hereafter|"
              r"in (?:the )?future|for (?:every|all|each|any) (?:future|later|subsequent|upcoming) "
              r"(?:tasks?|requests?|runs?|sessions?|conversations?|chats?|answers?|replies|questions?)|"
              r"(?:every|each) (?:time|session|run|conversation) (?:you|the (?:assistant|agent)|an? (?:assistant|agent))|"
@@ -96,6 +99,8 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("trust", 0.6, r"\b(?:trust|obey|follow|believe|accept|honou?r) (?:all |any |every |whatever )?(?:messages?|e-?mails?|"
                    r"requests?|instructions?|orders?|commands?|anything|whatever|directions?) (?:from|sent by|signed|"
                    r"that (?:come|comes|arrive))\b"),
+    ("trust", 0.6, r"\b(?:consider|regard|deem)\b[^.\n]{0,80}? (?:as )?(?:pre-?approved|approved|authori[sz]ed|"
+                   r"verified|trusted|legitimate|genuine|the (?:account |real |actual )?owner)\b"),
     ("trust", 0.6, r"\b(?:is|are|should be|must be|counts? as|count as|be) (?:considered |treated as |regarded as )?"
                    r"(?:pre-?(?:approved|authori[sz]ed|verified)|(?:already|automatically) (?:approved|authori[sz]ed|"
                    r"verified|trusted)|the (?:account|real|actual|verified) owner|fully trusted)\b"),
@@ -110,20 +115,31 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"earlier|above|other|existing|old|original)(?: [\w-]+){0,2}? (?:instructions?|rules?|guidelines|"
                       r"notes?|records?|memor(?:y|ies)|information|facts?|entries|context|data|values?|details?)\b"),
     ("override", 0.6, r"\b(?:this|the following) (?:overrides|supersedes|replaces|takes precedence over)\b"),
+    ("override", 0.6, r"\b(?:ignore|disregard|forget|override) (?:what|whatever|anything|everything) (?:the |your |my |our )?"
+                      r"[\w' -]{0,40}?(?:says|said|states|stated|told|tells|reads|wrote|writes|instructs|instructed)\b"),
     ("override", 0.5, r"\b(?:important|urgent|attention|notice|system (?:note|notice|update|message)|admin(?:istrator)? "
                       r"(?:note|notice)|new (?:policy|rule|instruction|procedure))\s*[:!]"),
     # bracketed role play
     ("roleplay", 0.6, r"[\[{(<]\s*(?:system|assistant|admin|administrator|operator|developer|persona|role|mode|sudo|"
-                      r"override|root|supervisor|instruction|instructions|inst|sys|agent|ai|dev|debug|god|jailbreak)\b"
+                      r"override|root|supervisor|instruction|instructions|inst|sys|agent|ai|dev|debug|god|jailbreak|ooc|"
+                      r"hidden|internal|secret|note to (?:the )?(?:ai|assistant|agent|bot))(?:\b|_)"
                       r"[^\]})>\n]{0,80}[\]})>]"),
     ("roleplay", 0.6, r"\byou are (?:now|no longer|henceforth|from now on)\b"),
     ("roleplay", 0.5, r"\b(?:act|behave|respond|answer|reply|speak) as (?:if you were |though you were )?(?:an? |the )"),
     # conditional procedures addressed to a reader
+    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+                       rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
+                       rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                         rf"immediately |please )?{_ACT}\b"),
+    ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n)(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
+                      rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
+                      rf"payment|invoice|booking|login|reply|request|ticket)\b[^.\n]{{0,40}}?,? {_ACT} (?:the|all|"
+                      rf"every|each|any|this|that|these|those|it|them|him|her|me|us|my|our|their|your|his|its|a|an)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly )?(?:make sure|ensure|be sure|remember) (?:to|that you)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
-    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n)(?:please |kindly |immediately |now |then |also |first,? |just |and )?"
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )(?:please |kindly |"
+                        rf"immediately |now |then |also |first,? |just |and )?"
                         rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
                         rf"your|his|its|a|an|\d)\b"),
     ("imperative", 0.5, r"\b(?:please|kindly)\s+[a-z]"),
