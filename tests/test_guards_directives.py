@@ -160,6 +160,14 @@ def test_a_mismatch_by_a_user_is_recorded_not_held_and_declared_directives_are_n
         TypedContentGuard(on_mismatch=Outcome.REJECT)
 
 
+def test_the_shapes_that_make_a_mismatch_can_be_narrowed() -> None:
+    how_to = "Run the installer, then restart the service and check the log."
+    guard = TypedContentGuard(shapes=frozenset({"standing", "addressed", "trust", "override", "roleplay"}))
+    assert classify(how_to) is ContentClass.DIRECTIVE
+    assert guard.check(_rec(how_to, Kind.FACT, Source.AGENT), CTX).outcome is Outcome.ACCEPT
+    assert guard.check(_rec(DIRECTIVES[0], Kind.FACT, Source.AGENT), CTX).outcome is Outcome.QUARANTINE
+
+
 POLICY = """
 p, employee, office/projects/*/notes, read
 p, employee, office/projects/*/notes, write

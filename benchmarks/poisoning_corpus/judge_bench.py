@@ -27,16 +27,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from langchain_core.messages import AIMessage  # noqa: E402
+from langchain_core.messages import AIMessage
 
-from memwarden.guards.judge import DEFAULT_BAND, LLMJudge  # noqa: E402
-from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
+from memwarden.guards.judge import DEFAULT_BAND, LLMJudge
+from memwarden.guards.validators import Outcome
+from memwarden.memory.embeddings import HashingEmbedding
 
-from benchmarks.poisoning_corpus.defences import DIRECTIVES, default_chain  # noqa: E402
-from benchmarks.poisoning_corpus.loso import Defences, Figures, Run  # noqa: E402
-from benchmarks.poisoning_corpus.records import load_corpus  # noqa: E402
-from benchmarks.poisoning_corpus.report import RESULTS, markdown, sample  # noqa: E402
-from benchmarks.poisoning_corpus.upstream import stable  # noqa: E402
+from benchmarks.poisoning_corpus.defences import DIRECTIVES, default_chain
+from benchmarks.poisoning_corpus.loso import Defences, Figures, Run
+from benchmarks.poisoning_corpus.records import load_corpus
+from benchmarks.poisoning_corpus.report import RESULTS, markdown, sample
+from benchmarks.poisoning_corpus.upstream import stable
 
 
 class ScriptedJudgeModel:
@@ -68,13 +69,14 @@ class ScriptedJudgeModel:
                                              "category": "other" if verdict == "malicious" else "none"}))
 
 
-def judged(labels: dict[str, str], accuracy: float, models: list[ScriptedJudgeModel]) -> Defences:
+def judged(labels: dict[str, str], accuracy: float, models: list[ScriptedJudgeModel],
+           on_malicious: Outcome) -> Defences:
     """The ``directives`` defences with a scripted judge of ``accuracy`` asked in the band."""
 
     def validators(params: Any) -> list[Any]:
         model = ScriptedJudgeModel(labels, accuracy)
         models.append(model)
-        return [*default_chain(params), LLMJudge(model, band=DEFAULT_BAND)]
+        return [*default_chain(params), LLMJudge(model, band=DEFAULT_BAND, on_malicious=on_malicious)]
 
     return Defences(name=f"directives + judge (accuracy {accuracy})", validators=validators, grid=DIRECTIVES.grid[:1])
 
@@ -84,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-label", type=int, default=60, help="malicious and benign records per source")
     parser.add_argument("--accuracies", type=float, nargs="*", default=[1.0, 0.9, 0.75])
+    parser.add_argument("--on-malicious", choices=("reject", "quarantine"), default="reject",
+                        help="what the judge's 'malicious' does (LLMJudge's on_malicious; default reject)")
     parser.add_argument("--out", type=Path, default=RESULTS / "poisoning_judge.json")
     args = parser.parse_args(argv)
     corpus = sample(load_corpus(), args.per_label)
@@ -94,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("no judge", Defences(name="directives", validators=default_chain, grid=DIRECTIVES.grid[:1]), [])]
     for accuracy in args.accuracies:
         models: list[ScriptedJudgeModel] = []
-        plans.append((f"judge {accuracy}", judged(labels, accuracy, models), models))
+        plans.append((f"judge {accuracy}", judged(labels, accuracy, models, Outcome(args.on_malicious)), models))
     for name, defences, models in plans:
         run = Run(defences, corpus, HashingEmbedding())
         rows = [run.held_out(source) for source in corpus]
@@ -108,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: attack success {pooled.attack_success_pct}%, benign rejected {pooled.benign_rejected_pct}%, "
               f"benign quarantined {pooled.benign_quarantined_pct}%, judge asked about "
               f"{runs[name]['judge_calls_pct']}% of writes", flush=True)
-    result = {"per_label": args.per_label, "band": list(DEFAULT_BAND), "embedding": "HashingEmbedding",
+    result = {"per_label": args.per_label, "band": list(DEFAULT_BAND), "on_malicious": args.on_malicious,
+              "embedding": "HashingEmbedding",
               "runs": runs, "seconds": round(time.perf_counter() - started, 1)}
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

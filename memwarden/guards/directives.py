@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 from memwarden.core.records import ContentClass, Kind, MemoryRecord, Source
-from memwarden.guards.injection import fold, prepare_rule, readings
+from memwarden.guards.injection import prepare_rule, readings
 from memwarden.guards.ruleset import RuleSet
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 
@@ -80,8 +80,8 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:always|never) {_ACT}\b"),
     ("standing", 0.5, rf"\b(?:whenever|every time|each time|any time|anytime)\b[^.\n]{{0,120}}?,? (?:always |then |just |"
                       rf"please |you (?:must|should) )?{_ACT}\b"),
-    ("standing", 0.5, rf"\b(?:whenever|every time|each time)\b[^.\n]{{0,120}}?\b(?:you|an? (?:assistant|agent)|the "
-                      rf"(?:assistant|agent))\b"),
+    ("standing", 0.5, r"\b(?:whenever|every time|each time)\b[^.\n]{0,120}?\b(?:you|an? (?:assistant|agent)|the "
+                      r"(?:assistant|agent))\b"),
     # addressed to agents: tips, lessons, notes for assistants, obligations on "you" or on agents
     ("addressed", 0.6, rf"\b(?:tips?|lessons?(?: learned)?|notes?|reminders?|instructions?|advice|hints?|pro tip|"
                        rf"heads-up|guidance|rules?) (?:for|to) {_AGENT}\b"),
@@ -136,7 +136,7 @@ _SHAPES: list[tuple[str, float, str]] = [
                       rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
                       rf"payment|invoice|booking|login|reply|request|ticket)\b[^.\n]{{0,40}}?,? {_ACT} (?:the|all|"
                       rf"every|each|any|this|that|these|those|it|them|him|her|me|us|my|our|their|your|his|its|a|an)\b"),
-    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly )?(?:make sure|ensure|be sure|remember) (?:to|that you)\b"),
+    ("procedure", 0.35, r"(?:^|[.!;:]\s*|\n)(?:please |kindly )?(?:make sure|ensure|be sure|remember) (?:to|that you)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
     ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )(?:please |kindly |"
                         rf"immediately |now |then |also |first,? |just |and )?"
@@ -250,7 +250,10 @@ class TypedContentGuard:
 
     ``on_mismatch``: the outcome of a mismatch by a writer whose source is not trusted to
     declare its own content (QUARANTINE); ``trusted_sources``: sources whose mismatch is
-    recorded but accepted (a user's own words: ``user``). The record's ``content_class`` is
+    recorded but accepted (a user's own words: ``user``); ``shapes``: when given, only these
+    shape families make a mismatch (e.g. the ones addressed to agents, leaving out
+    ``imperative`` and ``procedure``, so that how-to documents stored as facts go in as
+    written); None, the default, counts every directive. The record's ``content_class`` is
     what the write path classified; the reason names the declared kind and the shapes found.
     """
 
@@ -258,17 +261,22 @@ class TypedContentGuard:
     most = Outcome.QUARANTINE
 
     def __init__(self, *, on_mismatch: Outcome = Outcome.QUARANTINE,
-                 trusted_sources: tuple[str | Source, ...] = (Source.USER,)) -> None:
+                 trusted_sources: tuple[str | Source, ...] = (Source.USER,),
+                 shapes: frozenset[str] | None = None) -> None:
         self.on_mismatch = Outcome(on_mismatch)
         if self.on_mismatch is Outcome.REJECT:
             raise ValueError("a type mismatch quarantines or is accepted; it never rejects on its own")
         self.trusted_sources = frozenset(Source(s) for s in trusted_sources)
+        self.shapes = None if shapes is None else frozenset(shapes)
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the declared kind with the content class."""
         if record.content_class is not ContentClass.DIRECTIVE or record.kind not in _DECLARED_STATEMENTS:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         found = typing_of(record.content)
+        if self.shapes is not None and not found.shapes.keys() & self.shapes:
+            return Verdict(validator=self.name, outcome=Outcome.ACCEPT,
+                           reason=f"directive shapes not counted ({found.reason})")
         why = f"type mismatch: declared {record.kind.value}, content is a directive ({found.reason})"
         outcome = Outcome.ACCEPT if record.source in self.trusted_sources else self.on_mismatch
         return Verdict(validator=self.name, outcome=outcome, reason=why)
