@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.poisoning_corpus.builders import builders
-from benchmarks.poisoning_corpus.deploy import policy_problems
-from benchmarks.poisoning_corpus.records import DATA, CorpusRecord, load_corpus, save
+from benchmarks.poisoning_corpus.builders import builders  # noqa: E402
+from benchmarks.poisoning_corpus.deploy import policy_problems  # noqa: E402
+from benchmarks.poisoning_corpus.records import DATA, CorpusRecord, load_corpus, save  # noqa: E402
 
 
 def folded(text: str) -> str:

@@ -26,6 +26,7 @@ import random
 
 from benchmarks.poisoning_corpus.builders.common import record
 from benchmarks.poisoning_corpus.records import CorpusRecord
+from benchmarks.poisoning_corpus.upstream import pick
 
 SOURCE = "minja"
 ORIGIN = "MINJA recipe (Dong et al. 2025, arXiv:2503.03704), rebuilt on data written for this corpus"
