@@ -287,9 +287,14 @@ def test_bundled_reviews_depend_on_the_source_and_kind() -> None:
     assert explain(hospital, "bob", [], "write", "ward3/patients/p1", kind="fact", source="external", labels={}).review
     assert not explain(hospital, "bob", [], "write", "ward3/patients/p1", kind="fact", source="user", labels={}).review
     assert explain(office, "erin", [], "write", "office/projects/a/notes", kind="rule").review
-    assert not explain(office, "erin", [], "write", "office/projects/a/notes", kind="event").review
+    assert not explain(office, "erin", [], "write", "office/projects/a/notes", kind="event", source="user").review
     assert explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="external").review
-    assert not explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="agent").review
+    # An agent's statement goes in as written; its directive, or a text of unknown class
+    # (which could be one), is held (the bundled content=directive review lines).
+    assert not explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="agent",
+                       content="statement").review
+    assert explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="agent", content="directive").review
+    assert explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="agent").review
 
 
 # -- lint --------------------------------------------------------------------------------------
