@@ -136,7 +136,8 @@ _SHAPES: list[tuple[str, float, str]] = [
                       rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
                       rf"payment|invoice|booking|login|reply|request|ticket)\b[^.\n]{{0,40}}?,? {_ACT} (?:the|all|"
                       rf"every|each|any|this|that|these|those|it|them|him|her|me|us|my|our|their|your|his|its|a|an)\b"),
-    ("procedure", 0.35, r"(?:^|[.!;:]\s*|\n)(?:please |kindly )?(?:make sure|ensure|be sure|remember) (?:to|that you)\b"),
+    ("imperative", 0.5, r"(?:^|[.!;:]\s*|\n)(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
+                        r"do not forget|never forget) (?:to|that you|that the|that all)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
     ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )(?:please |kindly |"
                         rf"immediately |now |then |also |first,? |just |and )?"
