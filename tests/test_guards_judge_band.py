@@ -50,6 +50,15 @@ def test_without_a_band_every_write_is_judged_and_bad_bands_are_refused() -> Non
             _judge(band=band)
 
 
+def test_the_cores_lesson_records_are_never_judged() -> None:
+    # A judge that wrongly called a lesson malicious rejected it: the lesson was lost.
+    judge = _judge(band=None)
+    lesson = MemoryRecord(id="mem_l", namespace=("memwarden", "lessons"), content="sketch 1f2e", writer="memwarden",
+                          kind="lesson")
+    verdict = judge.check(lesson, CTX)
+    assert verdict.outcome is Outcome.ACCEPT and judge.consulted == 0
+
+
 def test_default_validators_pass_the_band_on() -> None:
     model = GenericFakeChatModel(messages=iter([]))
     chain = default_validators(judge=model, judge_band=DEFAULT_BAND)

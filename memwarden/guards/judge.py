@@ -103,6 +103,8 @@ class LLMJudge:
     ``max_chars``: longer content is cut for the judge (the other validators see it whole).
     ``band``: ``(low, high)``: ask only about writes whose :func:`uncertainty` lies in
     ``[low, high)`` (see the module docstring); None asks about every write.
+    ``skip_kinds``: record kinds never sent to the model (the core's lesson records hold only
+    hashes and signal names; a judge that rejected one would lose the lesson).
     """
 
     name = "llm_judge"
@@ -110,10 +112,12 @@ class LLMJudge:
     def __init__(self, model: Any, *, on_malicious: Outcome = Outcome.REJECT,
                  on_suspicious: Outcome = Outcome.QUARANTINE, min_confidence: float = 0.5,
                  structured: bool | None = None, max_chars: int = 8000,
-                 system_prompt: str = JUDGE_SYSTEM_PROMPT, band: tuple[float, float] | None = None) -> None:
+                 system_prompt: str = JUDGE_SYSTEM_PROMPT, band: tuple[float, float] | None = None,
+                 skip_kinds: tuple[str, ...] = ("lesson",)) -> None:
         if band is not None and not 0.0 <= band[0] < band[1]:
             raise ValueError(f"band must be (low, high) with 0 <= low < high, got {band!r}")
         self.band = band
+        self.skip_kinds = frozenset(skip_kinds)
         self.consulted = 0
         self.model = model
         self.on_malicious = Outcome(on_malicious)
@@ -161,6 +165,8 @@ class LLMJudge:
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Ask the model (in the band, when one is set); fail closed (quarantine) on any failure."""
+        if record.kind.value in self.skip_kinds:
+            return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="kind not judged")
         if self.band is not None:
             score = uncertainty(record.content)
             if not self.band[0] <= score < self.band[1]:
