@@ -274,7 +274,8 @@ class TypedContentGuard:
         """Compare the declared kind with the content class."""
         if record.content_class is not ContentClass.DIRECTIVE or record.kind not in _DECLARED_STATEMENTS:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
-        found = typing_of(record.content)
+        # The same key as the write path's classify(): the cached result, not a second pass.
+        found = typing_of(record.content, directive_at=DIRECTIVE_AT)
         if self.shapes is not None and not found.shapes.keys() & self.shapes:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT,
                            reason=f"directive shapes not counted ({found.reason})")
