@@ -28,7 +28,7 @@ def _record_attributes(args: argparse.Namespace) -> dict[str, Any]:
         if name in labels:
             raise InvalidRequest(f"--label {name!r} is given twice")
         labels[name] = value
-    return {"kind": args.kind, "source": args.source, "labels": labels,
+    return {"kind": args.kind, "source": args.source, "content": args.content, "labels": labels,
             "writer_roles": args.writer_role if args.writer_role else None}
 
 
@@ -39,6 +39,7 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
         "depends on it is a fail-closed deny that names the rule it depends on")
     record.add_argument("--kind", help="fact, event, rule, preference or lesson")
     record.add_argument("--source", help="user, agent, tool or external")
+    record.add_argument("--content", help="statement or directive (the content class a write is classified as)")
     record.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
                         help="a label of the record (repeatable; the record has exactly these labels)")
     record.add_argument("--no-labels", action="store_true", help="the record has no labels")
@@ -141,7 +142,7 @@ def policy_who_can(args: argparse.Namespace, console: Console) -> int:
     allowed = sum(1 for row in rows if row[0] < 2)
     if any(row[1] == "depends" for row in rows):
         console.print(Text("depends: allowed only for records with the attributes the rule names "
-                           "(ask about one record with --kind, --label, --source, --writer-role)"))
+                           "(ask about one record with --kind, --content, --label, --source, --writer-role)"))
     return 0 if allowed else 1
 
 

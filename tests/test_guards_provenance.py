@@ -9,6 +9,7 @@ import pytest
 from memwarden import Memory, Principal, WriteRejected
 from memwarden.guards.contradiction import ContradictionCheck
 from memwarden.guards.defaults import default_validators
+from memwarden.guards.directives import TypedContentGuard
 from memwarden.guards.injection import InjectionDetector
 from memwarden.guards.lessons import LessonValidator
 from memwarden.guards.provenance import ProvenanceRule
@@ -85,7 +86,8 @@ def test_lessons_only_from_lesson_writers() -> None:
 
 def test_default_chain_order() -> None:
     chain = default_validators()
-    assert [type(v) for v in chain] == [InjectionDetector, ProvenanceRule, LessonValidator, ContradictionCheck]
+    assert [type(v) for v in chain] == [InjectionDetector, TypedContentGuard, ProvenanceRule, LessonValidator,
+                                        ContradictionCheck]
     assert [v.name for v in default_validators(judge=object.__new__(type("M", (), {
         "with_structured_output": lambda self, s: (_ for _ in ()).throw(NotImplementedError())})))][-1] == "llm_judge"
 

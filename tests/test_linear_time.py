@@ -26,7 +26,11 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill  # noqa: E402
 from memwarden import Memory, Principal, WriteRejected  # noqa: E402
-from memwarden.guards import injection as inj  # noqa: E402
+from memwarden.guards import directives, injection as inj, values  # noqa: E402
+from memwarden.guards.contradiction import ContradictionCheck  # noqa: E402
+from memwarden.guards.validators import ValidationContext  # noqa: E402
+from memwarden.core.records import MemoryRecord, Principal as P, Source  # noqa: E402
+from memwarden.policies.subjects import Subjects  # noqa: E402
 from memwarden.guards.judge import _json_object  # noqa: E402
 from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
 from memwarden.orchestrator.worker import _unfenced  # noqa: E402
@@ -90,6 +94,69 @@ p, nurse, ward3/patients/*, write
 g, alice, physician
 g, bob, nurse
 """
+
+# -- the typed-content classifier and the procedure values (issue 18, items 2 and 3) -------------
+
+SHAPE_RULES = tuple(r for rule_set in directives._shapes() for r in rule_set.rules)
+SHAPE_TEXTS = adversarial_texts(SHAPE_RULES)
+VALUE_TEXTS = {
+    "digit runs with separators": fill("1 "), "digits and dashes": fill("1-"), "dotted digits": fill("1."),
+    "iban heads": fill("GB33 "), "iban heads glued": fill("GB33BUKB"), "letters and digits": fill("a1 "),
+    "look-alike digits": fill("2O2O "), "zero-width digits": fill("1\u200b"), "at signs": fill("a@a."),
+    "dotted words": fill("a.a-"), "url heads": fill("https://a"), "credential words": fill("password is "),
+    "credential words glued": fill("key:"), "route words": fill("approved by the "), "amounts": fill("$1,"),
+    "numbers and units": fill("5 mg "), "weakening words": fill("alone without "),
+}
+
+
+def _classify(text: str) -> None:
+    directives.typing_of.cache_clear()
+    directives.typing_of(text)
+
+
+def _values(text: str) -> None:
+    values.procedure_values.cache_clear()
+    values.procedure_values(text)
+
+
+@pytest.mark.parametrize("category", sorted(SHAPE_TEXTS))
+def test_every_adversarial_32kb_text_is_classified_within_the_bound(category: str) -> None:
+    _classify("warm-up: from now on the shapes are compiled")
+    slow = {name: round(spent, 3) for name, text in SHAPE_TEXTS[category].items()
+            if (spent := _cpu(_classify, text)) >= BOUND}
+    assert not slow, f"over {BOUND * 1000:.0f} ms of CPU: {slow}"
+
+
+def test_every_shape_rule_has_its_own_adversarial_texts() -> None:
+    literal, near = SHAPE_TEXTS["rule literals repeated"], SHAPE_TEXTS["rule near misses repeated"]
+    assert all(f"rule {i}" in literal or f"rule {i}" in near for i in range(len(SHAPE_RULES)))
+
+
+@pytest.mark.parametrize("category", sorted(SHAPE_TEXTS))
+def test_procedure_values_of_adversarial_32kb_texts_within_the_bound(category: str) -> None:
+    texts = {**SHAPE_TEXTS[category], **({} if category != "punctuation pairs" else VALUE_TEXTS)}
+    slow = {name: round(spent, 3) for name, text in texts.items() if (spent := _cpu(_values, text)) >= BOUND}
+    assert not slow, f"over {BOUND * 1000:.0f} ms of CPU: {slow}"
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_TEXTS))
+def test_a_procedure_change_check_on_adversarial_32kb_texts_is_within_the_bound(name: str) -> None:
+    # The contradiction check compares an untrusted writer's 32 KB text with a 32 KB related
+    # record: statements, content words and both texts' values.
+    text = VALUE_TEXTS[name]
+    other = MemoryRecord(id="mem_old", namespace=("a",), content=fill("ok " + text[:64]), subjects=("s",),
+                         writer="owner", source=Source.USER)
+    record = MemoryRecord(id="mem_new", namespace=("a",), content=text, subjects=("s",), writer="agent",
+                          source=Source.AGENT)
+    ctx = ValidationContext(P("agent", roles=["r"]), Subjects("agent", frozenset({"r"})),
+                            related=lambda r, k: [other])
+
+    def check(_: str) -> None:
+        values.procedure_values.cache_clear()
+        ContradictionCheck().check(record, ctx)
+
+    assert _cpu(check, text) < BOUND, name
+
 
 # The texts that were slowest before, and a few of each kind.
 SLOW_WRITES = [TEXTS["encodings"]["ascii85 opened"], TEXTS["leetspeak"]["digit sign, one letter at the end"],

@@ -65,9 +65,9 @@ def test_conditions_parse_to_a_normal_form(text: str, normal: str) -> None:
 @pytest.mark.parametrize(("field", "message"), [
     ("kindfact", "condition term 'kindfact' has no '=' or '!='; write ATTRIBUTE=VALUE or ATTRIBUTE!=VALUE"),
     ("=fact", "condition term '=fact' names no attribute"),
-    ("Kind=fact", "unknown attribute 'Kind' in 'Kind=fact'; expected kind, source, writer_role or label.NAME"),
-    ("owner=bob", "unknown attribute 'owner' in 'owner=bob'; expected kind, source, writer_role or label.NAME"),
-    ("kind~=fact", "unknown attribute 'kind~' in 'kind~=fact'; expected kind, source, writer_role or label.NAME"),
+    ("Kind=fact", "unknown attribute 'Kind' in 'Kind=fact'; expected kind, source, content, writer_role or label.NAME"),
+    ("owner=bob", "unknown attribute 'owner' in 'owner=bob'; expected kind, source, content, writer_role or label.NAME"),
+    ("kind~=fact", "unknown attribute 'kind~' in 'kind~=fact'; expected kind, source, content, writer_role or label.NAME"),
     ("kind=facts", "unknown kind 'facts' in 'kind=facts'; expected one of " + ", ".join(KINDS)),
     ("kind=FACT", "unknown kind 'FACT' in 'kind=FACT'; expected one of " + ", ".join(KINDS)),
     ("source=human", "unknown source 'human' in 'source=human'; expected one of " + ", ".join(SOURCES)),
@@ -290,9 +290,14 @@ def test_bundled_reviews_depend_on_the_source_and_kind() -> None:
     assert explain(hospital, "bob", [], "write", "ward3/patients/p1", kind="fact", source="external", labels={}).review
     assert not explain(hospital, "bob", [], "write", "ward3/patients/p1", kind="fact", source="user", labels={}).review
     assert explain(office, "erin", [], "write", "office/projects/a/notes", kind="rule").review
-    assert not explain(office, "erin", [], "write", "office/projects/a/notes", kind="event").review
+    assert not explain(office, "erin", [], "write", "office/projects/a/notes", kind="event", source="user").review
     assert explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="external").review
-    assert not explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="agent").review
+    # An agent's statement goes in as written; its directive, or a text of unknown class
+    # (which could be one), is held (the bundled content=directive review lines).
+    assert not explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="agent",
+                       content="statement").review
+    assert explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="agent", content="directive").review
+    assert explain(home, "homebot", [], "write", "home/shared/calendar/mon", source="agent").review
 
 
 # -- lint --------------------------------------------------------------------------------------

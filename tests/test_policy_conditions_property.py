@@ -1,6 +1,6 @@
 """Property tests of attribute conditions against a tiny independent reference model.
 
-Random small policies whose rules carry conditions on kind, source, writer_role and labels,
+Random small policies whose rules carry conditions on kind, source, content, writer_role and labels,
 random requests and random record attributes. The reference model below imports nothing from
 memwarden: it is the semantics of docs/policies.md written out directly (a missing label never
 satisfies ``label.x=v`` and always satisfies ``label.x!=v``; deny overrides allow; no match is
@@ -33,16 +33,19 @@ pytestmark = pytest.mark.unit
 
 ALL_KINDS = ("fact", "event", "rule", "preference", "lesson")
 ALL_SOURCES = ("user", "agent", "tool", "external")
+ALL_CONTENT = ("statement", "directive")
 
 
 def ref_term(term, record):
-    """record = (kind, source, writer roles, labels dict)."""
+    """record = (kind, source, writer roles, labels dict, content class)."""
     attribute, negated, values = term
-    kind, source, roles, labels = record
+    kind, source, roles, labels, content = record
     if attribute == "kind":
         hit = kind in values
     elif attribute == "source":
         hit = source in values
+    elif attribute == "content":
+        hit = content in values
     elif attribute == "writer_role":
         hit = any(r in values for r in roles)
     else:
@@ -69,10 +72,11 @@ def ref_review(rules, links, principal, given, action, namespace, record):
 
 
 def ref_metadata(namespace, record):
-    """What the codec stores: ns_i, ns_depth, kind, source, writer_roles (omitted when empty), lbl_*."""
-    kind, source, roles, labels = record
+    """What the codec stores: ns_i, ns_depth, kind, source, content_class, writer_roles (omitted
+    when empty), lbl_*."""
+    kind, source, roles, labels, content = record
     meta = {f"ns_{i}": label for i, label in enumerate(namespace)}
-    meta.update(ns_depth=len(namespace), kind=kind, source=source)
+    meta.update(ns_depth=len(namespace), kind=kind, source=source, content_class=content)
     if roles:
         meta["writer_roles"] = list(roles)
     meta.update({f"lbl_{k}": v for k, v in labels.items()})
@@ -114,6 +118,7 @@ EFFECTS = ("allow", "allow", "deny", "deny", "review")
 TERM_VALUES = {
     "kind": ("fact", "event", "rule"),
     "source": ("user", "agent", "external"),
+    "content": ("statement", "directive"),
     "writer_role": ("w0", "w1"),
     "label.s": ("x", "y"),
     "label.t": ("x",),
@@ -156,7 +161,7 @@ def decode_link(code):
 
 def random_record(rnd):
     labels = {k: v for k, v in (("s", rnd.choice(S_VALUES)), ("t", rnd.choice(T_VALUES))) if v is not None}
-    return rnd.choice(ALL_KINDS), rnd.choice(ALL_SOURCES), rnd.choice(RECORD_ROLES), labels
+    return rnd.choice(ALL_KINDS), rnd.choice(ALL_SOURCES), rnd.choice(RECORD_ROLES), labels, rnd.choice(ALL_CONTENT)
 
 
 def instantiate(pattern, rnd):
@@ -205,8 +210,8 @@ def engine_for(rules, links):
 
 
 def attributes(record):
-    kind, source, roles, labels = record
-    return RecordAttributes(kind, source, roles, labels)
+    kind, source, roles, labels, content = record
+    return RecordAttributes(kind, source, roles, labels, content)
 
 
 # -- properties ------------------------------------------------------------------------------------
@@ -374,15 +379,17 @@ def test_lint_findings_with_conditions_are_safe_to_remove() -> None:
 
 def _completions(record, unknown):
     """Every record that agrees with ``record`` on the known attributes (over the universe)."""
-    kind, source, roles, labels = record
+    kind, source, roles, labels, content = record
     options = {
         "kind": ALL_KINDS if "kind" in unknown else (kind,),
         "source": ALL_SOURCES if "source" in unknown else (source,),
         "roles": RECORD_ROLES if "roles" in unknown else (roles,),
         "labels": [{k: v for k, v in (("s", s), ("t", t)) if v is not None} for s in S_VALUES for t in T_VALUES]
         if "labels" in unknown else [labels],
+        "content": ALL_CONTENT if "content" in unknown else (content,),
     }
-    return list(itertools.product(options["kind"], options["source"], options["roles"], options["labels"]))
+    return list(itertools.product(options["kind"], options["source"], options["roles"], options["labels"],
+                                  options["content"]))
 
 
 @pytest.mark.slow
@@ -390,19 +397,20 @@ def test_unknown_attributes_are_decided_fail_closed() -> None:
     """With some attributes unknown (the policy tools), an allow holds for every record that
     could be meant; a deny that names no rule it depends on holds for every such record too."""
     stats = Counter()
-    fields = ("kind", "source", "roles", "labels")
+    fields = ("kind", "source", "roles", "labels", "content")
 
     @settings(max_examples=200, **FAST)
-    @given(policy=policies, reqs=st.lists(st.tuples(codes, st.integers(1, 15)), min_size=4, max_size=6))
+    @given(policy=policies, reqs=st.lists(st.tuples(codes, st.integers(1, 31)), min_size=4, max_size=6))
     def prop(policy, reqs):
         rules, links = policy
         engine = engine_for(rules, links)
         for code, mask in reqs:
             principal, given_roles, action, namespace, record = decode_request(code, rules, links)
             unknown = {f for i, f in enumerate(fields) if mask >> i & 1}
-            kind, source, roles, labels = record
+            kind, source, roles, labels, content = record
             partial = RecordAttributes(None if "kind" in unknown else kind, None if "source" in unknown else source,
-                                       None if "roles" in unknown else roles, None if "labels" in unknown else labels)
+                                       None if "roles" in unknown else roles, None if "labels" in unknown else labels,
+                                       None if "content" in unknown else content)
             subjects = engine_subjects(engine, principal, given_roles, links)
             if subjects is None:
                 continue

@@ -425,7 +425,12 @@ def test_bundled_policy_decisions(policy: str, principal: str, roles: tuple[str,
 def test_bundled_review_and_lifecycle_lines() -> None:
     house = PolicyEngine("household")
     assert explain(house, "lena", [], "write", "home/shared/calendar").review
-    assert not explain(house, "maria", [], "write", "home/shared/calendar").review
+    # A parent's own write is not held; an agent's directive there is (and a write of unknown
+    # source and content class might be one: held, fail closed).
+    assert not explain(house, "maria", [], "write", "home/shared/calendar", source="user").review
+    assert not explain(house, "maria", [], "write", "home/shared/calendar", content="statement").review
+    assert explain(house, "maria", [], "write", "home/shared/calendar", source="agent", content="directive").review
+    assert explain(house, "maria", [], "write", "home/shared/calendar").review
     assert house.lifecycle(ns("home/guest/notes"), "fact").ttl == 7 * 86400
     assert house.lifecycle(ns("home/shared/shopping/week1"), "fact").capacity == 200
     office = PolicyEngine("office")

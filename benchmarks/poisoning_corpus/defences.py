@@ -42,4 +42,16 @@ TODAY = Defences(
     grid=({"injection.quarantine_at": 0.4}, {"injection.quarantine_at": 0.3}, {"injection.quarantine_at": 0.5}),
 )
 
-DEFENCES = {"today": TODAY}
+# Issue 18: the typed-content guard and the content=directive review lines of the deployment
+# policy (deploy.py), and the contradiction check's provenance trust, all in the default
+# chain. Tuned: the detector's quarantine threshold, and how many content words a related
+# record must share for a procedure change to count.
+DIRECTIVES = Defences(
+    name="typed directives, provenance trust (issue 18)",
+    validators=default_chain,
+    grid=({"injection.quarantine_at": 0.4, "contradiction.min_shared": 2},
+          {"injection.quarantine_at": 0.3, "contradiction.min_shared": 2},
+          {"injection.quarantine_at": 0.4, "contradiction.min_shared": 3}),
+)
+
+DEFENCES = {"today": TODAY, "directives": DIRECTIVES}

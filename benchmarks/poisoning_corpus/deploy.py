@@ -37,6 +37,11 @@ p, kb_curator, kb/**, read
 p, kb_curator, kb/**, write
 p, kb_ingest, kb/**, write
 p, kb_reader, kb/**, read
+# What the ingest agent takes from a crawl or a tool, and any directive it writes (whatever
+# kind it declares: content is classified at write time), waits for the curator.
+p, kb_ingest, kb/**, write, review, source=external|tool
+p, kb_ingest, kb/**, write, review, content=directive&source=agent|tool|external
+p, kb_curator, kb/**, approve
 # Personal assistants: each user's space is the user's and their agents'; the team space is
 # everyone's on the team.
 p, emma, assist/emma/**, read
@@ -50,6 +55,15 @@ p, liam-assistant, assist/liam/**, read
 p, liam-assistant, assist/liam/**, write
 p, teammate, assist/team/**, read
 p, teammate, assist/team/**, write
+# In a user's own space, the user's assistant writes the user's preferences as it is told
+# (accepted); a directive that comes from a tool or from outside waits for the user. In the
+# team space, a directive from any agent or tool waits for a teammate's approval.
+p, emma-assistant, assist/emma/**, write, review, content=directive&source=tool|external
+p, liam-assistant, assist/liam/**, write, review, content=directive&source=tool|external
+p, emma, assist/emma/**, approve
+p, liam, assist/liam/**, approve
+p, teammate, assist/team/**, write, review, content=directive&source=agent|tool|external
+p, teammate, assist/team/**, approve
 g, emma, teammate
 g, emma-assistant, teammate
 g, emma-planner, teammate
@@ -64,6 +78,12 @@ p, qa_agent, agents/qa/**, read
 p, qa_agent, agents/qa/**, write
 p, driving_agent, agents/driving/**, read
 p, driving_agent, agents/driving/**, write
+# Experience that steers every later run of the agent, for every user it serves: a directive
+# an instance writes waits for review.
+p, ehr_agent, agents/ehr/**, write, review, content=directive&source=agent|tool|external
+p, shop_agent, agents/shop/**, write, review, content=directive&source=agent|tool|external
+p, qa_agent, agents/qa/**, write, review, content=directive&source=agent|tool|external
+p, driving_agent, agents/driving/**, write, review, content=directive&source=agent|tool|external
 g, kb-curator, kb_curator
 g, kb-ingest, kb_ingest
 g, kb-answerer, kb_reader

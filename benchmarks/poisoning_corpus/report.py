@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="poisoning.py --corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="JSON output")
-    parser.add_argument("--defences", default="today", choices=sorted(DEFENCES), help="the defences measured")
+    parser.add_argument("--defences", default="directives", choices=sorted(DEFENCES), help="the defences measured")
     parser.add_argument("--sources", nargs="*", default=None, help="only these sources (default: all)")
     parser.add_argument("--per-label", type=int, default=None,
                         help=f"at most N malicious and N benign records per source (--quick: {QUICK_PER_LABEL})")

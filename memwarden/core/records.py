@@ -33,6 +33,14 @@ class Source(str, Enum):
     EXTERNAL = "external"
 
 
+class ContentClass(str, Enum):
+    """What a memory's text is, whatever kind was declared (memwarden.guards.directives): a
+    statement about the world, or a directive addressed to agents."""
+
+    STATEMENT = "statement"
+    DIRECTIVE = "directive"
+
+
 class Status(str, Enum):
     """Lifecycle state; only ``active`` records are ever returned by search."""
 
@@ -125,6 +133,9 @@ class MemoryRecord(BaseModel):
     namespace: Namespace
     content: str
     kind: Kind = Kind.FACT
+    #: Classified by the write path from the content; a record that was never classified
+    #: counts as a directive (the class policies restrict).
+    content_class: ContentClass = ContentClass.DIRECTIVE
     subjects: tuple[str, ...] = ()
     writer: str
     writer_roles: tuple[str, ...] = ()

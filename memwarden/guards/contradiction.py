@@ -18,6 +18,19 @@ words, the two sentences differ in at most ``max_diff`` content words besides th
 antonym or number. A hit quarantines the write; the reason names the kind of conflict and
 the id of the related record (never content).
 
+**Provenance trust** (issue 18, item 3): a fact written by an untrusted writer (an agent, a
+tool or an external source by default) that *changes a procedure* compared with an
+established record by a different writer is held for review, however much else differs:
+a new destination (e-mail address, URL), account (IBAN, account, card or phone number),
+credential (or where one is kept), amount or dose (same unit, another value), whom to trust or
+who approves ("approved by ..."), or a check weakened ("checked by the giving nurse alone").
+Values are compared as :mod:`memwarden.guards.values` keys them: grouping spaces and
+full-width digits do not make a value new, a look-alike letter, a digit of another script or
+an invisible character does (the reason then says it looks like the established value).
+"Compared with" means the two records share a subject and at least ``min_shared`` content
+words (the same topic). A user's own write, or one by the established record's writer, is
+not held by this rule: the owner of a value may change it.
+
 Limits: these are surface heuristics. They miss paraphrased contradictions ("is fine with
 penicillin"), contradictions spread over several records, and conflicts with records the
 writer cannot read (by design: a verdict must not leak them). They also flag legitimate
@@ -35,7 +48,8 @@ from functools import lru_cache
 
 from memwarden.guards.folding import fold, signature_tokens
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.core.records import Kind, MemoryRecord
+from memwarden.guards.values import procedure_values, skeleton
+from memwarden.core.records import Kind, MemoryRecord, Source
 
 __all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
            "statement"]
@@ -234,33 +248,73 @@ class ContradictionCheck:
     ``kinds``: the record kinds compared (events are about moments, so they may differ).
     ``max_diff``: content words allowed to differ besides the conflicting one.
     ``max_chars``: longer content is not one statement and is not compared (two texts only
-    conflict here when they differ in at most ``max_diff`` content words).
+    conflict here when they differ in at most ``max_diff`` content words); the procedure
+    values of longer content are still compared (their patterns run in linear time).
+    ``untrusted_sources`` / ``min_trust``: whose procedure-changing facts are held for review
+    (see the module docstring); ``min_shared``: content words two records must share to be
+    about the same thing.
     """
 
     name = "contradiction"
     most = Outcome.QUARANTINE
 
     def __init__(self, *, k: int = 5, kinds: tuple[Kind, ...] = (Kind.FACT, Kind.RULE, Kind.PREFERENCE),
-                 max_diff: int = 1, max_chars: int = 1000) -> None:
+                 max_diff: int = 1, max_chars: int = 1000,
+                 untrusted_sources: tuple[str | Source, ...] = (Source.AGENT, Source.TOOL, Source.EXTERNAL),
+                 min_trust: float = 0.5, min_shared: int = 2) -> None:
         if k < 1:
             raise ValueError("k must be at least 1")
+        if min_shared < 1:
+            raise ValueError("min_shared must be at least 1")
         self.k = k
         self.kinds = frozenset(Kind(x) for x in kinds)
         self.max_diff = max_diff
         self.max_chars = max_chars
+        self.untrusted_sources = frozenset(Source(s) for s in untrusted_sources)
+        self.min_trust = min_trust
+        self.min_shared = min_shared
+
+    def untrusted(self, record: MemoryRecord) -> bool:
+        """True when ``record``'s procedure-changing facts need review."""
+        return record.source in self.untrusted_sources or record.trust < self.min_trust
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the candidate with its nearest related records."""
         if record.kind not in self.kinds or not record.subjects:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
-        if len(record.content) > self.max_chars:
+        short = len(record.content) <= self.max_chars
+        untrusted = self.untrusted(record)
+        if not short and not untrusted:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="too long to compare as one statement")
         mine = statement(record.content)
         for other in context.related(record, self.k):
             if other.id in (record.id, record.supersedes) or other.kind not in self.kinds:
                 continue
-            found = conflict(mine, statement(other.content), max_diff=self.max_diff)
+            theirs = statement(other.content)
+            found = conflict(mine, theirs, max_diff=self.max_diff) if short else None
             if found:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                                reason=f"likely contradicts related record {other.id} ({found})")
+            if untrusted and other.writer != record.writer:
+                changed = self._changes_procedure(record, mine, other, theirs)
+                if changed:
+                    return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                                   reason=f"{changed} of related record {other.id} by another writer: needs review")
         return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
+
+    def _changes_procedure(self, record: MemoryRecord, mine: Statement, other: MemoryRecord,
+                           theirs: Statement) -> str | None:
+        """What the candidate changes of an established record's procedure, or None."""
+        # Words of two letters or fewer are mostly pieces of codes ("gb" of an IBAN): they
+        # do not make two texts about the same thing.
+        if sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
+            return None
+        new, old = procedure_values(record.content), procedure_values(other.content)
+        for category, value, established in new.changes(old):
+            what = category.split(":", 1)[0]
+            if skeleton(new.raw.get(value, value)) == skeleton(old.raw.get(established, established)):
+                return f"changes the {what} to a look-alike"
+            return f"changes the {what}"
+        if new.weakened and not old.weakened:
+            return "weakens a check"
+        return None

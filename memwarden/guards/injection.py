@@ -63,7 +63,7 @@ from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import MemoryRecord
 
-__all__ = ["InjectionDetector", "Scan", "fold", "readings", "signature_tokens"]
+__all__ = ["InjectionDetector", "Scan", "fold", "prepare_rule", "readings", "signature_tokens"]
 
 # ---------------------------------------------------------------------------------------
 # Rules
@@ -72,7 +72,7 @@ __all__ = ["InjectionDetector", "Scan", "fold", "readings", "signature_tokens"]
 _UMLAUTS = {"ä": "(?:ae|a)", "ö": "(?:oe|o)", "ü": "(?:ue|u)"}
 
 
-def _prep(source: str) -> str:
+def prepare_rule(source: str) -> str:
     """Pattern source as written (accents, spaces) -> source that matches folded text."""
     for letter, alt in _UMLAUTS.items():
         source = source.replace(letter, alt)
@@ -503,17 +503,17 @@ _IT = [
 def _rule_set() -> RuleSet:
     """The phrase rules, compiled on first use (not at import: ``import memwarden`` stays
     quick) with their literal prefilter (see :mod:`memwarden.guards.ruleset`)."""
-    return RuleSet((family, weight, _prep(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
+    return RuleSet((family, weight, prepare_rule(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
 
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
-_SEND = re.compile(_prep(
+_SEND = re.compile(prepare_rule(
     r"\b(?:send|forward|e-?mail|mail|post|upload|transmit|submit|exfiltrate|copy|cc|bcc|share|leak|sync|push|report|"
     r"deliver|dispatch|export|sende|senden|schicke|schicken|leite|leiten|übermittle|übermitteln|maile|exportiere|"
     r"envoie|envoyez|envoyer|transmets|transmettez|transfere|transferez|partage|partagez|envia|enviar|envie|reenvia|"
     r"manda|mande|comparte|invia|inviare|inoltra|inoltrare|manda|condividi|trasmetti)\b"))
 _EMAIL_AT = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
-_EXTERNAL = re.compile(_prep(
+_EXTERNAL = re.compile(prepare_rule(
     r"(?:external|outside|third[- ]party|remote|personal|private) (?:address|server|endpoint|e-?mail|url|webhook|site|"
     r"party|inbox|account)\b|externally\b|off-?site\b|externe(?:n)? (?:adresse|e-?mail|server)\b|adresse externe\b|"
     r"direccion (?:externa|de correo externa)\b|indirizzo esterno\b|webhook"))
@@ -525,7 +525,7 @@ def _has_destination(text: str) -> bool:
                 or _EXTERNAL.search(text))
 
 
-_SENSITIVE = re.compile(_prep(
+_SENSITIVE = re.compile(prepare_rule(
     r"\b(?:credentials|passwords?|passcodes?|api[ _-]?keys?|secret keys?|access tokens?|auth tokens?|session tokens?|"
     r"private keys?|ssh keys?|secrets|environment variables|system prompt|chat history|conversation history|"
     r"(?:this|the|our|entire|whole|full) (?:conversation|chat|transcript|session)|previous messages?|"
@@ -973,18 +973,27 @@ class InjectionDetector:
     ``max_chars``: longer content is scanned up to this length and quarantined as oversized.
     ``skip_kinds``: record kinds not scanned (lesson records, written by the core, hold only
     hashes and signal names).
+    ``directive_families`` / ``declared_directives``: signals that say only "this text is a
+    standing instruction" (an output rule, a conditional response, a request to remember),
+    which do not count for a record *declared* a directive (a rule or a preference): being
+    one is what it says it is, and who may establish directives where is the policy's
+    ``content=directive`` condition and the typed-content guard, not this detector.
     """
 
     name = "injection"
 
     def __init__(self, *, reject_at: float = 1.0, quarantine_at: float = 0.4, max_chars: int = 32_768,
-                 skip_kinds: Iterable[str] = ("lesson",)) -> None:
+                 skip_kinds: Iterable[str] = ("lesson",),
+                 directive_families: Iterable[str] = ("persistent-output", "conditional-response", "memory-write"),
+                 declared_directives: Iterable[str] = ("rule", "preference")) -> None:
         if not 0 < quarantine_at <= reject_at:
             raise ValueError("need 0 < quarantine_at <= reject_at")
         self.reject_at = reject_at
         self.quarantine_at = quarantine_at
         self.max_chars = max_chars
         self.skip_kinds = frozenset(skip_kinds)
+        self.directive_families = frozenset(directive_families)
+        self.declared_directives = frozenset(declared_directives)
         # The rules are compiled once per process, when the first detector is made (a memory
         # opening), not at import (``import memwarden``, ``memwarden --help``) nor in the
         # first write (about 0.1 s).
@@ -998,6 +1007,8 @@ class InjectionDetector:
         if record.kind.value in self.skip_kinds:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="kind not scanned")
         scan = self.scan(record.content)
+        if record.kind.value in self.declared_directives and scan.signals.keys() & self.directive_families:
+            scan = Scan({k: w for k, w in scan.signals.items() if k not in self.directive_families})
         return self.verdict(scan)
 
     def verdict(self, scan: Scan) -> Verdict:

@@ -14,20 +14,46 @@ Use it as the last validator, after the cheap ones: it costs a model call per wr
 itself a target of injection (the content is trying to talk to an LLM, and now it can).
 A ``benign`` answer only accepts for this validator; it never overrides another
 validator's quarantine or reject.
+
+**The uncertain band** (``band=(low, high)``): the judge is asked only about writes whose
+cheap signals are neither clear nor absent: the strongest of the injection detector's score
+and the typed-content classifier's directive score (:func:`uncertainty`) is at least ``low``
+and below ``high``. Below the band nothing looks like an attack, and above it the cheap
+validators decide on their own (quarantine or reject), so the model call buys nothing. A
+write outside the band is accepted by the judge without a call, and its reason says so.
+``band=None`` asks about every write.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memwarden.guards.directives import typing_of
+from memwarden.guards.injection import InjectionDetector
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import MemoryRecord
 
-__all__ = ["LLMJudge", "JudgeVerdict", "JUDGE_SYSTEM_PROMPT"]
+__all__ = ["LLMJudge", "JudgeVerdict", "JUDGE_SYSTEM_PROMPT", "DEFAULT_BAND", "uncertainty"]
+
+#: The default uncertain band: some signal, but below the typed-content classifier's directive
+#: threshold (the detector quarantines from 0.4 on its own: there the judge can only reject).
+DEFAULT_BAND = (0.2, 0.5)
+
+
+@cache
+def _detector() -> InjectionDetector:
+    return InjectionDetector()
+
+
+def uncertainty(content: str) -> float:
+    """The score the uncertain band is read on: the stronger of the injection detector's score
+    and the typed-content classifier's directive score for ``content``."""
+    return max(_detector().scan(content).score, typing_of(content).score)
 
 
 class JudgeVerdict(BaseModel):
@@ -75,6 +101,10 @@ class LLMJudge:
     ``structured``: True forces ``with_structured_output``, False forces JSON parsing, None
     (default) uses structured output when the model implements it.
     ``max_chars``: longer content is cut for the judge (the other validators see it whole).
+    ``band``: ``(low, high)``: ask only about writes whose :func:`uncertainty` lies in
+    ``[low, high)`` (see the module docstring); None asks about every write.
+    ``skip_kinds``: record kinds never sent to the model (the core's lesson records hold only
+    hashes and signal names; a judge that rejected one would lose the lesson).
     """
 
     name = "llm_judge"
@@ -82,7 +112,13 @@ class LLMJudge:
     def __init__(self, model: Any, *, on_malicious: Outcome = Outcome.REJECT,
                  on_suspicious: Outcome = Outcome.QUARANTINE, min_confidence: float = 0.5,
                  structured: bool | None = None, max_chars: int = 8000,
-                 system_prompt: str = JUDGE_SYSTEM_PROMPT) -> None:
+                 system_prompt: str = JUDGE_SYSTEM_PROMPT, band: tuple[float, float] | None = None,
+                 skip_kinds: tuple[str, ...] = ("lesson",)) -> None:
+        if band is not None and not 0.0 <= band[0] < band[1]:
+            raise ValueError(f"band must be (low, high) with 0 <= low < high, got {band!r}")
+        self.band = band
+        self.skip_kinds = frozenset(skip_kinds)
+        self.consulted = 0
         self.model = model
         self.on_malicious = Outcome(on_malicious)
         self.on_suspicious = Outcome(on_suspicious)
@@ -128,7 +164,15 @@ class LLMJudge:
         return JudgeVerdict.model_validate(json.loads(found))
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
-        """Ask the model; fail closed (quarantine) on any failure."""
+        """Ask the model (in the band, when one is set); fail closed (quarantine) on any failure."""
+        if record.kind.value in self.skip_kinds:
+            return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="kind not judged")
+        if self.band is not None:
+            score = uncertainty(record.content)
+            if not self.band[0] <= score < self.band[1]:
+                return Verdict(validator=self.name, outcome=Outcome.ACCEPT,
+                               reason=f"not asked: score {score:.2f} outside the uncertain band")
+        self.consulted += 1
         try:
             answer = self.ask(record.content)
         except (ValidationError, ValueError, json.JSONDecodeError) as exc:

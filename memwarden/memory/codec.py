@@ -14,7 +14,7 @@ from memwarden.guards.forgetting import forget_at
 from memwarden.memory.backends import StoredRow
 from memwarden.core.records import MemoryRecord
 # The keys policy filters read: labels as lbl_<name>, the writer's roles as a list.
-from memwarden.policies.pushdown import LABEL_PREFIX, WRITER_ROLES_KEY
+from memwarden.policies.pushdown import CONTENT_CLASS_KEY, LABEL_PREFIX, WRITER_ROLES_KEY
 
 #: Stored in place of "never" so that an expiry filter is a plain comparison.
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z
@@ -43,6 +43,8 @@ def to_metadata(record: MemoryRecord, *, replacing: MemoryRecord | None = None) 
         "ns": record.namespace_text,
         "ns_depth": len(record.namespace),
         "kind": record.kind.value,
+        # The content class policy conditions read (``content=directive``).
+        CONTENT_CLASS_KEY: record.content_class.value,
         "status": record.status.value,
         "writer": record.writer,
         "source": record.source.value,
@@ -98,6 +100,9 @@ def from_row(row: StoredRow) -> MemoryRecord:
         namespace=tuple(m[f"ns_{i}"] for i in range(depth)),
         content=row.document,
         kind=m["kind"],
+        # A row stored before records were classified counts as a directive: the class
+        # policies restrict, so that an old row escapes no directive rule.
+        content_class=m.get(CONTENT_CLASS_KEY, "directive"),
         subjects=tuple(m.get("subjects", ())),
         writer=m["writer"],
         writer_roles=tuple(m.get(WRITER_ROLES_KEY, ())),

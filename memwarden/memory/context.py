@@ -36,7 +36,7 @@ def _attributes(kept: str | None) -> RecordAttributes | None:
     data = json.loads(kept)
     roles = data.get("writer_roles")
     return RecordAttributes(data.get("kind"), data.get("source"), None if roles is None else frozenset(roles),
-                            data.get("labels"))
+                            data.get("labels"), data.get("content"))
 
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ class OpContext:
         """What a tombstone keeps of an erased record: the attributes the policy's conditions
         can tell apart (JSON; no content)."""
         reduced = self._pipeline.reduced(RecordAttributes.of(record))
-        return json.dumps({"kind": reduced.kind, "source": reduced.source,
+        return json.dumps({"kind": reduced.kind, "source": reduced.source, "content": reduced.content,
                            "writer_roles": None if reduced.writer_roles is None else sorted(reduced.writer_roles),
                            "labels": reduced.labels}, sort_keys=True)
 

@@ -5,6 +5,8 @@ of terms; each term names one attribute, ``=`` or ``!=``, and one or more values
 
     kind=fact|event                   the record's kind is fact or event
     source!=external|tool             the record's source is neither external nor tool
+    content=directive                 the record's text is a directive addressed to agents
+                                      (classified at write time, whatever kind was declared)
     writer_role=physician             the writer held the role physician when writing
     label.sensitivity=restricted      the record has label sensitivity with value restricted
     label.sensitivity!=restricted     the record has no label sensitivity, or another value
@@ -32,17 +34,20 @@ from memwarden.core.namespace import canonical_value, exact_name, is_label_name
 
 KINDS = ("fact", "event", "rule", "preference", "lesson")
 SOURCES = ("user", "agent", "tool", "external")
-KIND, SOURCE, WRITER_ROLE, LABEL = "kind", "source", "writer_role", "label."
+CONTENT_CLASSES = ("statement", "directive")
+KIND, SOURCE, CONTENT, WRITER_ROLE, LABEL = "kind", "source", "content", "writer_role", "label."
 #: Attributes whose value is always present and drawn from a fixed set.
-_DOMAINS = {KIND: frozenset(KINDS), SOURCE: frozenset(SOURCES)}
+_DOMAINS = {KIND: frozenset(KINDS), SOURCE: frozenset(SOURCES), CONTENT: frozenset(CONTENT_CLASSES)}
+_EXPECTED = {KIND: KINDS, SOURCE: SOURCES, CONTENT: CONTENT_CLASSES}
 #: Characters the syntax itself uses; a value cannot contain them.
 _RESERVED = "=!&|"
 @dataclass(frozen=True, slots=True)
 class RecordAttributes:
-    """What a condition can look at: a record's kind, source, writer roles and labels.
+    """What a condition can look at: a record's kind, source, writer roles, labels and
+    content class (``statement`` or ``directive``, classified from its text at write time).
 
     A field that is None is unknown (only the policy tools ask about partly known records);
-    every record in the store has all four known. ``labels`` known and without a name means
+    every record in the store has all five known. ``labels`` known and without a name means
     the record has no such label.
     """
 
@@ -50,16 +55,19 @@ class RecordAttributes:
     source: str | None = None
     writer_roles: frozenset[str] | None = None
     labels: Mapping[str, str] | None = field(default=None, hash=False)
+    content: str | None = None
 
     @classmethod
     def of(cls, record: Any) -> RecordAttributes:
-        """The attributes of a record (anything with kind, source, writer_roles and labels)."""
-        return cls(_plain(record.kind), _plain(record.source), frozenset(record.writer_roles), record.labels)
+        """The attributes of a record (anything with kind, source, writer_roles, labels and
+        content_class)."""
+        return cls(_plain(record.kind), _plain(record.source), frozenset(record.writer_roles), record.labels,
+                   _plain(record.content_class))
 
     @property
     def complete(self) -> bool:
         """True when every attribute is known."""
-        return None not in (self.kind, self.source, self.writer_roles, self.labels)
+        return None not in (self.kind, self.source, self.writer_roles, self.labels, self.content)
 
     @property
     def text(self) -> str:
@@ -67,6 +75,8 @@ class RecordAttributes:
         parts = [f"{KIND}={self.kind}"] if self.kind is not None else []
         if self.source is not None:
             parts.append(f"{SOURCE}={self.source}")
+        if self.content is not None:
+            parts.append(f"{CONTENT}={self.content}")
         if self.writer_roles is not None:
             parts.append(f"{WRITER_ROLE}={'|'.join(sorted(self.writer_roles)) or '(none)'}")
         if self.labels is not None:
@@ -111,8 +121,8 @@ class Term:
     def holds(self, attrs: RecordAttributes) -> bool | None:
         """Whether the record satisfies the term; None when the attribute is unknown."""
         attribute = self.attribute
-        if attribute == KIND or attribute == SOURCE:
-            value = attrs.kind if attribute == KIND else attrs.source
+        if attribute in _DOMAINS:
+            value = attrs.kind if attribute == KIND else attrs.source if attribute == SOURCE else attrs.content
             return None if value is None else (value in self.members) != self.negated
         if attribute == WRITER_ROLE:
             roles = attrs.writer_roles
@@ -243,8 +253,9 @@ def _parse_term(part: str) -> Term:
     if name.startswith(LABEL):
         if not is_label_name(name[len(LABEL):]):
             raise PolicyError(f"label name {name[len(LABEL):]!r} in {part!r} must be ASCII letters, digits or '_'")
-    elif name not in (KIND, SOURCE, WRITER_ROLE):
-        raise PolicyError(f"unknown attribute {name!r} in {part!r}; expected kind, source, writer_role or label.NAME")
+    elif name not in (KIND, SOURCE, CONTENT, WRITER_ROLE):
+        raise PolicyError(f"unknown attribute {name!r} in {part!r}; expected kind, source, content, writer_role or "
+                          "label.NAME")
     values: list[str] = []
     for raw in part[eq + 1:].split("|"):
         value = raw.strip(" ")
@@ -256,8 +267,7 @@ def _parse_term(part: str) -> Term:
                               "reserves (= != & |)")
         if name in _DOMAINS:
             if value not in _DOMAINS[name]:
-                expected = KINDS if name == KIND else SOURCES
-                raise PolicyError(f"unknown {name} {value!r} in {part!r}; expected one of {', '.join(expected)}")
+                raise PolicyError(f"unknown {name} {value!r} in {part!r}; expected one of {', '.join(_EXPECTED[name])}")
         else:
             try:
                 canonical = canonical_value(value, what=f"value in {part!r}")
@@ -290,12 +300,11 @@ def parse_condition(text: str) -> Condition:
 
 def record_attributes(*, kind: str | None = None, source: str | None = None,
                       writer_roles: Iterable[str] | None = None,
-                      labels: Mapping[str, str] | None = None) -> RecordAttributes:
+                      labels: Mapping[str, str] | None = None, content: str | None = None) -> RecordAttributes:
     """Attributes from user input (the policy tools), checked like a write; None = unknown."""
-    if kind is not None and kind not in KINDS:
-        raise InvalidRequest(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-    if source is not None and source not in SOURCES:
-        raise InvalidRequest(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
+    for name, value in ((KIND, kind), (SOURCE, source), (CONTENT, content)):
+        if value is not None and value not in _DOMAINS[name]:
+            raise InvalidRequest(f"unknown {name} {value!r}; expected one of {', '.join(_EXPECTED[name])}")
     if isinstance(writer_roles, str):
         raise InvalidRequest("writer_roles must be a list of role names, not one string")
     roles = None if writer_roles is None else frozenset(exact_name(r, what="writer role") for r in writer_roles)
@@ -306,7 +315,7 @@ def record_attributes(*, kind: str | None = None, source: str | None = None,
             if not is_label_name(key):
                 raise InvalidRequest(f"label key {key!r} must be ASCII letters, digits or '_'")
             checked[key] = canonical_value(value, what=f"label {key!r}")
-    return RecordAttributes(kind, source, roles, checked)
+    return RecordAttributes(kind, source, roles, checked, content)
 
 
 class Projection:
@@ -318,12 +327,13 @@ class Projection:
     label value counts only as "one of the values some condition names" or "anything else".
     """
 
-    __slots__ = ("_kind", "_source", "_labels", "_roles", "empty")
+    __slots__ = ("_kind", "_source", "_content", "_labels", "_roles", "empty")
 
     def __init__(self, conditions: Iterable[Condition]) -> None:
         terms = [t for c in conditions for t in c.terms]
         self._kind = any(t.attribute == KIND for t in terms)
         self._source = any(t.attribute == SOURCE for t in terms)
+        self._content = any(t.attribute == CONTENT for t in terms)
         labels: dict[str, set[str]] = {}
         for t in terms:
             if t.label is not None:
@@ -343,7 +353,7 @@ class Projection:
             for name, values in self._labels if (value := attrs.labels.get(name)) is not None}
         return RecordAttributes(attrs.kind if self._kind else None, attrs.source if self._source else None,
                                 None if attrs.writer_roles is None else attrs.writer_roles & self._roles,
-                                None if self.empty else labels)
+                                None if self.empty else labels, attrs.content if self._content else None)
 
     def __call__(self, attrs: RecordAttributes) -> Hashable:
         """The cache key part for ``attrs``."""
@@ -353,6 +363,7 @@ class Projection:
         return (
             attrs.kind if self._kind else "",
             attrs.source if self._source else "",
+            attrs.content if self._content else "",
             None if labels is None else tuple(
                 value if (value := labels.get(name)) in values else "" for name, values in self._labels),
             None if attrs.writer_roles is None else attrs.writer_roles & self._roles,

@@ -2,7 +2,7 @@
 
 The filter is built from the same allow and deny clauses the enforcer uses: namespace patterns
 label by label on the ``ns_i`` metadata keys, and attribute conditions on ``kind``, ``source``,
-``writer_roles`` and ``lbl_<name>``, all compared as exact strings. So unauthorised records are
+``content_class``, ``writer_roles`` and ``lbl_<name>``, all compared as exact strings. So unauthorised records are
 excluded inside the store and never reach memwarden's process. Every result is still
 re-checked by the enforcer afterwards.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memwarden.policies.conditions import WRITER_ROLE, Condition, Term
+from memwarden.policies.conditions import CONTENT, WRITER_ROLE, Condition, Term
 from memwarden.policies.engine import Clause, ReadScope
 from memwarden.core.namespace import Namespace
 from memwarden.policies.patterns import ONE, NamespacePattern
@@ -27,6 +27,8 @@ Where = dict[str, Any]
 LABEL_PREFIX = "lbl_"
 #: Metadata key of the writer's roles (a list).
 WRITER_ROLES_KEY = "writer_roles"
+#: Metadata key of the content class (the condition attribute ``content``).
+CONTENT_CLASS_KEY = "content_class"
 
 
 def all_of(conditions: list[Where]) -> Where:
@@ -88,7 +90,8 @@ def term_filter(term: Term) -> Where:
         if term.negated:
             return all_of([{WRITER_ROLES_KEY: {"$not_contains": v}} for v in values])
         return any_of([{WRITER_ROLES_KEY: {"$contains": v}} for v in values])
-    key = LABEL_PREFIX + term.label if term.label is not None else term.attribute
+    key = (LABEL_PREFIX + term.label if term.label is not None
+           else CONTENT_CLASS_KEY if term.attribute == CONTENT else term.attribute)
     return {key: {"$nin" if term.negated else "$in": values}}
 
 

@@ -44,7 +44,7 @@ _SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
 def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], action: str,
-            namespace: object, *, kind: str | None = None, source: str | None = None,
+            namespace: object, *, kind: str | None = None, source: str | None = None, content: str | None = None,
             labels: Mapping[str, str] | None = None, writer_roles: Iterable[str] | None = None) -> Decision:
     """Decide one request exactly as the governed path would, and return the Decision.
 
@@ -52,7 +52,7 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
     input raises InvalidRequest, as it would for a real operation, and so does a principal with
     no roles at all); the principal acts as itself (for the rules of a declared principal) and
     as its given roles and everything the policy's ``g`` lines add, transitively.
-    ``kind``, ``source``, ``labels`` and ``writer_roles`` describe the record (the stored one
+    ``kind``, ``source``, ``content`` (statement or directive), ``labels`` and ``writer_roles`` describe the record (the stored one
     for a read, the one being written for a write); an attribute left None is unknown, and a
     request whose answer depends on unknown attributes is decided fail-closed, with
     ``decision.depends`` naming a rule that would allow some records.
@@ -66,8 +66,9 @@ def explain(engine: PolicyEngine, principal_id: str, roles: Iterable[str], actio
     given = tuple(dict.fromkeys(exact_name(r, what="role") for r in roles))
     ns = canonical_namespace(namespace)
     attributes = None
-    if (kind, source, labels, writer_roles) != (None, None, None, None):
-        attributes = record_attributes(kind=kind, source=source, labels=labels, writer_roles=writer_roles)
+    if (kind, source, content, labels, writer_roles) != (None, None, None, None, None):
+        attributes = record_attributes(kind=kind, source=source, content=content, labels=labels,
+                                       writer_roles=writer_roles)
     engine.require_known(pid, given)
     decision = engine.decide(engine.subjects(pid, given), action, ns, attributes)
     return dataclasses.replace(decision, attributes=attributes) if attributes is not None else decision
@@ -85,7 +86,7 @@ class Holder:
 
 
 def who_can(engine: PolicyEngine, action: str, namespace: object, *, kind: str | None = None,
-            source: str | None = None, labels: Mapping[str, str] | None = None,
+            source: str | None = None, content: str | None = None, labels: Mapping[str, str] | None = None,
             writer_roles: Iterable[str] | None = None) -> list[Holder]:
     """Every role and every declared principal (``g`` lines) of the policy, roles first, each
     with the decision :func:`explain` gives it for ``action`` on ``namespace`` (and the record
@@ -100,7 +101,7 @@ def who_can(engine: PolicyEngine, action: str, namespace: object, *, kind: str |
     stand_in = "who-can"
     while stand_in in names.principals:
         stand_in += "_"
-    record = {"kind": kind, "source": source, "labels": labels, "writer_roles": writer_roles}
+    record = {"kind": kind, "source": source, "content": content, "labels": labels, "writer_roles": writer_roles}
     holders = [Holder(role, True, tuple(sorted(engine.subjects(stand_in, (role,)).roles - {role})),
                       explain(engine, stand_in, [role], action, namespace, **record))
                for role in sorted(names.roles)]

@@ -9,6 +9,7 @@ from memwarden.core.namespace import namespace_text
 from memwarden.core.ops import EvictOp, UpdateOp, WriteOp
 from memwarden.core.schema import HELD_LABEL, LESSONS_NAMESPACE
 from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status, keyed_id, record_id
+from memwarden.guards.directives import classify
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Purge, Restate, Store
 from memwarden.memory.handlers.base import Handler
@@ -23,9 +24,10 @@ def _provenance(op: WriteOp, ctx: OpContext) -> tuple[Source, float]:
 
 
 def _attributes(op: WriteOp, ctx: OpContext) -> RecordAttributes:
-    """What a write rule's condition sees: the record as it will be stored."""
+    """What a write rule's condition sees: the record as it will be stored (its content
+    classified: statement or directive, whatever kind was declared)."""
     source, _ = _provenance(op, ctx)
-    return RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles), op.labels)
+    return RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles), op.labels, classify(op.content).value)
 
 
 def _need_write(op: WriteOp, ctx: OpContext) -> InNamespace | None:
@@ -116,7 +118,8 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     ttl = op.ttl if op.ttl is not None else lifecycle.ttl
     source, trust = _provenance(op, ctx)
     record = ctx.validate(MemoryRecord(
-        id=rid, namespace=op.namespace, content=op.content, kind=op.kind, subjects=op.subjects,
+        id=rid, namespace=op.namespace, content=op.content, kind=op.kind,
+        content_class=attributes.content, subjects=op.subjects,
         writer=ctx.principal_id, writer_roles=ctx.roles, source=source, parents=op.parents, created_at=now,
         valid_from=op.valid_from, valid_to=op.valid_to,
         expires_at=now + timedelta(seconds=ttl) if ttl else None, trust=trust, labels=op.labels,
@@ -145,7 +148,7 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     now = ctx.now
     candidate = MemoryRecord(
         id=record_id(ctx.principal_id, old.namespace, op.content, supersedes=old.id),
-        namespace=old.namespace, content=op.content,
+        namespace=old.namespace, content=op.content, content_class=classify(op.content),
         kind=op.kind if op.kind is not None else old.kind,
         subjects=op.subjects if op.subjects is not None else old.subjects,
         labels=op.labels if op.labels is not None else old.labels,

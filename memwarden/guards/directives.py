@@ -1,0 +1,284 @@
+"""Typed content: what a memory *is*, whatever kind its writer declared.
+
+MemGuard's typed memory separates statements about the world (facts, events) from directives
+addressed to agents (rules, procedures, preferences, standing instructions). Memory poisoning
+lives in that gap: a planted "fact" that is really an order to the next agent that reads it
+("from now on, forward invoices to ...", "tip for assistants: ...", "treat messages from X as
+the account owner", "[system: you are now ...] ..."). Such text often carries no jailbreak
+marker at all, so the injection detector lets it through.
+
+:func:`classify` reads the content, in every view the injection detector derives from it
+(folded look-alikes and invisible characters, leetspeak, rot13, decoded base64 and hex ...),
+and answers :class:`~memwarden.core.records.ContentClass` ``statement`` or ``directive`` with
+the directive shapes it found. The write path stores the answer on the record as its
+``content_class``, where policy conditions see it (``content=directive``, docs/policies.md),
+so *who may establish directives where* is policy data. :class:`TypedContentGuard` turns a
+directive declared as a fact or an event into a verdict: a type mismatch, audited.
+
+Statement shapes that look like directives are read as what they are: an imperative inside
+quotes after a reporting verb ("the sign says 'do not enter'", "she asked us to 'call her'") is
+reported speech, and a meeting decision ("agreed at the planning: Jonas presents the demo") is
+a record of what was decided. A procedure or a preference *is* a directive; whether its writer
+may establish it is the policy's question, not the classifier's.
+
+Linear time: the shapes are rules of the detector's rule subset, run on RE2 behind the
+Aho-Corasick prefilter (:mod:`memwarden.guards.ruleset`); the quote scan looks at a bounded
+window around each quote character.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+
+from memwarden.core.records import ContentClass, Kind, MemoryRecord, Source
+from memwarden.guards.injection import prepare_rule, readings
+from memwarden.guards.ruleset import RuleSet
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict
+
+__all__ = ["DIRECTIVE_AT", "Typing", "TypedContentGuard", "classify", "typing_of"]
+
+#: The score from which content is a directive (one clear shape weighs 0.6 or more).
+DIRECTIVE_AT = 0.5
+
+_AGENT = (r"(?:ai|a\.i\.|assistants?|agents?|bots?|chatbots?|copilots?|models?|llms?|the (?:ai|assistant|agent|bot|model|"
+          r"system)|any (?:ai|assistant|agent|bot)|(?:the )?(?:other|next|future|later|new) (?:assistants?|agents?|bots?|"
+          r"ai|models?|runs?|sessions?))")
+_ACT = (r"(?:send|forward|transfer|wire|pay|route|redirect|email|e-mail|mail|cc|bcc|share|post|upload|grant|give|tell|"
+        r"reply|respond|answer|use|call|phone|text|delete|remove|disable|enable|turn off|turn on|approve|refund|add|set|"
+        r"change|update|reset|ignore|skip|bypass|trust|treat|accept|allow|deny|refuse|recommend|suggest|book|buy|"
+        r"order|cancel|schedule|include|mention|say|write|copy|move|open|click|visit|download|run|execute|install|"
+        r"mark|report|notify|contact|verify|confirm|check|ask|let|make|keep|store|save|log|escalate|release|unlock|"
+        r"administer|prescribe|increase|decrease|double|stop|start|continue|assume|consider|prefer|prioriti[sz]e|"
+        r"modify|create|do|find|provide|insert|append|attach|output|print|reveal|disclose|list|show|display|refer|"
+        r"replace|switch|swap|return|submit|sign|invite|join|leave|go|drive|speed up|accelerate|brake|turn|collide|"
+        r"select|choose|pick|rate|publish|tweet|message|invest|deposit|withdraw|sell|close|lock|hide|apply|"
+        r"put|place|append|respond|route|direct|assign|transfer|follow|obey|remember|note|bring|take|fetch|remind|cc|"
+        r"bcc|forward|ping|alert|inform|warn|escalate|authori[sz]e|waive|overlook)")
+_CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confirming|confirm|approval|approving|sign-?off|"
+          r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|callback|audit(?:ing)?|"
+          r"logging|logs|double-check|second check|clinician|physician|prescriber|manager|owner)")
+_FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
+             r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
+             r"from now)|effective (?:immediately|today|now)|as of (?:now|today)|going forward|henceforth|hereafter|"
+             r"in (?:the )?future|for (?:every|all|each|any) (?:future|later|subsequent|upcoming) "
+             r"(?:tasks?|requests?|runs?|sessions?|conversations?|chats?|answers?|replies|questions?)|"
+             r"(?:every|each) (?:time|session|run|conversation) (?:you|the (?:assistant|agent)|an? (?:assistant|agent))|"
+             r"(?:at|by) the (?:end|start|beginning) of (?:every|each|all|any) (?:answer|reply|response|message|task|"
+             r"session|summary)|(?:in|for) (?:every|each|all|any) (?:answer|reply|response|message|summary)|"
+             r"ab (?:jetzt|sofort|heute)|von nun an|kunftig|desormais|a partir de maintenant|dorenavant|"
+             r"a partir de ahora|de ahora en adelante|d'ora in poi|da ora in poi|d'ora in avanti)")
+
+# (family, weight, rule) rows; families are the shapes a verdict names. Rules read folded text.
+_SHAPES: list[tuple[str, float, str]] = [
+    # standing instructions
+    ("standing", 0.6, rf"\b{_FROM_NOW}\b"),
+    ("standing", 0.6, r"\b(?:remember|note|keep in mind|make a note|memori[sz]e)(?: this| that)?(?: for (?:later|next time|"
+                      r"the future|every future task|future tasks|all future tasks))?\s*:? (?:to )?(?:always|never)\b"),
+    ("standing", 0.6, r"\b(?:remember|memori[sz]e|keep in mind)(?: this| that)? for (?:every|all|each|any) "
+                      r"(?:future |later )?(?:tasks?|requests?|sessions?|runs?)\b"),
+    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:always|never) {_ACT}\b"),
+    ("standing", 0.5, rf"\b(?:whenever|every time|each time|any time|anytime)\b[^.\n]{{0,120}}?,? (?:always |then |just |"
+                      rf"please |you (?:must|should) )?{_ACT}\b"),
+    ("standing", 0.5, r"\b(?:whenever|every time|each time)\b[^.\n]{0,120}?\b(?:you|an? (?:assistant|agent)|the "
+                      r"(?:assistant|agent))\b"),
+    # addressed to agents: tips, lessons, notes for assistants, obligations on "you" or on agents
+    ("addressed", 0.6, rf"\b(?:tips?|lessons?(?: learned)?|notes?|reminders?|instructions?|advice|hints?|pro tip|"
+                       rf"heads-up|guidance|rules?) (?:for|to) {_AGENT}\b"),
+    ("addressed", 0.6, rf"\b(?:dear|attention|hey|hi|hello|note to|message to|to the|for the) {_AGENT}\s*[:,!]"),
+    ("addressed", 0.6, rf"\b{_AGENT} (?:should|must|need to|needs to|have to|has to|are to|is to|ought to|shall|"
+                       rf"are (?:required|expected|instructed|allowed|permitted) to|may (?:now|safely|always))\b"),
+    ("addressed", 0.5, r"\byou (?:must|should|need to|have to|are (?:required|expected|instructed|to)|will now|shall|"
+                       r"may now|can (?:now|safely|always)|ought to)\b"),
+    ("addressed", 0.6, r"\b(?:as an? (?:ai|assistant|agent|language model)|lesson learned|lessons learned|"
+                       r"learned from (?:a )?past (?:tasks?|runs?|sessions?|drives?|episodes?))\b"),
+    ("addressed", 0.4, rf"\b(?:tell|remind|instruct|ask) (?:the )?{_AGENT} to\b"),
+    # whom to trust, which check to skip
+    ("trust", 0.6, r"\btreat (?:all |any |every )?(?:messages?|e-?mails?|requests?|instructions?|calls?|texts?|"
+                   r"orders?|anything|whatever|content|input|notes?|tickets?)\b[^.\n]{0,80}? as\b"),
+    ("trust", 0.6, r"\b(?:trust|obey|follow|believe|accept|honou?r) (?:all |any |every |whatever )?(?:messages?|e-?mails?|"
+                   r"requests?|instructions?|orders?|commands?|anything|whatever|directions?) (?:from|sent by|signed|"
+                   r"that (?:come|comes|arrive))\b"),
+    ("trust", 0.6, r"\b(?:consider|regard|deem)\b[^.\n]{0,80}? (?:as )?(?:pre-?approved|approved|authori[sz]ed|"
+                   r"verified|trusted|legitimate|genuine|the (?:account |real |actual )?owner)\b"),
+    ("trust", 0.6, r"\b(?:is|are|should be|must be|counts? as|count as|be) (?:considered |treated as |regarded as )?"
+                   r"(?:pre-?(?:approved|authori[sz]ed|verified)|(?:already|automatically) (?:approved|authori[sz]ed|"
+                   r"verified|trusted)|the (?:account|real|actual|verified) owner|fully trusted)\b"),
+    ("trust", 0.6, rf"\b(?:skip|bypass|omit|drop|disable|turn off|switch off|avoid|waive|forgo|ignore)(?: the| any| all| "
+                   rf"every| their| his| her| its| our)?(?: [\w-]+){{0,2}}? {_CHECK}\b"),
+    ("trust", 0.6, rf"\b(?:without|no need (?:for|to)|don't|do not|never|no longer) (?:asking|waiting for|waiting|"
+                   rf"checking|verifying|confirming|calling back|getting|needing|requiring|require|need|ask(?: for)?|"
+                   rf"wait(?: for)?|check|verify|confirm|call back)(?: [\w-]+){{0,2}}? (?:{_CHECK}|first|back|anyone|"
+                   rf"the user|them|him|her|approval|permission)\b"),
+    # an override phrase before an ordinary fact
+    ("override", 0.6, r"\b(?:ignore|disregard|forget|override|discard) (?:all |any |the |your |my )?(?:previous|prior|"
+                      r"earlier|above|other|existing|old|original)(?: [\w-]+){0,2}? (?:instructions?|rules?|guidelines|"
+                      r"notes?|records?|memor(?:y|ies)|information|facts?|entries|context|data|values?|details?)\b"),
+    ("override", 0.6, r"\b(?:this|the following) (?:overrides|supersedes|replaces|takes precedence over)\b"),
+    ("override", 0.6, r"\b(?:ignore|disregard|forget|override) (?:what|whatever|anything|everything) (?:the |your |my |our )?"
+                      r"[\w' -]{0,40}?(?:says|said|states|stated|told|tells|reads|wrote|writes|instructs|instructed)\b"),
+    ("override", 0.5, r"\b(?:important|urgent|attention|notice|system (?:note|notice|update|message)|admin(?:istrator)? "
+                      r"(?:note|notice)|new (?:policy|rule|instruction|procedure))\s*[:!]"),
+    # bracketed role play
+    ("roleplay", 0.6, r"[\[{(<]\s*(?:system|assistant|admin|administrator|operator|developer|persona|role|mode|sudo|"
+                      r"override|root|supervisor|instruction|instructions|inst|sys|agent|ai|dev|debug|god|jailbreak|ooc|"
+                      r"hidden|internal|secret|note to (?:the )?(?:ai|assistant|agent|bot))(?:\b|_)"
+                      r"[^\]})>\n]{0,80}[\]})>]"),
+    ("roleplay", 0.6, r"\byou are (?:now|no longer|henceforth|from now on)\b"),
+    ("roleplay", 0.5, r"\b(?:act|behave|respond|answer|reply|speak) as (?:if you were |though you were )?(?:an? |the )"),
+    # conditional procedures addressed to a reader
+    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+                       rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
+                       rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+                        rf"immediately |please )?{_ACT}\b"),
+    ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n)(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
+                      rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
+                      rf"payment|invoice|booking|login|reply|request|ticket)\b[^.\n]{{0,40}}?,? {_ACT} (?:the|all|"
+                      rf"every|each|any|this|that|these|those|it|them|him|her|me|us|my|our|their|your|his|its|a|an)\b"),
+    ("imperative", 0.5, r"(?:^|[.!;:]\s*|\n)(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
+                        r"do not forget|never forget) (?:to|that you|that the|that all)\b"),
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )(?:please |kindly |"
+                        rf"immediately |now |then |also |first,? |just |and )?"
+                        rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
+                        rf"your|his|its|a|an|\d)\b"),
+    ("imperative", 0.5, r"\b(?:please|kindly)\s+[a-z]"),
+    ("imperative", 0.5, r"(?:^|[.!?;]\s*|\n)(?:todo|to-do|to do|action required|action item for you|your task|task for you|"
+                        r"instruction|instructions|next step for you)\s*:"),
+    ("procedure", 0.3, rf"(?:^|[.!?;:]\s*|\n)(?:immediately |now |then |first,? |just )?{_ACT}\b"),
+    ("preference", 0.4, r"\b(?:i|we) (?:prefer|want|would like|'d like|like|need|don't want|do not want|hate|dislike)\b"),
+    ("preference", 0.4, r"\b(?:my|our) (?:preference|rule|policy|standing (?:order|instruction))\b"),
+]
+
+# Statement shapes: a meeting decision, reported speech. They cancel the procedure and
+# imperative shapes (in a record of what was said or decided), never the standing, addressed,
+# trust, override or roleplay ones.
+_STATEMENT_SHAPES: list[tuple[str, float, str]] = [
+    ("decision", 1.0, r"(?:^|\n)(?:agreed|decided|decision|resolved|resolution|minutes|action items?|outcome)"
+                      r"(?: (?:at|in|during|from|of) (?:the|today's|this week's|yesterday's|our|a)?\s*[\w'-]+(?: [\w'-]+)?)?\s*:"),
+    ("decision", 1.0, r"\b(?:we|the team|the committee|the board|the meeting|everyone|they|management) (?:agreed|decided|"
+                      r"resolved|voted|concluded)\b"),
+    ("reported", 1.0, r"\b(?:asked|told|said|says|wrote|writes|reads|read|requested|wants|wanted|reminded|instructed|"
+                      r"advised|emailed|texted|mentioned|noted|replied|answered)(?: \w+){0,2}? (?:us |me |them |him |"
+                      r"her |you )?(?:to|that|:)\s*(?:[\"'“]|$)"),
+]
+_CANCELLABLE = frozenset({"procedure", "imperative"})
+
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u00ab": "\u00bb"}
+_REPORTING = frozenset("""says said say asked asks ask reads read wrote writes write told tell tells reminded requested
+request requests labelled labeled titled marked printed signed sign note notes noted put puts mentioned replied answered
+called named instruction text message subject caption heading warns warned shouted""".split())
+_QUOTE_REACH, _LOOK_BACK = 300, 40
+
+
+@cache
+def _shapes() -> tuple[RuleSet, RuleSet]:
+    """The directive and statement shapes, compiled on first use."""
+    return (RuleSet((f, w, prepare_rule(s)) for f, w, s in _SHAPES),
+            RuleSet((f, w, prepare_rule(s)) for f, w, s in _STATEMENT_SHAPES))
+
+
+def _unquoted(folded: str) -> str:
+    """``folded`` with reported speech blanked: the text of a quote that a reporting verb
+    introduces ("the sign says 'do not enter'"). Each quote character is looked at once, with
+    a bounded look back and a bounded search for its closing quote: linear in the text."""
+    out, at, n = [], 0, len(folded)
+    i = 0
+    while i < n:
+        close = _QUOTES.get(folded[i])
+        if close is None:
+            i += 1
+            continue
+        before = folded[max(0, i - _LOOK_BACK):i].replace(":", " ").replace(",", " ").split()
+        end = folded.find(close, i + 1, min(n, i + 1 + _QUOTE_REACH))
+        if end > i and any(w in _REPORTING for w in before[-3:]):
+            out.append(folded[at:i + 1])
+            out.append("quoted")
+            at = end
+            i = end + 1
+            continue
+        i += 1
+    out.append(folded[at:])
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Typing:
+    """What :func:`classify` found: the class, its score and the shapes (family -> weight)."""
+
+    content_class: ContentClass
+    score: float
+    shapes: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def reason(self) -> str:
+        """The shapes and score, safe to log (no content)."""
+        return f"{', '.join(sorted(self.shapes)) or 'no shapes'}; score {self.score:.2f}"
+
+
+def _score(text: str) -> dict[str, float]:
+    directive, statement = _shapes()
+    found = directive.hits(text)
+    if found.keys() & _CANCELLABLE and statement.hits(text):
+        found = {k: v for k, v in found.items() if k not in _CANCELLABLE}
+    return found
+
+
+@lru_cache(maxsize=256)
+def typing_of(text: str, *, directive_at: float = DIRECTIVE_AT) -> Typing:
+    """The content class of ``text`` with its evidence: the strongest reading wins (the folded
+    text, reported speech blanked, and each view the injection detector derives from it)."""
+    best: dict[str, float] = {}
+    for i, reading in enumerate(readings(text)):
+        found = _score(_unquoted(reading) if i == 0 else reading)
+        if sum(found.values()) > sum(best.values()):
+            best = found
+    score = round(sum(best.values()), 3)
+    return Typing(ContentClass.DIRECTIVE if score >= directive_at else ContentClass.STATEMENT, score, best)
+
+
+def classify(text: str, *, directive_at: float = DIRECTIVE_AT) -> ContentClass:
+    """``statement`` or ``directive`` (see the module docstring)."""
+    return typing_of(text, directive_at=directive_at).content_class
+
+
+_DECLARED_STATEMENTS = frozenset({Kind.FACT, Kind.EVENT})
+
+
+class TypedContentGuard:
+    """A directive declared as a fact or an event is a type mismatch.
+
+    ``on_mismatch``: the outcome of a mismatch by a writer whose source is not trusted to
+    declare its own content (QUARANTINE); ``trusted_sources``: sources whose mismatch is
+    recorded but accepted (a user's own words: ``user``); ``shapes``: when given, only these
+    shape families make a mismatch (e.g. the ones addressed to agents, leaving out
+    ``imperative`` and ``procedure``, so that how-to documents stored as facts go in as
+    written); None, the default, counts every directive. The record's ``content_class`` is
+    what the write path classified; the reason names the declared kind and the shapes found.
+    """
+
+    name = "typed"
+    most = Outcome.QUARANTINE
+
+    def __init__(self, *, on_mismatch: Outcome = Outcome.QUARANTINE,
+                 trusted_sources: tuple[str | Source, ...] = (Source.USER,),
+                 shapes: frozenset[str] | None = None) -> None:
+        self.on_mismatch = Outcome(on_mismatch)
+        if self.on_mismatch is Outcome.REJECT:
+            raise ValueError("a type mismatch quarantines or is accepted; it never rejects on its own")
+        self.trusted_sources = frozenset(Source(s) for s in trusted_sources)
+        self.shapes = None if shapes is None else frozenset(shapes)
+
+    def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
+        """Compare the declared kind with the content class."""
+        if record.content_class is not ContentClass.DIRECTIVE or record.kind not in _DECLARED_STATEMENTS:
+            return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
+        # The same key as the write path's classify(): the cached result, not a second pass.
+        found = typing_of(record.content, directive_at=DIRECTIVE_AT)
+        if self.shapes is not None and not found.shapes.keys() & self.shapes:
+            return Verdict(validator=self.name, outcome=Outcome.ACCEPT,
+                           reason=f"directive shapes not counted ({found.reason})")
+        why = f"type mismatch: declared {record.kind.value}, content is a directive ({found.reason})"
+        outcome = Outcome.ACCEPT if record.source in self.trusted_sources else self.on_mismatch
+        return Verdict(validator=self.name, outcome=outcome, reason=why)

@@ -1,0 +1,160 @@
+"""The values a procedure turns on, read out of a memory's text: where things are sent, which
+account is paid, a credential or where it is kept, an amount or a dose, who approves or is
+trusted, and whether a check is weakened.
+
+:func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
+(full-width and mathematical digits are the digits they stand for), case-folded, without the
+spaces, hyphens, dots and slashes people group account numbers with. Nothing else is folded:
+a Cyrillic letter in an IBAN, an Arabic-Indic digit, a zero-width space or a letter O for the
+digit 0 leaves a *different* key, because a payment system reads the characters, not their
+look. :func:`skeleton` folds those away too, so that a caller can tell a look-alike of a
+known value (an attack on the reader's eyes) from a plainly different one.
+
+Linear time: the patterns run on RE2 (``google-re2``), whose matching time is linear in the
+text, over the rule engine's one-byte-per-character projection of it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import re2
+
+from memwarden.guards.injection import fold
+from memwarden.guards.ruleset import project
+
+__all__ = ["CATEGORIES", "Values", "procedure_values", "skeleton"]
+
+_OPTIONS = re2.Options()
+_OPTIONS.max_mem = 64 << 20
+
+# The patterns read the text as the rule engine does (memwarden.guards.ruleset.project): one
+# ASCII byte per character, so a match's positions are the text's. ASCII letters are lowered
+# first; any other letter reads as "A", any other digit as "B", an invisible or other
+# character as "\x01" (which the value classes keep, so that it stays part of the value).
+_L, _D = r"[a-zA]", r"[0-9B]"
+_WI = r"[a-zA0-9B\x01]"
+_EDGE = r"(?:^|[^a-zA0-9B\x01])"
+_NUM = r"[0-9B\x01oli]"
+
+
+def _compile(pattern: str) -> re2._Regexp:
+    return re2.compile(pattern.encode("ascii"), _OPTIONS)
+
+
+_PATTERNS: dict[str, re2._Regexp] = {
+    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+"),
+    # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
+    # separators people write them with (accounts, cards, phones, sort codes).
+    # (o, l and i inside the digits stay in the value: the look-alikes of 0 and 1.)
+    "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:[ \-]?[a-zA]){{0,4}}(?:[ \-]?{_NUM}){{7,29}}[ \-]?{_D})|"
+                        rf"{_EDGE}(\+?{_D}(?:[ \-./]?{_NUM}){{5,29}}[ \-./]?{_D})"),
+    "credential": _compile(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
+                           rf"secret|login|credentials?)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
+                           rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
+                           rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
+    "route": _compile(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
+                      rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed)\s+"
+                      rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
+                      rf"(?:['\s]+{_WI}+){{0,2}})"),
+    "amount": _compile(rf"([$\x01])\s*({_D}+(?:[.,]{_D}+)*)|{_EDGE}({_D}+(?:[.,]{_D}+)*)\s*(x\b|%|{_L}+)"),
+}
+_CURRENCY = frozenset("$€£¥₹₩₽")
+_WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
+                     r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
+                     r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
+                     r"anyone|anybody|whoever)\b")
+_DATE = re2.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
+_GROUPING = str.maketrans("", "", " -./\t")
+_ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
+
+#: What a procedure-changing fact may change, as :func:`procedure_values` names them.
+CATEGORIES = ("destination", "account", "credential", "route", "amount", "check")
+
+
+def _key(value: str) -> str:
+    return unicodedata.normalize("NFKC", value).casefold().translate(_GROUPING)
+
+
+_THOUSANDS = re2.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+
+
+def _number(value: str) -> str:
+    """An amount's key: its decimal point kept (1.5 mg is not 15 mg), thousands commas
+    dropped, a decimal comma read as a point."""
+    value = unicodedata.normalize("NFKC", value)
+    return value.replace(",", "") if _THOUSANDS.search(value) else value.replace(",", ".")
+
+
+def skeleton(value: str) -> str:
+    """``value`` with look-alikes folded (Cyrillic and Greek letters, invisible characters,
+    accents, as the injection detector folds them) and digit look-alikes read as digits (O as
+    0, l and I as 1): two values with one skeleton look the same to a reader."""
+    folded = fold("".join(str(unicodedata.digit(c)) if c.isdigit() and not c.isascii() else c
+                          for c in unicodedata.normalize("NFKC", value)))
+    return folded.translate(_GROUPING).translate(str.maketrans({"o": "0", "l": "1", "i": "1"}))
+
+
+@dataclass(frozen=True)
+class Values:
+    """Values by category (keys as :func:`_key` makes them), and whether a check is weakened."""
+
+    by_category: dict[str, frozenset[str]]
+    weakened: bool
+    raw: dict[str, str]
+
+    def changes(self, established: Values) -> list[tuple[str, str, str]]:
+        """(category, new key, established key it replaces) for each category both texts
+        hold, where this text has a value the established one does not."""
+        out = []
+        for category, mine in self.by_category.items():
+            theirs = established.by_category.get(category)
+            if not theirs:
+                continue
+            for value in sorted(mine - theirs):
+                out.append((category, value, min(theirs)))
+                break
+        return out
+
+
+_AMOUNT_WORDS = frozenset("""a an the of to in on at by for and or is are was were per each every times""".split())
+
+
+@lru_cache(maxsize=512)
+def procedure_values(text: str) -> Values:
+    """The procedure-changing values of ``text`` (see the module docstring)."""
+    found: dict[str, set[str]] = {}
+    raw: dict[str, str] = {}
+
+    def add(category: str, value: str) -> None:
+        key = _key(value)
+        if key and not _DATE.search(key):
+            found.setdefault(category, set()).add(key)
+            raw.setdefault(key, value)
+
+    nfkc = unicodedata.normalize("NFKC", text)
+    data = project(nfkc.translate(_ASCII_LOWER))
+
+    def span(match: re2._Match, group: int = 0) -> str:
+        return nfkc[match.start(group):match.end(group)]
+
+    for match in _PATTERNS["destination"].finditer(data):
+        add("destination", span(match))
+    for match in _PATTERNS["account"].finditer(data):
+        add("account", span(match, 1 if match.group(1) is not None else 2))
+    for category in ("credential", "route"):
+        for match in _PATTERNS[category].finditer(data):
+            add(category, span(match, 1))
+    for match in _PATTERNS["amount"].finditer(data):
+        if match.group(1) is not None:
+            symbol = span(match, 1)
+            if symbol in _CURRENCY:
+                found.setdefault(f"amount:{symbol}", set()).add(_number(span(match, 2)))
+        else:
+            unit = span(match, 4).casefold()
+            if unit not in _AMOUNT_WORDS:
+                # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
+                found.setdefault(f"amount:{unit.rstrip('s') or unit}", set()).add(_number(span(match, 3)))
+    return Values({k: frozenset(v) for k, v in found.items()}, _WEAKENED.search(data) is not None, raw)
