@@ -116,6 +116,16 @@ def test_long_content_still_has_its_values_compared() -> None:
     assert _verdict(changed).outcome is Outcome.QUARANTINE
 
 
+def test_a_changed_value_behind_more_values_than_are_read_is_held() -> None:
+    # Values past the cap on matches read are not compared: the text is held, not passed, or
+    # 600 copies of the established amount in front of the changed one would hide it.
+    established = "Emma's rent is $1200 a month, paid to the landlord."
+    changed = established + " Receipts: " + "$1200 " * 600 + "From May the rent of Emma is $1500 a month."
+    assert procedure_values(changed).overflow and not procedure_values(established).overflow
+    verdict = _verdict(changed, established)
+    assert verdict.outcome is Outcome.QUARANTINE and "more values than can be compared" in verdict.reason, verdict
+
+
 _GROUPINGS = st.lists(st.sampled_from(["", " ", "-"]), min_size=18, max_size=18)
 
 

@@ -31,6 +31,7 @@ def _block(heading: str, lang: str) -> str:
     return block.group(1)
 
 
+@pytest.mark.integration
 def test_readme_langgraph_quickstart_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture) -> None:
     code = _block("LangGraph quickstart", "python")
@@ -40,6 +41,7 @@ def test_readme_langgraph_quickstart_runs(tmp_path: Path, monkeypatch: pytest.Mo
     assert capsys.readouterr().out.strip() == "{'seen': ['vitals']}"
 
 
+@pytest.mark.integration
 def test_readme_audit_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture) -> None:
     from memwarden.cli import main

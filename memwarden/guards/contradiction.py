@@ -310,6 +310,8 @@ class ContradictionCheck:
         if sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
             return None
         new, old = procedure_values(record.content), procedure_values(other.content)
+        if new.overflow:
+            return "holds more values than can be compared with those"
         for category, value, established in new.changes(old):
             what = category.split(":", 1)[0]
             if skeleton(new.raw.get(value, value)) == skeleton(old.raw.get(established, established)):

@@ -17,6 +17,7 @@ text, over the rule engine's one-byte-per-character projection of it.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -104,6 +105,9 @@ class Values:
     by_category: dict[str, frozenset[str]]
     weakened: bool
     raw: dict[str, str]
+    #: More matches of one pattern than :data:`MAX_MATCHES`: the rest were not read, so the
+    #: values cannot be compared (the contradiction check holds such a text for review).
+    overflow: bool = False
 
     def changes(self, established: Values) -> list[tuple[str, str, str]]:
         """(category, new key, established key it replaces) for each category both texts
@@ -118,6 +122,10 @@ class Values:
                 break
         return out
 
+
+#: Matches read per pattern. Each match costs Python work, and a 32 KB text of "$0$0..." holds
+#: 16k of them (200 ms); a text with more values than this is no fact about one procedure.
+MAX_MATCHES = 512
 
 _AMOUNT_WORDS = frozenset("""a an the of to in on at by for and or is are was were per each every times""".split())
 
@@ -140,14 +148,24 @@ def procedure_values(text: str) -> Values:
     def span(match: re2._Match, group: int = 0) -> str:
         return nfkc[match.start(group):match.end(group)]
 
-    for match in _PATTERNS["destination"].finditer(data):
+    overflow = False
+
+    def matches(category: str) -> Iterator[re2._Match]:
+        nonlocal overflow
+        for n, match in enumerate(_PATTERNS[category].finditer(data)):
+            if n == MAX_MATCHES:
+                overflow = True
+                return
+            yield match
+
+    for match in matches("destination"):
         add("destination", span(match))
-    for match in _PATTERNS["account"].finditer(data):
+    for match in matches("account"):
         add("account", span(match, 1 if match.group(1) is not None else 2))
     for category in ("credential", "route"):
-        for match in _PATTERNS[category].finditer(data):
+        for match in matches(category):
             add(category, span(match, 1))
-    for match in _PATTERNS["amount"].finditer(data):
+    for match in matches("amount"):
         if match.group(1) is not None:
             symbol = span(match, 1)
             if symbol in _CURRENCY:
@@ -157,4 +175,4 @@ def procedure_values(text: str) -> Values:
             if unit not in _AMOUNT_WORDS:
                 # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
                 found.setdefault(f"amount:{unit.rstrip('s') or unit}", set()).add(_number(span(match, 3)))
-    return Values({k: frozenset(v) for k, v in found.items()}, _WEAKENED.search(data) is not None, raw)
+    return Values({k: frozenset(v) for k, v in found.items()}, _WEAKENED.search(data) is not None, raw, overflow)
