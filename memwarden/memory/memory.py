@@ -19,6 +19,7 @@ from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.backends import Backend
 from memwarden.memory.datadir import DataDir
+from memwarden.memory.derived import with_search_index
 from memwarden.memory.embeddings import as_embedder
 from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal
 from memwarden.memory.keyfile import lessons_key
@@ -112,7 +113,9 @@ class Memory:
                 data.maintenance.append("finished the physical purge of Chroma's files an interrupt left")
             # The lexical index is repaired against Chroma before first use (see memory/lexical.py).
             chroma = PartitionedBackend.embedded(str(root / "chroma"), **options.backend_options())
-            return data.guard(IndexedBackend.open(chroma, root / INDEX_FILE, repair=not read_only))
+            # Dense searches scan a derived RAM index loaded in the background (memory/derived.py).
+            return data.guard(IndexedBackend.open(with_search_index(chroma, options.search_index),
+                                                  root / INDEX_FILE, repair=not read_only))
 
         try:
             memory = cls._assemble(root, backend, policy, audit, embedding, validators, settings,
