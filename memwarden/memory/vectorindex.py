@@ -40,10 +40,11 @@ _MAX_SCOPES = 64
 # Nearest candidates asked for beyond k: rows a search refuses after the scan (not visible at
 # this moment, another kind) are replaced by the next ones, widening by _WIDEN until k pass.
 _SLACK, _WIDEN = 5, 4
-# Rows from which the 8-bit quantiser's per-dimension ranges are trained; a smaller store uses
-# a fixed range wide enough for any component of a unit vector that matters in practice.
+# Rows from which the 8-bit quantiser's per-dimension ranges are trained; a store opened with
+# fewer uses the range of every component of a unit vector, [-1, 1] (coarser: reopen it once
+# it has grown to get ranges trained on its rows).
 _TRAIN_MIN = 256
-_FIXED_RANGE = 0.5
+_FIXED_RANGE = 1.0
 # Each trained range is widened by this fraction on both sides, for rows written later.
 _RANGE_MARGIN = 0.2
 
@@ -279,21 +280,27 @@ class VectorIndex:
                         break
                     meta = self._metas[label]
                     if meta is not None and accept(meta):
-                        kept.append((StoredRow(self._ids[label], self._docs[label], dict(meta)),
-                                     float(1.0 - score)))
+                        kept.append((float(1.0 - score), int(label)))
                 if len(kept) >= k or n >= visible:
-                    return kept[:k]
+                    # Ties in the order rows were stored, whatever order the scan found them in.
+                    return [(StoredRow(self._ids[label], self._docs[label], dict(self._metas[label])), distance)
+                            for distance, label in sorted(kept)[:k]]
                 n = min(n * _WIDEN, visible)
 
     # -- inspection (erasure tests) -------------------------------------------------------------
 
-    def arrays(self) -> list[bytes]:
-        """Every buffer this index holds row data in: the faiss codes and the copies of the
+    def buffers(self) -> dict[str, bytes]:
+        """Every buffer this index holds row data in: the faiss codes, and the copies of the
         documents and metadata (for tests that prove an erased row left nothing here)."""
         with self.lock:
-            out: list[bytes] = []
-            if self._faiss is not None:
-                out.append(faiss.vector_to_array(self._inner.codes).tobytes())
-            out += [d.encode("utf-8") for d in self._docs if d is not None]
-            out += [json.dumps(m, ensure_ascii=False).encode("utf-8") for m in self._metas if m is not None]
-            return out
+            codes = faiss.vector_to_array(self._inner.codes).tobytes() if self._inner is not None else b""
+            docs = "\n".join(d for d in self._docs if d is not None)
+            metas = "\n".join(json.dumps(m, ensure_ascii=False) for m in self._metas if m is not None)
+            return {"codes": codes, "documents": docs.encode("utf-8"), "metadata": metas.encode("utf-8")}
+
+    def encode(self, vectors: np.ndarray) -> list[bytes]:
+        """The codes this index would hold for ``vectors`` (one ``bytes`` each)."""
+        with self.lock:
+            if self._inner is None:
+                return []
+            return [bytes(c) for c in self._inner.sa_encode(_normalised(vectors))]
