@@ -15,8 +15,11 @@ while it loads drops the row from the index and marks it; when the load ends, wi
 held off, the marked rows are read again from Chroma. An erased row therefore never waits in
 the index for the load to finish.
 
-Only for a store one process changes (an embedded ``Memory.open``): against a Chroma server
-other processes write too, so ``Memory.connect`` does not use it.
+Embedded (``Memory.open``), one process changes the store (the directory is locked). Against
+a Chroma server (``Memory.connect``) other processes write too: every change is then also
+appended to the change log (:mod:`memwarden.memory.changelog`) after its Chroma call, and
+before each search the rows other processes changed since the last search are read again
+from Chroma. If the log cannot be read, that search takes the partition path.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, Where
+from memwarden.memory.changelog import ChangeLog
 from memwarden.memory.codec import stored_metadata
 from memwarden.memory.partitioned import row_partition
 from memwarden.memory.vectorindex import VectorIndex
@@ -45,13 +49,19 @@ class DerivedIndexBackend(DelegatingBackend):
     """A partitioned store whose dense searches scan a derived RAM index (see the module docstring).
 
     ``inner`` must be a :class:`~memwarden.memory.partitioned.PartitionedBackend` (it provides
-    ``vectors`` and ``depth``). ``encoding``: "sq8" or "float32". ``progress``: show a
+    ``vectors`` and ``depth``). ``encoding``: "sq8" or "float32". ``changes``: the change log
+    shared with the other processes of a Chroma server (None: no other process writes).
+    ``progress``: show a
     progress bar while loading (None: when standard error is a terminal).
     """
 
-    def __init__(self, inner: Backend, encoding: str = "sq8", *, progress: bool | None = None) -> None:
+    def __init__(self, inner: Backend, encoding: str = "sq8", *, changes: ChangeLog | None = None,
+                 progress: bool | None = None) -> None:
         super().__init__(inner)
         self.index = VectorIndex(encoding)
+        self._changes = changes
+        self._seen = 0                       # the last change log entry applied
+        self._own: set[int] = set()          # entries this process appended (already applied)
         self._order = threading.RLock()      # one change at a time: Chroma, then the index
         self._loading: set[str] | None = set()  # ids changed while loading; None once loaded
         self._ready = threading.Event()
@@ -77,6 +87,8 @@ class DerivedIndexBackend(DelegatingBackend):
     def _load(self) -> None:
         started = time.perf_counter()
         try:
+            # Other processes' changes from here on are read again when the load ends.
+            self._seen = self._changes.head() if self._changes is not None else 0
             total = self._inner.count()
             _log.info("memwarden: loading the search index (%d rows) in the background; "
                       "searches use the partition path until it is ready", total)
@@ -96,6 +108,7 @@ class DerivedIndexBackend(DelegatingBackend):
                 self._reload(changed)
                 with self.index.lock:
                     self._loading = None
+                self._catch_up()
             self.load_seconds = time.perf_counter() - started
             self._ready.set()
             _log.info("memwarden: search index ready: %d rows in %.2f s", len(self.index), self.load_seconds)
@@ -120,16 +133,42 @@ class DerivedIndexBackend(DelegatingBackend):
 
     # -- changes ------------------------------------------------------------------------------
 
-    def _change(self, ids: Sequence[str], call: Callable[[], T], apply: Callable[[], None]) -> T:
-        """Make a change in Chroma, then in the index (see the module docstring)."""
+    def _change(self, op: str, ids: Sequence[str], call: Callable[[], T], apply: Callable[[], None]) -> T:
+        """Make a change in Chroma, then in the index, then in the change log (see the module
+        docstring). A change the log cannot record raises: the operation has not returned,
+        and other processes may not know of it yet."""
         with self._order:
             try:
                 result = call()
             except BaseException:
                 self._follow(ids, None)
+                self._logged(op, ids, best_effort=True)  # Chroma may have made it
                 raise
             self._follow(ids, apply)
+            self._logged(op, ids)
             return result
+
+    def _logged(self, op: str, ids: Sequence[str], *, best_effort: bool = False) -> None:
+        if self._changes is None:
+            return
+        try:
+            self._own.update(self._changes.append(ids, op))
+        except Exception:
+            if not best_effort:
+                raise
+
+    def _catch_up(self) -> None:
+        """Read again from Chroma every row another process changed since the last call."""
+        if self._changes is None:
+            return
+        with self._order:
+            entries = self._changes.after(self._seen)
+            if not entries:
+                return
+            theirs = [rid for seq, rid in entries if seq not in self._own]
+            self._reload(list(dict.fromkeys(theirs)))
+            self._seen = entries[-1][0]
+            self._own = {seq for seq in self._own if seq > self._seen}
 
     def _follow(self, ids: Sequence[str], apply: Callable[[], None] | None) -> None:
         if self._failed is not None:
@@ -160,7 +199,7 @@ class DerivedIndexBackend(DelegatingBackend):
                 parts.append(row_partition(meta, self._inner.depth))  # type: ignore[attr-defined]
             self.index.put(rows, np.asarray(embeddings, dtype=np.float32), parts)
 
-        self._change(ids, lambda: self._inner.upsert(ids, embeddings, documents, metadatas), apply)
+        self._change("upsert", ids, lambda: self._inner.upsert(ids, embeddings, documents, metadatas), apply)
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         """See :meth:`Backend.update_metadata` (ids not stored are skipped, as in Chroma)."""
@@ -168,18 +207,18 @@ class DerivedIndexBackend(DelegatingBackend):
             for rid, metadata in zip(ids, metadatas):
                 self.index.merge(rid, metadata)
 
-        self._change(ids, lambda: self._inner.update_metadata(ids, metadatas), apply)
+        self._change("update", ids, lambda: self._inner.update_metadata(ids, metadatas), apply)
 
     def delete(self, ids: Sequence[str]) -> None:
         """See :meth:`Backend.delete`."""
-        self._change(ids, lambda: self._inner.delete(ids), lambda: self.index.remove(ids))
+        self._change("delete", ids, lambda: self._inner.delete(ids), lambda: self.index.remove(ids))
 
     def purge(self, ids: Sequence[str], **options: Any) -> Any:
         """See :meth:`Backend.purge`: the rows leave the index (codes compacted, copies
         dropped) before Chroma's files are rewritten, and whatever happens to that."""
         with self.index.lock:
             self.index.remove(ids)
-        return self._change(ids, lambda: self._inner.purge(ids, **options), lambda: self.index.remove(ids))
+        return self._change("purge", ids, lambda: self._inner.purge(ids, **options), lambda: self.index.remove(ids))
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -188,16 +227,26 @@ class DerivedIndexBackend(DelegatingBackend):
                       fallback: Where) -> list[tuple[StoredRow, float]]:
         """The k nearest accepted rows of the planned targets: a scan of the scope's rows in
         the index once it is loaded, else the partition path."""
-        if not self.ready:
-            return super().query_targets(embedding, k, targets, accept=accept, fallback=fallback)
-        return self.index.nearest(embedding, k, targets, accept)
+        if self.ready:
+            try:
+                self._catch_up()
+            except Exception as exc:  # noqa: BLE001 - Chroma itself answers this one
+                _log.warning("memwarden: the change log could not be read (%s); searching Chroma directly",
+                             type(exc).__name__)
+            else:
+                return self.index.nearest(embedding, k, targets, accept)
+        return super().query_targets(embedding, k, targets, accept=accept, fallback=fallback)
 
     def close(self) -> None:
         """Stop loading, drop the index, release the store."""
         self._stop.set()
         self._thread.join()
         self.index.clear()
-        super().close()
+        try:
+            super().close()
+        finally:
+            if self._changes is not None:
+                self._changes.close()
 
 
 def derived_index(backend: object) -> DerivedIndexBackend | None:
@@ -231,7 +280,10 @@ class _progress:
             self._bar.stop()
 
 
-def with_search_index(inner: Backend, search_index: str) -> Backend:
-    """``inner`` with a derived index of encoding ``search_index``, or as it is for "off"."""
-    return inner if search_index == "off" else DerivedIndexBackend(inner, search_index)
+def with_search_index(inner: Backend, search_index: str, changes: Callable[[], ChangeLog] | None = None) -> Backend:
+    """``inner`` with a derived index of encoding ``search_index``, or as it is for "off";
+    ``changes`` opens the change log shared with other processes (a Chroma server)."""
+    if search_index == "off":
+        return inner
+    return DerivedIndexBackend(inner, search_index, changes=changes() if changes is not None else None)
 

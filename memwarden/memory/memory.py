@@ -19,6 +19,8 @@ from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.backends import Backend
 from memwarden.memory.datadir import DataDir
+from memwarden.databases import is_database_url, kind
+from memwarden.memory.changelog import ChangeLog
 from memwarden.memory.derived import with_search_index
 from memwarden.memory.embeddings import as_embedder
 from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal
@@ -145,8 +147,17 @@ class Memory:
 
         root = Path(state)
         root.mkdir(parents=True, exist_ok=True)
+        # The derived search index follows other processes through the change log in the audit
+        # database, so it is on by default only where that database is shared by design
+        # (PostgreSQL); a SQLite audit file is shared only by processes given the same state
+        # directory, which the caller asserts by setting search_index itself (docs/deployment.md).
+        shared = audit is not None and is_database_url(audit) and kind(str(audit)) == "postgresql"
+        settings = {"search_index": "sq8" if shared else "off", **settings}
+
         def backend(options: Settings) -> Backend:
-            return RetryingPartitionedBackend.connect(host, port, ssl=ssl, headers=headers, **options.backend_options())
+            store = RetryingPartitionedBackend.connect(host, port, ssl=ssl, headers=headers, **options.backend_options())
+            return with_search_index(store, options.search_index,
+                                     lambda: ChangeLog(audit if audit is not None else root / "audit.sqlite3"))
 
         return cls._assemble(root, backend,
                              policy, audit, embedding, validators, {"cache_ttl": 30.0, **settings})
