@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -76,7 +77,10 @@ _searches = st.lists(st.tuples(
     st.sampled_from([(), ("ward3",), ("ward3", "patients"), ("ward3", "billing"), ("ward4",)]),
     st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
     st.sampled_from(["dense", "hybrid"]),
-    st.integers(1, 12), st.sampled_from([None, ("fact",), ("event", "rule")])), min_size=1, max_size=8)
+    st.integers(1, 12), st.sampled_from([None, ("fact",), ("event", "rule")]),
+    # History and time windows: tested on the rows that come back, like visibility.
+    st.sampled_from([{}, {}, {"include_superseded": True}, {"created_after": datetime(2000, 1, 1, tzinfo=timezone.utc)},
+                     {"created_before": datetime(2000, 1, 1, tzinfo=timezone.utc)}])), min_size=1, max_size=8)
 
 
 def _seed_random(mem: Memory, writes: list) -> None:
@@ -112,9 +116,9 @@ def _seed(mem: Memory, ns: tuple[str, ...], text: str) -> None:
 
 def _answers(mem: Memory, searches: list) -> list[list[tuple[str, float | None]]]:
     out = []
-    for who, prefix, words, mode, k, kinds in searches:
+    for who, prefix, words, mode, k, kinds, extra in searches:
         try:
-            hits = mem.session(who).search(" ".join(words), prefix, k=k, mode=mode, kinds=kinds)
+            hits = mem.session(who).search(" ".join(words), prefix, k=k, mode=mode, kinds=kinds, **extra)
         except Exception as exc:  # noqa: BLE001 - a denial must be the same denial
             out.append([(type(exc).__name__, None)])
             continue
@@ -139,7 +143,7 @@ def _same(index_side: list, partition_side: list, tolerance: float) -> None:
 
 
 @pytest.mark.parametrize(("encoding", "tolerance"), [("float32", 1e-5), ("sq8", 0.03)])
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(writes=_writes, searches=_searches)
 def test_index_answers_what_the_partition_path_answers(encoding: str, tolerance: float, writes: list,
