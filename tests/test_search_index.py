@@ -17,6 +17,7 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -169,7 +170,11 @@ def test_a_reopened_store_loads_its_rows_and_answers_alike(tmp_path: Path) -> No
         before = [(h.record.id, round(h.similarity, 2)) for h in alice.search("penicillin fever", ("ward3",), k=10,
                                                                               mode="dense")]
     with _open(tmp_path) as mem:
-        assert len(_loaded(mem).index) == 300
+        index = _loaded(mem).index
+        assert len(index) == 300
+        # The 8-bit ranges were trained on the loaded rows, not left at a unit vector's [-1, 1].
+        ranges = faiss.vector_to_array(index._inner.sq.trained)
+        assert ranges[:64].min() > -0.9 and ranges[:64].max() < 0
         again = [(h.record.id, round(h.similarity, 2)) for h in mem.session(ALICE).search(
             "penicillin fever", ("ward3",), k=10, mode="dense")]
     assert len(again) == len(before) == 10 and len({i for i, _ in again} & {i for i, _ in before}) >= 8

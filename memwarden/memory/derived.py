@@ -38,7 +38,7 @@ from memwarden.memory.changelog import ChangeLog
 from memwarden.memory.codec import stored_metadata
 from memwarden.memory.partitioned import row_partition
 from memwarden.memory.vectorindex import VectorIndex
-from memwarden.policies.partitions import Target
+from memwarden.policies.partitions import Partition, Target
 
 T = TypeVar("T")
 
@@ -46,6 +46,8 @@ _log = logging.getLogger("memwarden")
 # Rows per Chroma read while loading: a read of rows with their vectors costs more per row in
 # larger pages (measured at 10k rows: 250 a page 1.9 s, 1,000 a page 4.1 s).
 _LOAD_PAGE = 250
+# Rows the first addition of a load holds, from which the 8-bit ranges are trained.
+_TRAIN_ROWS = 4096
 
 
 class DerivedIndexBackend(DelegatingBackend):
@@ -95,15 +97,18 @@ class DerivedIndexBackend(DelegatingBackend):
             total = self._inner.count()
             _log.info("memwarden: loading the search index (%d rows) in the background; "
                       "searches use the partition path until it is ready", total)
+            held: list[tuple[Partition, StoredRow, np.ndarray]] = []
             with _progress(self._progress, total) as advance:
                 for part, rows, vectors in self._inner.vectors(page=_LOAD_PAGE):  # type: ignore[attr-defined]
                     if self._stop.is_set():
                         return
-                    with self.index.lock:
-                        assert self._loading is not None
-                        keep = [j for j, row in enumerate(rows) if row.id not in self._loading]
-                        self.index.put([rows[j] for j in keep], vectors[keep], [part] * len(keep))
+                    held += [(part, row, vector) for row, vector in zip(rows, vectors)]
+                    # The first rows are added together: the 8-bit ranges are trained on them.
+                    if len(self.index) or len(held) >= _TRAIN_ROWS:
+                        self._add_loaded(held)
+                        held = []
                     advance(len(rows))
+                self._add_loaded(held)
             with self._order:  # no change runs now: read the rows changed meanwhile once more
                 with self.index.lock:
                     assert self._loading is not None
@@ -117,6 +122,14 @@ class DerivedIndexBackend(DelegatingBackend):
             _log.info("memwarden: search index ready: %d rows in %.2f s", len(self.index), self.load_seconds)
         except Exception as exc:  # noqa: BLE001 - the partition path still serves every search
             self._give_up(f"loading failed: {type(exc).__name__}: {exc}")
+
+    def _add_loaded(self, held: list[tuple[Partition, StoredRow, np.ndarray]]) -> None:
+        """Add rows the load read, but none changed since it began (read again at its end)."""
+        with self.index.lock:
+            assert self._loading is not None
+            keep = [h for h in held if h[1].id not in self._loading]
+            if keep:
+                self.index.put([h[1] for h in keep], np.stack([h[2] for h in keep]), [h[0] for h in keep])
 
     def _reload(self, ids: Sequence[str]) -> None:
         """Make the index hold exactly what Chroma holds now of ``ids``."""

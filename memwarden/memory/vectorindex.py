@@ -135,10 +135,13 @@ class VectorIndex:
         else:
             inner = faiss.IndexScalarQuantizer(self._dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
             inner.sq.rangestat = faiss.ScalarQuantizer.RS_minmax
-            inner.sq.rangestat_arg = _RANGE_MARGIN
-            sample = vectors if len(vectors) >= _TRAIN_MIN else np.stack(
-                [np.full(self._dim, -_FIXED_RANGE, np.float32), np.full(self._dim, _FIXED_RANGE, np.float32)])
-            inner.train(sample)
+            if len(vectors) >= _TRAIN_MIN:
+                inner.sq.rangestat_arg = _RANGE_MARGIN
+                inner.train(vectors)
+            else:  # the range of every component of a unit vector, no margin
+                inner.sq.rangestat_arg = 0.0
+                inner.train(np.stack([np.full(self._dim, -_FIXED_RANGE, np.float32),
+                                      np.full(self._dim, _FIXED_RANGE, np.float32)]))
         self._inner = inner
         self._faiss = faiss.IndexIDMap(inner)
 
