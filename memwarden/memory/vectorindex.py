@@ -268,7 +268,7 @@ class VectorIndex:
             if q.shape[1] != self._dim:
                 raise ValueError(f"a query vector of dimension {q.shape[1]} for an index of dimension {self._dim}")
             scope = self._scope(targets)
-            visible = int(np.unpackbits(scope.bits).sum()) if len(scope.bits) else 0
+            visible = int(np.bitwise_count(scope.bits).sum())
             if not visible:
                 return []
             selector = faiss.IDSelectorBitmap(len(scope.bits), faiss.swig_ptr(scope.bits))
