@@ -142,6 +142,9 @@ class Memory:
         must read the same lesson key (docs/deployment.md). There is no lexical index
         here (a process-local one would miss other processes' writes and keep text they
         erase), so hybrid searches run the dense leg only and say so in their span.
+        The derived search index follows the other processes through a change log in the
+        audit database: on by default when ``audit`` is PostgreSQL, off otherwise unless
+        ``search_index`` is given (docs/deployment.md#the-search-index-across-processes).
         """
         from memwarden.memory.remote import RetryingPartitionedBackend
 
