@@ -1,15 +1,17 @@
-"""Scaling a shared memory: partitions, side-by-side search and the search breadth.
+"""Scaling a shared memory: partitions, side-by-side search, the search breadth and the derived index.
 
 A hospital of three wards keeps its notes in one governed memory. memwarden stores each
 namespace partition (the first ``partition_depth`` labels plus the namespace's length) in its
 own Chroma collection, so a physician's search queries only the partitions of her wards, with
 no filter, side by side (``search_threads``). This example:
 
-1. writes the wards' notes in batches (a progress bar), into two memories that differ only in
-   ``search_breadth``, the HNSW ``ef_search`` of every partition;
+1. writes the wards' notes in batches (a progress bar), into two memories that search Chroma
+   partition by partition (``search_index="off"``) and differ only in ``search_breadth``, the
+   HNSW ``ef_search`` of every partition, and into a third with the default derived in-RAM
+   index (``search_index="sq8"``), whose searches scan exactly the rows the scope may see;
 2. searches as alice, a physician of wards 0 and 1, and as bob, a nurse of ward 2, and checks
    that every hit lies in the searcher's scope;
-3. compares the two breadths on alice's searches: the share of the exact top 10 (over the
+3. compares the three on alice's searches: the share of the exact top 10 (over the
    notes she may read, by brute force) each one finds, and the time a search takes. Small
    partitions are searched nearly exactly at any breadth; with thousands of rows a partition
    the default (100) starts to miss some of the nearest (docs/performance.md).
@@ -101,12 +103,14 @@ def run_scale(data_dir: str | Path | None = None, console: Console | None = None
         root.mkdir(parents=True, exist_ok=True)
         policy = root / "wards.csv"
         policy.write_text(policy_text(), encoding="utf-8")
-        mems = {b: Memory.open(root / f"breadth-{b}", policy=policy, embedding=embedder, partition_depth=2,
-                               search_threads=4, search_breadth=b) for b in BREADTHS}
+        mems: dict[int | str, Memory] = {
+            b: Memory.open(root / f"breadth-{b}", policy=policy, embedding=embedder, partition_depth=2,
+                           search_threads=4, search_breadth=b, search_index="off") for b in BREADTHS}
+        mems["index"] = Memory.open(root / "index", policy=policy, embedding=embedder, partition_depth=2)
         try:
             with Progress(console=console, transient=True) as progress:
                 for b, mem in mems.items():
-                    seed(mem, rows, progress, f"writing {count:,} notes (search_breadth={b})")
+                    seed(mem, rows, progress, f"writing {count:,} notes ({_label(b)})")
             mem = mems[BREADTHS[-1]]
             scopes = {"alice": (ALICE, {"ward0", "ward1"}, None), "bob": (BOB, {"ward2"}, "patients")}
             in_scope = {}
@@ -125,16 +129,21 @@ def run_scale(data_dir: str | Path | None = None, console: Console | None = None
                 m.close()
 
 
-def compare(mems: dict[int, Memory], rows: Sequence[tuple[str, tuple[str, ...], str]], embedding: Any,
+def _label(key: int | str) -> str:
+    return "derived index (sq8)" if key == "index" else f"search_breadth={key}"
+
+
+def compare(mems: dict[int | str, Memory], rows: Sequence[tuple[str, tuple[str, ...], str]], embedding: Any,
             console: Console) -> dict[str, Any]:
-    """alice's searches at each breadth: recall of the exact top 10 and time per search."""
+    """alice's searches at each breadth, and with the derived index: recall of the exact top 10
+    and time per search."""
     mine = [text for _, ns, text in rows if ns[0] in ("ward0", "ward1")]
     vectors = embed_many(embedding, mine)
-    table = Table(title="alice's searches (dense, k=10) by search breadth")
-    for col in ("search_breadth", "recall of the exact top 10", "search p50 ms"):
+    table = Table(title="alice's searches (dense, k=10) by search breadth, and with the derived index")
+    for col in ("search", "recall of the exact top 10", "search p50 ms"):
         table.add_column(col, justify="right")
-    recall: dict[int, float] = {}
-    timing: dict[int, float] = {}
+    recall: dict[int | str, float] = {}
+    timing: dict[int | str, float] = {}
     for b, mem in mems.items():
         alice = mem.session(ALICE)
         found, times = 0, []
@@ -145,7 +154,7 @@ def compare(mems: dict[int, Memory], rows: Sequence[tuple[str, tuple[str, ...], 
             times.append((time.perf_counter() - start) * 1000)
             found += len(exact & {h.record.content for h in hits})
         recall[b], timing[b] = found / (10 * len(QUERIES)), statistics.median(times)
-        table.add_row(str(b), f"{recall[b]:.2f}", f"{timing[b]:.1f}")
+        table.add_row(_label(b), f"{recall[b]:.2f}", f"{timing[b]:.1f}")
     console.print(table)
     per_partition = len(mine) // 4   # alice's notes lie in 4 partitions (2 wards x patients, notes)
     if recall[BREADTHS[-1]] > recall[BREADTHS[0]]:

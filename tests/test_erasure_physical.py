@@ -24,8 +24,11 @@ from memwarden import Memory, Principal
 from memwarden.memory.backends import ChromaBackend
 from memwarden.memory.compaction import find_remnants, fts_is_clean
 from memwarden.memory.codec import stored_metadata, to_metadata
+from memwarden.memory.derived import derived_index
 from memwarden.memory.embeddings import HashingEmbedding, embed_many
 from memwarden.core.records import MemoryRecord, record_id
+
+from tests.ram_scan import ram_remnants
 
 pytestmark = pytest.mark.integration
 
@@ -350,8 +353,12 @@ def test_session_erase_leaves_no_copy_anywhere(tmp_path: Path) -> None:
         hits = alice.search("Canary patient has a rare allergy", namespace=("ward3",), k=50)
         assert hits and not {h.record.id for h in hits} & set(canary_ids)
         assert alice.search(None, namespace=ns_canary, k=100) == []
+        vectors = embed_many(embedding, canary)
+        # Nor in the derived search index in RAM (its codes and its copies of rows).
+        index = derived_index(mem._backend)
+        assert index is not None and index.wait_ready(60)
+        assert ram_remnants(index.index, canary, vectors, exclude=other) == {"texts": 0, "vectors": 0, "codes": 0}
 
-    vectors = embed_many(embedding, canary)
     found = find_remnants(root, canary, vectors, exclude=other)
     assert found.clean, found
     # Record ids (hashes of writer, namespace and content) stay in the audit log by design;

@@ -12,7 +12,6 @@ leet word 2.5 s, and the heartbeat of another principal ran 5.4 s late.
 from __future__ import annotations
 
 import hashlib
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,20 +19,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill  # noqa: E402
-from memwarden import Memory, Principal, WriteRejected  # noqa: E402
-from memwarden.guards import directives, injection as inj, values  # noqa: E402
-from memwarden.guards.contradiction import ContradictionCheck  # noqa: E402
-from memwarden.guards.validators import ValidationContext  # noqa: E402
-from memwarden.core.records import MemoryRecord, Principal as P, Source  # noqa: E402
-from memwarden.policies.subjects import Subjects  # noqa: E402
-from memwarden.guards.judge import _json_object  # noqa: E402
-from memwarden.memory.embeddings import HashingEmbedding  # noqa: E402
-from memwarden.orchestrator.worker import _unfenced  # noqa: E402
+from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill
+from memwarden import Memory, Principal, WriteRejected
+from memwarden.guards import directives, injection as inj, values
+from memwarden.guards.contradiction import ContradictionCheck
+from memwarden.guards.validators import ValidationContext
+from memwarden.core.records import MemoryRecord, Principal as P, Source
+from memwarden.policies.subjects import Subjects
+from memwarden.guards.judge import _json_object
+from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.orchestrator.worker import _unfenced
 
 pytestmark = pytest.mark.unit
 

@@ -114,3 +114,88 @@ def test_four_processes_share_one_server_policy_and_audit(chroma_server, pg_url:
         assert sorted(audited) == sorted(r.id for r in listed)  # one entry per record, no more
 
     assert main(["audit", "verify", "--audit", pg_url, "--key", str(state / "audit.key")]) == 0
+
+
+ERASER = """
+import json, sys, time
+from memwarden import Memory, Principal
+from memwarden.memory.embeddings import HashingEmbedding
+
+host, port, db, state, tag = sys.argv[1:]
+mem = Memory.connect(host, int(port), policy=db, audit=db, state=state, embedding=HashingEmbedding())
+clerk = mem.session(Principal("writer", roles=["clerk"]))
+forgotten = [clerk.write(f"{tag} canary to forget {i}", ("mp", tag, "a"), subjects=["keep"]).id for i in range(5)]
+erased = [clerk.write(f"{tag} canary to erase {i}", ("mp", tag, "b"), subjects=["gone"]).id for i in range(5)]
+kept = [clerk.write(f"{tag} canary to keep {i}", ("mp", tag, "c"), subjects=["keep"]).id for i in range(5)]
+print(json.dumps({"forgotten": forgotten, "erased": erased, "kept": kept}), flush=True)
+sys.stdin.readline()  # the searcher is searching
+time.sleep(0.3)
+for rid in forgotten:
+    clerk.forget(rid)
+print(json.dumps({"forgot": time.time()}), flush=True)
+time.sleep(0.3)
+mem.session(Principal("dpo", roles=["eraser"])).erase(subject="gone")
+print(json.dumps({"erased": time.time()}), flush=True)
+time.sleep(0.3)
+mem.close()
+"""
+
+
+def test_a_forget_or_erase_in_one_process_is_never_returned_after_it_returned_in_another(
+        chroma_server, pg_url: str, tmp_path: Path) -> None:
+    """The derived search index of a process follows the changes of another through the
+    change log: once a forget or an erase has returned in one process, no search that starts
+    after it in another returns the record, though its index loaded it before."""
+    import threading
+
+    from memwarden.memory.derived import derived_index
+
+    host, port = chroma_server
+    tag = uuid.uuid4().hex[:8]
+    store = SQLPolicyStore(pg_url)
+    store.replace(POLICY + "p, clerk, mp/**, forget\np, eraser, mp/**, erase\np, eraser, mp/**, read\n")
+    state = tmp_path / "state"
+    eraser = subprocess.Popen([sys.executable, "-c", ERASER, host, str(port), pg_url, str(state), tag],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    searches: list[tuple[float, set[str]]] = []
+    try:
+        ids = json.loads(eraser.stdout.readline())
+        with Memory.connect(host, port, policy=pg_url, audit=pg_url, state=state, embedding=HashingEmbedding()) as mem:
+            index = derived_index(mem._backend)
+            assert index is not None and index.wait_ready(60)
+            reader = mem.session(Principal("reader", roles=["clerk"]))
+            assert len(reader.search(f"{tag} canary", ("mp", tag), k=50, mode="dense")) == 15  # all of them loaded
+            done = threading.Event()
+
+            def search() -> None:
+                while not done.is_set():
+                    began = time.time()
+                    hits = reader.search(f"{tag} canary to forget erase", ("mp", tag), k=50, mode="dense")
+                    searches.append((began, {h.record.id for h in hits}))
+
+            thread = threading.Thread(target=search)
+            thread.start()
+            try:
+                time.sleep(0.2)
+                go = time.time()  # the eraser waits 0.3 s more before its first forget
+                eraser.stdin.write("go\n")
+                eraser.stdin.flush()
+                forgot = json.loads(eraser.stdout.readline())["forgot"]
+                erased = json.loads(eraser.stdout.readline())["erased"]
+                assert eraser.wait(timeout=60) == 0
+                time.sleep(0.3)
+            finally:
+                done.set()
+                thread.join()
+    finally:
+        eraser.kill()
+        store.close()
+    before = [found for began, found in searches if began < go]
+    after_forget = [found for began, found in searches if began > forgot]
+    after_erase = [found for began, found in searches if began > erased]
+    # The searches measured something: the records were found before, and searches ran after.
+    assert before and all(set(ids["forgotten"]) <= found for found in before)
+    assert after_forget and after_erase
+    assert not any(found & set(ids["forgotten"]) for found in after_forget)
+    assert not any(found & set(ids["erased"]) for found in after_erase)
+    assert all(set(ids["kept"]) <= found for found in after_erase)

@@ -1,4 +1,5 @@
-"""The SQL compiler of Chroma's ``where`` dialect, against a real Chroma collection.
+"""The SQL compiler of Chroma's ``where`` dialect, and its Python twin (the derived index's
+filter on partly covered partitions), against a real Chroma collection.
 
 The lexical leg of hybrid search filters with ``compile_where``; the dense leg sends the same
 filter to Chroma. For random metadata (memwarden's own codec, plus keys of every type and
@@ -26,6 +27,7 @@ from memwarden.memory.retrieval import time_filter
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
 from memwarden.policies.pushdown import all_of, any_of, outside_scope_filter, scope_filter
+from memwarden.policies.metafilter import compile_predicate
 from memwarden.policies.sqlfilter import compile_where, scalar_column
 
 pytestmark = pytest.mark.unit
@@ -126,14 +128,14 @@ def stores(tmp_path_factory: pytest.TempPathFactory):
     hot = ", ".join(f"k_{key} GENERATED ALWAYS AS ({scalar_column(key)}) STORED" for key in _HOT_KEYS)
     db.execute(f"CREATE TABLE docs (id TEXT, meta TEXT, {hot})")
     db.executemany("INSERT INTO docs(id, meta) VALUES (?, ?)", [(i, json.dumps(m)) for i, m in zip(ids, metas)])
-    yield col, db, rng
+    yield col, db, rng, dict(zip(ids, metas))
     client.close()
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_sql_selects_exactly_what_chroma_returns(stores) -> None:
-    col, db, rng = stores
+    col, db, rng, _ = stores
     checked = 0
     for where in _filters(rng):
         try:
@@ -146,6 +148,22 @@ def test_sql_selects_exactly_what_chroma_returns(stores) -> None:
             sql, params = compile_where(where, "meta", scalars)
             got = {r[0] for r in db.execute(f"SELECT id FROM docs WHERE {sql}", params)}
             assert got == expected, (where, scalars != {})
+        checked += 1
+    assert checked > 200
+
+
+def test_the_python_predicate_selects_exactly_what_chroma_returns(stores) -> None:
+    col, _, _, metas = stores
+    checked = 0
+    for where in _filters(random.Random(11)):
+        try:
+            expected = set(col.get(where=where, include=[])["ids"])
+        except Exception:  # noqa: BLE001 - Chroma refuses it: so must the predicate
+            with pytest.raises(ValueError):
+                compile_predicate(where)
+            continue
+        test = compile_predicate(where)
+        assert {i for i, meta in metas.items() if test(meta)} == expected, where
         checked += 1
     assert checked > 200
 
@@ -164,9 +182,12 @@ def test_sql_selects_exactly_what_chroma_returns(stores) -> None:
 def test_anything_outside_the_dialect_is_refused(where: dict) -> None:
     with pytest.raises(ValueError):
         compile_where(where)
+    with pytest.raises(ValueError):
+        compile_predicate(where)
 
 
 def test_an_empty_filter_selects_everything() -> None:
+    assert compile_predicate(None)({}) and compile_predicate({})({"a": 1})
     assert compile_where(None) == ("1", [])
     assert compile_where({}) == ("1", [])
 

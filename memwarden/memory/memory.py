@@ -20,6 +20,9 @@ from memwarden.memory import compaction
 from memwarden.memory.audit import AuditLog, open_audit
 from memwarden.memory.backends import Backend
 from memwarden.memory.datadir import DataDir
+from memwarden.databases import is_database_url, kind
+from memwarden.memory.changelog import ChangeLog
+from memwarden.memory.derived import with_search_index
 from memwarden.memory.embeddings import as_embedder
 from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal
 from memwarden.memory.keyfile import lessons_key
@@ -108,7 +111,9 @@ class Memory:
                 data.maintenance.append("finished the physical purge of Chroma's files an interrupt left")
             # The lexical index is repaired against Chroma before first use (see memory/lexical.py).
             chroma = PartitionedBackend.embedded(str(root / "chroma"), **options.backend_options())
-            return data.guard(IndexedBackend.open(chroma, root / INDEX_FILE, repair=not read_only))
+            # Dense searches scan a derived RAM index loaded in the background (memory/derived.py).
+            return data.guard(IndexedBackend.open(with_search_index(chroma, options.search_index),
+                                                  root / INDEX_FILE, repair=not read_only))
 
         try:
             memory = cls._assemble(root, backend, policy, audit, embedding, validators, settings,
@@ -133,13 +138,25 @@ class Memory:
         must read the same lesson key (docs/deployment.md). There is no lexical index
         here (a process-local one would miss other processes' writes and keep text they
         erase), so hybrid searches run the dense leg only and say so in their span.
+        The derived search index follows the other processes through a change log in the
+        audit database: on by default when ``audit`` is PostgreSQL, off otherwise unless
+        ``search_index`` is given (docs/deployment.md#the-search-index-across-processes).
         """
         from memwarden.memory.remote import RetryingPartitionedBackend
 
         root = Path(state)
         root.mkdir(parents=True, exist_ok=True)
+        # The derived search index follows other processes through the change log in the audit
+        # database, so it is on by default only where that database is shared by design
+        # (PostgreSQL); a SQLite audit file is shared only by processes given the same state
+        # directory, which the caller asserts by setting search_index itself (docs/deployment.md).
+        shared = audit is not None and is_database_url(audit) and kind(str(audit)) == "postgresql"
+        settings = {"search_index": "sq8" if shared else "off", **settings}
+
         def backend(options: Settings) -> Backend:
-            return RetryingPartitionedBackend.connect(host, port, ssl=ssl, headers=headers, **options.backend_options())
+            store = RetryingPartitionedBackend.connect(host, port, ssl=ssl, headers=headers, **options.backend_options())
+            return with_search_index(store, options.search_index,
+                                     lambda: ChangeLog(audit if audit is not None else root / "audit.sqlite3"))
 
         return cls._assemble(root, backend,
                              policy, audit, embedding, validators, {"cache_ttl": 30.0, **settings})

@@ -484,6 +484,37 @@ class PartitionedBackend:
                 return rows if limit is None else rows[:limit]
             return self._paged([(p, where) for p in parts], limit, offset or 0)
 
+    def vectors(self, ids: Sequence[str] | None = None, *,
+                page: int = _COPY_BATCH) -> Iterator[tuple[Partition, list[StoredRow], np.ndarray]]:
+        """Rows with their stored vectors, a page at a time, with their partition: every row,
+        or the rows ``ids`` that exist (to load and repair a derived index beside this store).
+
+        Every partition's ids are listed first and its rows read by id, so a row deleted
+        meanwhile shifts no page past a row that stays."""
+        if ids is not None:
+            with self._gate.shared():
+                groups = self._locate(list(ids))
+            steps = list(groups.items())
+        else:
+            steps = [(part, None) for part in self.partitions(fresh=True)]
+        for part, group in steps:
+            if group is None:
+                with self._gate.shared():
+                    if part not in self._parts:
+                        continue
+                    col = self._handle(self._parts[part])
+                    group = self._call(lambda: col.get(include=[]))["ids"]
+            for start in range(0, len(group), page):
+                chunk = group[start:start + page]
+                with self._gate.shared():
+                    if part not in self._parts:
+                        break
+                    col = self._handle(self._parts[part])
+                    got = self._call(lambda: col.get(ids=chunk, include=["embeddings", "documents", "metadatas"]))
+                if got["ids"]:
+                    yield (part, _rows(got["ids"], got["documents"], got["metadatas"]),
+                           np.asarray(got["embeddings"], dtype=np.float32))
+
     def located(self, rid: str) -> Partition | None:
         """The partition this backend last saw ``rid`` in, if any (a hint, never an answer)."""
         return self._located.get(rid)

@@ -8,6 +8,9 @@ from typing import Any
 from memwarden.core.errors import InvalidRequest
 from memwarden.memory.partitioned import check_breadth, check_depth
 
+#: What ``Settings.search_index`` accepts (memwarden.memory.derived).
+SEARCH_INDEX = ("sq8", "float32", "off")
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -36,6 +39,10 @@ class Settings:
     (its ``ef_search``; None: Chroma's default, 100). Wider finds more of the true nearest
     rows and costs time (docs/performance.md); it applies to new partitions at once and to
     existing ones from the next time a process loads them.
+    ``search_index``: how an embedded store's derived in-RAM search index holds vectors:
+    "sq8" (8-bit codes, the default), "float32" (exact scores, 4x the RAM), or "off" (every
+    search queries Chroma partition by partition); see docs/performance.md. A store behind a
+    Chroma server (``Memory.connect``) has none.
     """
 
     count_withheld: bool = False
@@ -47,6 +54,7 @@ class Settings:
     repartition: bool = False
     search_threads: int = 4
     search_breadth: int | None = None
+    search_index: str = "sq8"
 
     def __post_init__(self) -> None:
         if isinstance(self.quorum, bool) or not isinstance(self.quorum, int) or self.quorum < 1:
@@ -60,6 +68,9 @@ class Settings:
         if isinstance(self.search_threads, bool) or not isinstance(self.search_threads, int) or self.search_threads < 1:
             raise InvalidRequest(f"search_threads must be a positive integer, got {self.search_threads!r}")
         check_breadth(self.search_breadth)
+        if self.search_index not in SEARCH_INDEX:
+            raise InvalidRequest(f"search_index must be one of {', '.join(map(repr, SEARCH_INDEX))}, "
+                                 f"got {self.search_index!r}")
         check_depth(self.partition_depth)
         if not isinstance(self.repartition, bool):
             raise InvalidRequest(f"repartition must be True or False, got {self.repartition!r}")

@@ -22,7 +22,8 @@ from memwarden.memory.handlers.reads import current, touched
 from memwarden.memory.needs import InScope
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
 from memwarden.policies.engine import ReadScope
-from memwarden.policies.partitions import Coverage, Target
+from memwarden.policies.metafilter import compile_predicate
+from memwarden.policies.partitions import Target
 from memwarden.policies.pushdown import all_of, any_of, scope_filter
 
 # Candidates a search with a token budget composes from (each leg fetches this many).
@@ -102,9 +103,9 @@ def _ranked(op: SearchOp, ctx: OpContext, targets: Sequence[Target], where: dict
             shown: Callable[[dict[str, Any]], bool] | None, rest: dict, want: int) -> Ranked:
     """Rows for a query, best first, with (score, similarity, bm25), fused by reciprocal
     rank; superseded versions are down-weighted. Nothing outside the caller's scope can enter
-    a candidate list: the dense leg queries the planned ``targets`` (with ``rest`` as a
-    filter, or tested by ``shown`` on what comes back), the lexical leg takes ``where``, the
-    whole filter compiled to SQL."""
+    a candidate list: the dense leg searches the planned ``targets``, testing ``shown`` (or
+    ``rest``, when there is no ``shown``) on what comes back, the lexical leg takes ``where``,
+    the whole filter compiled to SQL."""
     assert op.query is not None
     mode = op.mode
     if mode != "dense" and not ctx.view.has_text_index:
@@ -120,12 +121,11 @@ def _ranked(op: SearchOp, ctx: OpContext, targets: Sequence[Target], where: dict
     lexical: list[tuple[str, float]] = []
     if mode != "lexical":
         vector = ctx.embed_query(op.query)
-        if shown is not None:
-            dense = ctx.view.nearest(vector, want, targets, accept=shown, fallback=rest)
-        else:
-            narrowed = [Target(t.partition, Coverage.PARTIAL, all_of([t.where or {}, rest])) for t in targets
-                        if t.searched]
-            dense = ctx.view.nearest(vector, want, narrowed, accept=lambda _: True, fallback=rest)
+        # History and time windows are tested on the rows that come back too, with Chroma's
+        # semantics (policies.metafilter), and go down as a filter only where they refuse too
+        # many: the targets stay the scope's, one cached bitmap in the derived index.
+        accept = shown if shown is not None else compile_predicate(rest)
+        dense = ctx.view.nearest(vector, want, targets, accept=accept, fallback=rest)
         ctx.facts.candidates["dense"] = len(dense)
     if mode != "dense":
         lexical = ctx.view.lexical(op.query, want, where)
