@@ -36,6 +36,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memwarden import ErasureReceipt, Memory, Principal, Session
+from memwarden.integrations.terminal import safe_console
 from memwarden.integrations.flows_terminal import DENIED, WITHHELD
 from memwarden.orchestrator import Scorecard, ScriptedChatModel, Team, Worker, calls, scorecard, tool_call
 from memwarden.orchestrator.examples import (
@@ -209,7 +210,7 @@ def _show_round(console: Console, team: Team, n: int, request: str, state: dict[
 def run_demo(data_dir: str | Path | None = None, console: Console | None = None, *,
              model: Any = None, embedding: Any = None) -> Scorecard:
     """Run the ward scenario and print it; returns the scorecard read from the audit log."""
-    console = console or Console()
+    console = console or safe_console()
     started = time.perf_counter()
     catalog = Catalog()
     with tempfile.TemporaryDirectory(prefix="memwarden-ward-") as scratch:

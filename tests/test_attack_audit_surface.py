@@ -1,0 +1,137 @@
+"""Fresh-eyes attacks on the audit, dashboard and CLI surface (issue 21): each test is an attack
+that worked against the merged code, kept so that it keeps failing to work.
+
+- terminal escapes: a record's content reached the operator's terminal raw through ``records
+  show|list|history`` (rich strips only BEL, BS, VT, FF and CR): ESC [2J cleared the screen,
+  ESC ] 52 wrote the clipboard, ESC [8m hid text, C1 CSI (U+009B) passed even in ``--json``;
+- exception messages on spans: a failed operation's ``exception`` event carried the
+  exception's message, which held the query an embedder refused, or the subject id an
+  erasure was asked for, with content capture off.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from memwarden import InvalidRequest, Memory, Principal
+from memwarden.cli import main
+from memwarden.memory import tracing
+from memwarden.memory.embeddings import HashingEmbedding
+from tests.conftest import HOSPITAL
+
+POLICY = HOSPITAL + "p, physician, ward3/patients/*, history\n"
+
+#: What a record may hold that a terminal would act on: CSI clear screen and home, OSC 52
+#: (write the clipboard), SGR 8 (conceal), C1 CSI, DEL, a lone CR and a backspace.
+HOSTILE = ("Bed 4 \x1b[2J\x1b[H cleared", "Bed 5 \x1b]52;c;ZWNobyBwd25lZA==\x07 clipboard",
+           "Bed 6 \x1b[8m concealed", "Bed 7 \x9b2J C1 clear", "Bed 8 \x7f\x08 rubout")
+
+
+def _terminal_controls(text: str) -> list[str]:
+    """Every character of ``text`` a terminal could act on (newline and tab aside)."""
+    return [f"U+{ord(ch):04X}" for ch in text if ch not in "\n\t"
+            and (unicodedata.category(ch) == "Cc" or ch in "\u061c\u200e\u200f" or 0x202A <= ord(ch) <= 0x202E
+                 or 0x2066 <= ord(ch) <= 0x2069)]
+
+
+@pytest.fixture
+def hostile_store(tmp_path: Path) -> tuple[list[str], list[str]]:
+    policy = tmp_path / "policy.csv"
+    policy.write_text(POLICY, encoding="utf-8")
+    with Memory.open(tmp_path / "d", policy=policy, embedding=HashingEmbedding()) as mem:
+        alice = mem.session(Principal("alice"))
+        ids = [alice.write(text, "ward3/patients/p12").id for text in HOSTILE]
+        ids.append(alice.update(ids[0], HOSTILE[0] + " again").id)
+    return ids, ["--data", str(tmp_path / "d"), "--policy", str(policy), "--principal", "alice"]
+
+
+def test_records_verbs_never_send_terminal_controls(hostile_store, capsys) -> None:
+    ids, actor = hostile_store
+    outputs = []
+    for args in (["list", "--namespace", "ward3"], ["history", ids[-1]], *(["show", i] for i in ids[1:])):
+        assert main(["records", *args, *actor]) == 0
+        outputs.append(capsys.readouterr().out)
+    for out in outputs:
+        assert _terminal_controls(out) == [], out
+    # What was neutralised is still visible: the operator sees that something was there.
+    assert "Bed 4 \u241b[2J\u241b[H cleared again" in outputs[-1]
+
+
+def test_records_json_is_exact_and_holds_no_terminal_controls(hostile_store, capsys) -> None:
+    ids, actor = hostile_store
+    assert main(["records", "list", *actor, "--namespace", "ward3", "--json", "-k", "50"]) == 0
+    out = capsys.readouterr().out
+    assert _terminal_controls(out) == []
+    contents = {json.loads(line)["content"] for line in out.splitlines()}
+    assert set(HOSTILE[1:]) <= contents  # escapes decode to the exact text
+
+
+# -- exception messages on spans -------------------------------------------------------------------
+
+SECRET = "Zanzibarine"
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    provider, exporter = TracerProvider(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.set_tracer_provider(provider)
+    tracing.capture_content(False)
+    yield exporter
+    tracing.set_tracer_provider(None)
+    tracing.capture_content(None)
+
+
+class _RefusingEmbedding(HashingEmbedding):
+    """A hosted embedding API that quotes the input it refuses, as many clients do."""
+
+    def embed_query(self, text: str) -> list[float]:
+        if "refuse" in text:
+            raise RuntimeError(f"embedding API refused input {text!r}: policy violation")
+        return super().embed_query(text)
+
+
+def _leaks(exporter: InMemorySpanExporter, secret: str) -> list[str]:
+    found = []
+    for span in exporter.get_finished_spans():
+        blob = json.loads(span.to_json())
+        if secret in json.dumps(blob):
+            found.append(f"{span.name}: {json.dumps(blob['attributes'])} {json.dumps(blob['events'])}"[:400])
+    return found
+
+
+def test_a_failed_operation_span_carries_no_query_or_subject(tmp_path: Path, policy_file: Path, spans) -> None:
+    with Memory.open(tmp_path / "d", policy=policy_file, embedding=_RefusingEmbedding()) as mem:
+        alice, dpo = mem.session(Principal("alice")), mem.session(Principal("dpo"))
+        alice.write(f"Patient {SECRET} is allergic to penicillin", "ward3/patients/p12", subjects=["p12"])
+        with pytest.raises(RuntimeError, match=SECRET):  # the caller still gets the whole message
+            alice.search(f"please refuse {SECRET}", "ward3/patients")
+        with pytest.raises(InvalidRequest, match=SECRET):
+            dpo.erase(subject=f"{SECRET}\u200b")
+        with pytest.raises(InvalidRequest, match=SECRET):
+            alice.write("Bed 9 is free", f"ward3/patients/{SECRET}\u200b")
+    assert _leaks(spans, SECRET) == []
+    failed = [s for s in spans.get_finished_spans() if s.attributes.get("error.type")]
+    assert sorted(s.attributes["error.type"] for s in failed) == ["InvalidRequest", "InvalidRequest", "RuntimeError"]
+    for span in failed:
+        (event,) = [e for e in span.events if e.name == "exception"]
+        assert event.attributes["exception.type"] == span.attributes["error.type"]
+        assert event.attributes["exception.message"] == tracing.MESSAGE_WITHHELD
+        assert "Traceback" not in event.attributes["exception.stacktrace"]  # frames only, no message line
+
+
+def test_with_content_capture_on_the_span_has_the_message(tmp_path: Path, policy_file: Path, spans) -> None:
+    tracing.capture_content(True)
+    with Memory.open(tmp_path / "d", policy=policy_file, embedding=_RefusingEmbedding()) as mem:
+        with pytest.raises(RuntimeError):
+            mem.session(Principal("alice")).search(f"please refuse {SECRET}", "ward3/patients")
+    (event,) = [e for s in spans.get_finished_spans() for e in s.events if e.name == "exception"]
+    assert SECRET in event.attributes["exception.message"]
