@@ -135,3 +135,46 @@ def test_with_content_capture_on_the_span_has_the_message(tmp_path: Path, policy
             mem.session(Principal("alice")).search(f"please refuse {SECRET}", "ward3/patients")
     (event,) = [e for s in spans.get_finished_spans() for e in s.events if e.name == "exception"]
     assert SECRET in event.attributes["exception.message"]
+
+
+# -- policy who-can against the engine and the reference model ---------------------------------------
+
+def test_who_can_agrees_with_decide_on_random_policies() -> None:
+    """Every row of who-can is the engine's decision (and the reference model's) for that role or
+    principal; it lists every role and declared principal; and a principal given any set of
+    roles at run time is allowed only if some role row it holds says allow (the doc's claim that
+    the role rows answer for it)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from memwarden.policies.tools import who_can
+    from tests.test_policy_property import (
+        ACTIONS, FAST, ROLES, codes, decode_namespace, engine_for, policies, ref_decide, ref_principals, ref_refused,
+        ref_review,
+    )
+
+    @settings(max_examples=300, **FAST)
+    @given(policy=policies, code=codes, action=st.sampled_from(ACTIONS), mask=st.integers(0, 7))
+    def prop(policy, code, action, mask):
+        rules, links = policy
+        engine = engine_for(rules, links)
+        namespace = decode_namespace(code, rules)
+        holders = who_can(engine, action, namespace)
+        principals = ref_principals(links)
+        names = {s for s, *_ in rules} | {m for m, _ in links} | {r for _, r in links}
+        assert {h.name for h in holders if not h.is_role} == principals
+        assert {h.name for h in holders if h.is_role} == names - principals
+        for holder in holders:
+            who, given_roles = ("u9", (holder.name,)) if holder.is_role else (holder.name, ())
+            expected = ref_decide(rules, links, who, given_roles, action, namespace)
+            assert holder.decision.allowed == expected, (holder, rules, links, action, namespace)
+            assert holder.decision.review == ref_review(rules, links, who, given_roles, action, namespace)
+            assert holder.decision.allowed == engine.decide(engine.subjects(who, given_roles), action,
+                                                            namespace).allowed
+        run_time = tuple(r for i, r in enumerate(ROLES) if mask >> i & 1)
+        if run_time and not ref_refused(run_time, links) and ref_decide(rules, links, "u9", run_time, action,
+                                                                        namespace):
+            rows = {h.name: h.decision.allowed for h in holders if h.is_role}
+            assert any(rows.get(r) for r in run_time), (rules, links, run_time, action, namespace)
+
+    prop()
