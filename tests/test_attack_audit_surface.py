@@ -178,3 +178,33 @@ def test_who_can_agrees_with_decide_on_random_policies() -> None:
             assert any(rows.get(r) for r in run_time), (rules, links, run_time, action, namespace)
 
     prop()
+
+
+# -- a mistyped --audit made a new, empty audit log -----------------------------------------------------
+
+def test_records_never_audit_into_a_new_log(tmp_path: Path, capsys) -> None:
+    """``records list --audit TYPO`` served the records and audited the read in a new log
+    created at TYPO, so the store's own log never saw it; the same for any open that may not
+    create a store (``erase`` without ``--create``, ``read_only=True``)."""
+    policy = tmp_path / "policy.csv"
+    policy.write_text(POLICY, encoding="utf-8")
+    log = tmp_path / "external-audit.sqlite3"
+    with Memory.open(tmp_path / "d", policy=policy, audit=log, embedding=HashingEmbedding()) as mem:
+        mem.session(Principal("alice")).write("Patient 12 is allergic to penicillin", "ward3/patients/p12",
+                                              subjects=["p12"])
+    actor = ["--data", str(tmp_path / "d"), "--policy", str(policy)]
+    # In another directory, so that the log's anchored head (beside its key) does not catch it.
+    (tmp_path / "elsewhere").mkdir()
+    typo = tmp_path / "elsewhere" / "external-audit.sqlite3"
+    assert main(["records", "list", *actor, "--principal", "alice", "--audit", str(typo)]) == 2
+    out = capsys.readouterr().out
+    assert "no audit log at" in out and "penicillin" not in out
+    assert main(["erase", *actor, "--principal", "dpo", "--subject", "p12", "--audit", f"sqlite:///{typo}"]) == 2
+    capsys.readouterr()
+    assert not typo.exists()
+    # Without --audit, the store's directory holds no log of its own: refused too, not created.
+    with pytest.raises(InvalidRequest, match="no audit log"):
+        Memory.open(tmp_path / "d", policy=policy, read_only=True)
+    assert not (tmp_path / "d" / "audit.sqlite3").exists()
+    # The right log still opens.
+    assert main(["records", "list", *actor, "--principal", "alice", "--audit", str(log)]) == 0
