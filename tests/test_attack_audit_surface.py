@@ -208,3 +208,21 @@ def test_records_never_audit_into_a_new_log(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "d" / "audit.sqlite3").exists()
     # The right log still opens.
     assert main(["records", "list", *actor, "--principal", "alice", "--audit", str(log)]) == 0
+
+
+# -- demo --data pointed at a real store ------------------------------------------------------------------
+
+def test_the_demo_never_runs_in_an_existing_store(tmp_path: Path, capsys) -> None:
+    """``memwarden demo --data ./data`` (``--data`` names the real store for every other verb)
+    wrote the ward scenario into that store and erased subject p14 there: the store's own
+    records about p14 were erased with the demo's."""
+    store = tmp_path / "data"
+    with Memory.open(store, policy="hospital") as mem:  # the demo's own embedding, so that it could run
+        own = mem.session(Principal("alice")).write("Patient 14 was admitted on Monday", "ward3/patients/p14",
+                                                    subjects=["p14"])
+    before = sorted(p.name for p in store.iterdir())
+    assert main(["demo", "--data", str(store)]) == 2
+    assert "not a new or empty directory" in capsys.readouterr().out
+    assert sorted(p.name for p in store.iterdir()) == before
+    with Memory.open(store, policy="hospital", read_only=True) as mem:
+        assert mem.session(Principal("alice")).get(own.id) is not None
