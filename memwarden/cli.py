@@ -13,6 +13,7 @@ from rich.text import Text
 
 from memwarden.cli_common import acting_session, add_actor, audit_log, print_report, styled
 from memwarden.core.errors import MemwardenError
+from memwarden.integrations.terminal import safe_console
 
 
 def _demo(args: argparse.Namespace, console: Console) -> int:
@@ -282,7 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # markup=False: nothing printed is ever read as rich markup, whatever a user string holds
     # (a principal "[/x]" or "[link=...]"); styling is done with Text only (see _styled).
     # soft_wrap: paths, ids and messages are printed whole, never broken at the terminal width.
-    console = Console(markup=False, soft_wrap=True)
+    # safe_console: no control character of a user string reaches the terminal (terminal.py).
+    console = safe_console(markup=False, soft_wrap=True)
     try:
         return args.run(args, console)
     except MemwardenError as exc:

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from memwarden.cli_common import audit_log, print_report, styled
 from memwarden.core.errors import ProofError, SignatureInvalid
+from memwarden.integrations.terminal import safe_console
 
 
 def _fail(console: Console, exc: ProofError) -> int:
@@ -104,7 +105,7 @@ def _audit_export(args: argparse.Namespace, console: Console) -> int:
         return 1
     text = to_jsonl(rows, head) if args.format == "jsonl" else to_csv(rows)
     # The file goes to stdout when no -o is given, so messages go to stderr.
-    notes = console if args.out else Console(stderr=True)
+    notes = console if args.out else safe_console(stderr=True)
     _write(args.out, text, notes, f"{len(rows)} entries")
     if args.head:
         Path(args.head).write_text(json.dumps(head, indent=1) + "\n", encoding="utf-8")

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from memwarden.cli_common import acting_session, add_actor
+from memwarden.integrations.terminal import json_line
 
 #: Longest content shown per record in a listing (``records show`` prints it whole).
 PREVIEW_CHARS = 120
@@ -40,7 +41,7 @@ def _print_json(console: Console, records: Sequence[Any], scores: Sequence[float
         row = json.loads(record.model_dump_json())
         if scores is not None and scores[n] is not None:
             row["score"] = scores[n]
-        console.print(Text(json.dumps(row, ensure_ascii=False, sort_keys=True)))
+        console.print(Text(json_line(row)))
 
 
 def _print_listing(console: Console, records: Sequence[Any], scores: Sequence[float | None] | None = None) -> None:

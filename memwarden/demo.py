@@ -35,8 +35,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from memwarden import ErasureReceipt, Memory, Principal, Session
+from memwarden import ErasureReceipt, InvalidRequest, Memory, Principal, Session
 from memwarden.integrations.flows_terminal import DENIED, WITHHELD
+from memwarden.integrations.terminal import safe_console
 from memwarden.orchestrator import Scorecard, ScriptedChatModel, Team, Worker, calls, scorecard, tool_call
 from memwarden.orchestrator.examples import (
     Catalog, example_embedding, example_parser, load_chat_model, recalled, tool_errors,
@@ -208,8 +209,17 @@ def _show_round(console: Console, team: Team, n: int, request: str, state: dict[
 
 def run_demo(data_dir: str | Path | None = None, console: Console | None = None, *,
              model: Any = None, embedding: Any = None) -> Scorecard:
-    """Run the ward scenario and print it; returns the scorecard read from the audit log."""
-    console = console or Console()
+    """Run the ward scenario and print it; returns the scorecard read from the audit log.
+
+    ``data_dir`` must be new or empty (InvalidRequest otherwise): the scenario writes, forgets
+    and erases records, and a real store named there by habit (``--data`` is also the demo's
+    option) would lose the records it holds about the demo's subjects.
+    """
+    if data_dir is not None and Path(data_dir).exists() and (not Path(data_dir).is_dir()
+                                                            or any(Path(data_dir).iterdir())):
+        raise InvalidRequest(f"--keep {str(data_dir)!r} is not a new or empty directory: the demo writes, forgets "
+                             "and erases records there, so it never runs in an existing store; give it a new one")
+    console = console or safe_console()
     started = time.perf_counter()
     catalog = Catalog()
     with tempfile.TemporaryDirectory(prefix="memwarden-ward-") as scratch:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from memwarden.integrations.flows import Access, FlowReport
+from memwarden.integrations.terminal import safe_console
 
 STATUS_STYLE = {"active": "green", "quarantined": "yellow", "superseded": "dim", "forgotten": "magenta",
                 "erasing": "magenta", "erased": "red", "swept": "red"}
@@ -45,7 +46,7 @@ def readers_text(accesses: list[Access]) -> str:
 def render_table(report: FlowReport, console: Console | None = None) -> None:
     """Print the report: per namespace, each record with who wrote it when, who read it, what
     it derives from, and who removed it when; then denials and withheld counts."""
-    console = console or Console()
+    console = console or safe_console()
     first, last = report.span
     title = Text(f"Memory flows: {len(report.records)} records from {report.entries} audit entries")
     if report.selection != "all":

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from memwarden.databases import is_database_url, kind, redacted, sqlite_path
-from memwarden.core.errors import AuditError, ProofError
+from memwarden.core.errors import AuditError, InvalidRequest, ProofError
 from memwarden.memory.anchor import HeadFile, head_path, sign_head, verify_head
 from memwarden.memory.audit_checks import Evidence, check_log, entry_mac, key_id, keyed_meta
 from memwarden.memory.audit_stores import SET_META, PostgresStore, SQLiteStore
@@ -391,14 +391,23 @@ class AuditLog:
             self._store.close()
 
 
-def open_audit(audit: str | Path | None, state: Path) -> AuditLog:
+def open_audit(audit: str | Path | None, state: Path, *, create: bool = True) -> AuditLog:
     """The audit log for the ``audit=`` argument of ``Memory.open`` and ``Memory.connect``.
 
     None is ``audit.sqlite3`` in the memory's local ``state`` directory; a path or
     ``sqlite:///`` URL is that SQLite file (its key beside it); a ``postgresql://`` URL is a log
     shared by every process that names it, its key in ``state`` (or ``$MEMWARDEN_AUDIT_KEY_FILE``).
+    Unless ``create``, a SQLite log that does not exist is refused (InvalidRequest): a mistyped
+    path would otherwise start a new, empty log, and the operations would be audited there,
+    where nobody looks, instead of in the store's own.
     """
+    postgres = audit is not None and is_database_url(audit) and kind(str(audit)) == "postgresql"
+    if not postgres:
+        path = state / "audit.sqlite3" if audit is None else sqlite_path(str(audit)) if is_database_url(audit) \
+            else Path(audit)
+        if not create and not path.is_file():
+            raise InvalidRequest(f"there is no audit log at {str(path)!r}: check the path; an open that may not "
+                                 "create a store never creates its audit log")
     if audit is None:
         return AuditLog(state / "audit.sqlite3")
-    postgres = is_database_url(audit) and kind(str(audit)) == "postgresql"
     return AuditLog(audit, key_path=state / KEY_FILE if postgres and not os.environ.get(KEY_ENV) else None)

@@ -117,7 +117,7 @@ class Memory:
 
         try:
             memory = cls._assemble(root, backend, policy, audit, embedding, validators, settings,
-                                   read_only=read_only, maintenance=data.maintenance)
+                                   read_only=read_only, create=create, maintenance=data.maintenance)
         except BaseException:
             data.release()
             raise
@@ -164,7 +164,7 @@ class Memory:
     @classmethod
     def _assemble(cls, state: Path, backend: Callable[[Settings], Backend], policy: str | Path | PolicyEngine | None,
                   audit: str | Path | None, embedding: object | None, validators: Iterable[WriteValidator] | None,
-                  settings: dict[str, Any], *, read_only: bool = False,
+                  settings: dict[str, Any], *, read_only: bool = False, create: bool = True,
                   maintenance: Sequence[str] = ()) -> Memory:
         """Open the parts of a memory whose local state is ``state``; if one fails, the parts
         already opened are released before the error propagates."""
@@ -172,7 +172,7 @@ class Memory:
         engine, close_policy = open_policy(policy)
         opened = [close_policy]
         try:
-            log = open_audit(audit, state)
+            log = open_audit(audit, state, create=create and not read_only)
             opened.append(log.close)
             tombstones = Tombstones(state / "tombstones.sqlite3")
             opened.append(tombstones.close)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -167,9 +168,28 @@ def use_operation(span: Span) -> Iterator[None]:
             yield
         except BaseException as exc:
             if span.is_recording() and type(exc) not in GOVERNED:
-                span.record_exception(exc)
-                span.set_attribute("error.type", type(exc).__qualname__)
+                record_failure(span, exc)
             raise
+
+
+#: The ``exception.message`` of a failed operation's span while content capture is off.
+MESSAGE_WITHHELD = "withheld: content capture is off (the caller's exception has the message)"
+
+
+def record_failure(span: Span, exc: BaseException) -> None:
+    """Record ``exc`` on ``span`` as an ``exception`` event and ``error.type``.
+
+    An exception's message can hold anything its raiser had at hand: the query an embedding
+    API refused, a subject id or namespace label that failed validation. So unless content
+    capture is on, the event keeps the exception's type and its frames (code, never values)
+    and withholds the message and any chained exception.
+    """
+    span.set_attribute("error.type", type(exc).__qualname__)
+    if content_enabled():
+        span.record_exception(exc)
+        return
+    span.add_event("exception", {"exception.type": type(exc).__qualname__, "exception.message": MESSAGE_WITHHELD,
+                                 "exception.stacktrace": "".join(traceback.format_tb(exc.__traceback__))})
 
 
 def finish_operation(span: Span, attributes: Callable[[], Mapping[str, Any]], *, outcome: str,
@@ -187,13 +207,15 @@ def operation_span(op_name: str, op: object | None = None) -> Iterator[Span]:
     itself lets a keyed write be named ``upsert_memory``.
     """
     name = operation_name(op_name, op)
+    # Recorded here, not by the SDK: its event and status description carry the message.
     with _tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes={"gen_ai.operation.name": name},
-                                       record_exception=True, set_status_on_exception=True) as span:
+                                       record_exception=False, set_status_on_exception=False) as span:
         try:
             yield span
         except Exception as exc:
             if span.is_recording():
-                span.set_attribute("error.type", type(exc).__qualname__)
+                record_failure(span, exc)
+                span.set_status(Status(StatusCode.ERROR))
             raise
 
 

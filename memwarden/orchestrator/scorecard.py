@@ -88,12 +88,13 @@ class Scorecard:
 
     def print(self, console: Console | None = None, *, describe: Callable[[str], str | None] | None = None) -> None:
         """Render the scorecard; ``describe`` maps a record id to a short text to list."""
-        from rich.console import Console
         from rich.table import Table
+
+        from memwarden.integrations.terminal import safe_console
         from rich.text import Text
 
         # Labels, memory texts and notes come from users: rendered as Text, never as markup.
-        console = console or Console()
+        console = console or safe_console()
         table = Table(title=Text(self.title), show_lines=False)
         table.add_column("principal (roles)", no_wrap=True)
         always = ("reads", "returned", "withheld", "denied", "writes")
