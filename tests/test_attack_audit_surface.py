@@ -27,6 +27,8 @@ from memwarden.memory import tracing
 from memwarden.memory.embeddings import HashingEmbedding
 from tests.conftest import HOSPITAL
 
+pytestmark = pytest.mark.integration
+
 POLICY = HOSPITAL + "p, physician, ward3/patients/*, history\n"
 
 #: What a record may hold that a terminal would act on: CSI clear screen and home, OSC 52

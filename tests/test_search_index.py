@@ -31,6 +31,8 @@ from memwarden.memory.partitioned import PartitionedBackend
 from tests.conftest import HOSPITAL
 from tests.ram_scan import ram_remnants
 
+pytestmark = pytest.mark.integration
+
 # The hospital policy, plus rules whose scopes cover partitions only in part (a residual
 # filter per partition: the index's bitmap evaluates it on its copy of the metadata).
 POLICY = HOSPITAL + """
