@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memwarden.policies.sqlfilter import _KEY, _type_name
+from memwarden.policies.sqlfilter import _type_name
+from memwarden.policies.where import walk_where
 
 Where = dict[str, Any]
 Predicate = Callable[[dict[str, Any]], bool]
@@ -36,25 +37,13 @@ def compile_predicate(where: Where | None) -> Predicate:
 
 
 def _node(where: Where) -> Predicate:
-    if not isinstance(where, dict) or len(where) != 1:
-        raise ValueError(f"a filter must have exactly one key or operator, got {where!r}")
-    (key, value), = where.items()
-    if key in ("$and", "$or"):
-        if not isinstance(value, list) or not value:
-            raise ValueError(f"{key} needs a non-empty list of filters, got {value!r}")
-        parts = [_node(part) for part in value]
-        if key == "$and":
-            return lambda meta: all(p(meta) for p in parts)
-        return lambda meta: any(p(meta) for p in parts)
-    if key.startswith("$") or not _KEY.match(key):
-        raise ValueError(f"unsupported filter key {key!r}")
-    if isinstance(value, dict):
-        if len(value) != 1:
-            raise ValueError(f"a condition on {key!r} must have exactly one operator, got {value!r}")
-        (op, operand), = value.items()
-    else:
-        op, operand = "$eq", value
-    return _condition(key, op, operand)
+    return walk_where(where, both=_both, leaf=_condition)
+
+
+def _both(op: str, parts: list[Predicate]) -> Predicate:
+    if op == "$and":
+        return lambda meta: all(p(meta) for p in parts)
+    return lambda meta: any(p(meta) for p in parts)
 
 
 def _condition(key: str, op: str, operand: Any) -> Predicate:

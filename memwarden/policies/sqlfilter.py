@@ -26,13 +26,13 @@ against a real collection:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from memwarden.policies.where import FIELD, walk_where
+
 Where = dict[str, Any]
 
-_KEY = re.compile(r"^[A-Za-z0-9_]+$")
 _NUMBER_TYPES = "('integer', 'real')"
 _COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
@@ -58,7 +58,7 @@ def compile_where(where: Where | None, column: str = "meta",
 
 def scalar_column(key: str, column: str = "meta") -> str:
     """The SQL expression a ``scalars`` column must be generated from."""
-    if not _KEY.match(key):
+    if not FIELD.match(key):
         raise ValueError(f"unsupported filter key {key!r}")
     path = f"'$.\"{key}\"'"
     return f"CASE WHEN json_type({column}, {path}) IN {_NUMBER_TYPES} OR json_type({column}, {path}) = 'text' " \
@@ -71,23 +71,8 @@ class _Target:
 
 
 def _node(where: Where, target: _Target, params: list[Any]) -> str:
-    if not isinstance(where, dict) or len(where) != 1:
-        raise ValueError(f"a filter must have exactly one key or operator, got {where!r}")
-    (key, value), = where.items()
-    if key in ("$and", "$or"):
-        if not isinstance(value, list) or not value:
-            raise ValueError(f"{key} needs a non-empty list of filters, got {value!r}")
-        joiner = " AND " if key == "$and" else " OR "
-        return "(" + joiner.join(_node(part, target, params) for part in value) + ")"
-    if key.startswith("$") or not _KEY.match(key):
-        raise ValueError(f"unsupported filter key {key!r}")
-    if isinstance(value, dict):
-        if len(value) != 1:
-            raise ValueError(f"a condition on {key!r} must have exactly one operator, got {value!r}")
-        (op, operand), = value.items()
-    else:
-        op, operand = "$eq", value
-    return _condition(key, op, operand, target, params)
+    return walk_where(where, both=lambda op, parts: "(" + (" AND " if op == "$and" else " OR ").join(parts) + ")",
+                      leaf=lambda key, op, operand: _condition(key, op, operand, target, params))
 
 
 def _condition(key: str, op: str, operand: Any, target: _Target, params: list[Any]) -> str:
