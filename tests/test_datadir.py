@@ -76,6 +76,28 @@ def test_a_second_process_is_refused_with_the_holders_pid(tmp_path: Path, policy
         assert len(mem.session(ALICE).search(None, "ward3", k=10)) == 1
 
 
+def test_a_relative_path_after_a_chdir_is_the_new_directory(tmp_path: Path, policy_file: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chroma caches clients by path string: "data" opened again after a chdir, while a Memory
+    # of the first "data" was still open (a script that never closes it), reached the first
+    # directory's client and the open failed on files that were not there.
+    opened = []
+    try:
+        for where in (tmp_path / "a", tmp_path / "b"):
+            where.mkdir()
+            monkeypatch.chdir(where)
+            mem = Memory.open("data", policy=policy_file, embedding=HashingEmbedding(), create=True)
+            opened.append(mem)
+            mem.session(Principal("alice")).write(f"a note in {where.name}", namespace=("ward3", "patients", "p1"))
+        for mem, where in zip(opened, ("a", "b")):
+            notes = mem.session(Principal("alice")).search("a note", namespace=("ward3", "patients"))
+            assert [h.record.content for h in notes] == [f"a note in {where}"]
+    finally:
+        for mem in opened:
+            mem.close()
+    assert (tmp_path / "b" / "data" / "chroma" / "chroma.sqlite3").is_file()
+
+
 def test_the_same_process_cannot_open_one_directory_twice(tmp_path: Path, policy_file: Path) -> None:
     with _open(tmp_path / "data", policy_file):
         with pytest.raises(StoreLocked, match=rf"pid {os.getpid()} \(this process\)"):

@@ -10,6 +10,8 @@ collection per partition; :class:`ChromaBackend` is one collection, the unit it 
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -132,7 +134,7 @@ class ChromaBackend:
         import chromadb
         from chromadb.config import Settings
 
-        client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+        client = chromadb.PersistentClient(path=os.path.abspath(path), settings=Settings(anonymized_telemetry=False))
         return cls(client, collection)
 
     def upsert(self, ids, embeddings, documents, metadatas) -> None:  # see Backend

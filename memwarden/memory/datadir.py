@@ -172,7 +172,9 @@ class DataDir:
         for name, flag in (("read_only", read_only), ("create", create)):
             if not isinstance(flag, bool):
                 raise InvalidRequest(f"{name} must be True or False, got {flag!r}")
-        root = Path(path)
+        # Absolute: Chroma caches its clients by the path string, so a relative path opened again
+        # after a chdir would reach the client of the directory it meant before.
+        root = Path(path).absolute()
         if root.exists() and not root.is_dir():
             raise InvalidRequest(f"memory path {str(root)!r} exists and is not a directory")
         existed = holds_store(root)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 import warnings
@@ -220,7 +221,7 @@ class PartitionedBackend:
         import chromadb
         from chromadb.config import Settings
 
-        return cls(chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False)), **options)
+        return cls(chromadb.PersistentClient(path=os.path.abspath(path), settings=Settings(anonymized_telemetry=False)), **options)
 
     @property
     def depth(self) -> int:
