@@ -308,7 +308,7 @@ def _show_proof(console: Console, mem: Memory, root: Path, receipt: ErasureRecei
     console.print(f"  memwarden keys export-public --data {root} -o {pub}\n"
                   f"  memwarden receipt verify {path} --public-key {pub}", markup=False, soft_wrap=True)
     if not kept:
-        console.print("  (the demo's directory is temporary: run `memwarden demo --data DIR` to keep both files)")
+        console.print("  (the demo's directory is temporary: `memwarden demo --keep DIR` keeps both files)")
 
 
 def main(argv: list[str] | None = None) -> int:
