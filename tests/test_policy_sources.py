@@ -5,6 +5,7 @@ database."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -253,3 +254,22 @@ def test_the_poll_reads_one_short_row_whatever_the_size_of_the_policy(pg_url: st
     _without_triggers(pg_url, "UPDATE casbin_rule SET v1 = 'ward0/x/**' WHERE v0 = 'role0'")
     assert store.state().version == state.version and store.state().checksum != state.checksum
     store.close()
+
+
+def test_a_mistyped_policy_url_is_refused_and_creates_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    """Before: a reader's URL naming no database created an empty policy database that denied
+    everything, and the operator saw only 'unknown principal'."""
+    typo = tmp_path / "plicy.db"
+    with pytest.raises(PolicyError, match=r"no policy database at .*plicy\.db.*memwarden policy import"):
+        Memory.open(tmp_path / "data", policy=f"sqlite:///{typo}", embedding=HashingEmbedding())
+    assert not typo.exists()
+
+
+def test_a_database_without_a_policy_is_refused_and_left_unchanged(tmp_path: Path) -> None:
+    """A URL naming another database (here a stand-in for the audit log's) gets no policy tables."""
+    other = tmp_path / "audit.db"
+    sqlite3.connect(other).execute("CREATE TABLE entries (n INTEGER)").connection.commit()
+    with pytest.raises(PolicyError, match=r"holds no memwarden policy \(no table 'casbin_rule'\)"):
+        SQLPolicyEngine(f"sqlite:///{other}")
+    tables = {name for (name,) in sqlite3.connect(other).execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"entries"}

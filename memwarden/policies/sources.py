@@ -44,7 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from memwarden.databases import is_database_url, kind, redacted, sqlalchemy_url
+from memwarden.databases import is_database_url, kind, redacted, sqlalchemy_url, sqlite_path
 from memwarden.core.errors import InvalidRequest, PolicyError
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import PolicyData, parse_policy_text, parse_records, read_policy_file
@@ -76,10 +76,13 @@ class PolicyState(NamedTuple):
 class SQLPolicyStore:
     """The policy table of one database: read it as validated PolicyData, replace it, export it.
 
-    Creates the adapter's table, the version counter and its triggers when they are missing.
+    Creates the adapter's table, the version counter and its triggers when they are missing,
+    unless ``create`` is false: a reader must find a policy there, so a mistyped URL is refused
+    instead of becoming a new, empty (deny-all) policy database, and a URL naming some other
+    database (the audit log's) is never given policy tables.
     """
 
-    def __init__(self, url: str, *, table: str = DEFAULT_TABLE) -> None:
+    def __init__(self, url: str, *, table: str = DEFAULT_TABLE, create: bool = True) -> None:
         import sqlalchemy as sa
         from sqlalchemy_adapter.adapter import create_casbin_rule_class
 
@@ -89,6 +92,9 @@ class SQLPolicyStore:
         self.table = table
         self.where = f"{redacted(url)}#{table}"
         self._kind = kind(url)
+        if not create and self._kind == "sqlite" and not sqlite_path(url).is_file():
+            raise PolicyError(f"no policy database at {redacted(url)}: a mistyped URL? Create one with "
+                              f"`memwarden policy import POLICY_FILE --db {redacted(url)}`")
         options: dict[str, Any] = {"pool_pre_ping": True}
         if self._kind == "postgresql":
             options["connect_args"] = {"connect_timeout": 10}
@@ -97,10 +103,22 @@ class SQLPolicyStore:
         self._versions = sa.Table(VERSION_TABLE, sa.MetaData(), sa.Column("name", sa.String(255), primary_key=True),
                                   sa.Column("version", sa.BigInteger, nullable=False))
         try:
-            self._setup()
+            self._setup() if create else self._require_tables()
+        except PolicyError:
+            self._engine.dispose()
+            raise
         except sa.exc.SQLAlchemyError as exc:
             self._engine.dispose()
             raise PolicyError(f"cannot set up the policy table at {self.where}: {exc}") from exc
+
+    def _require_tables(self) -> None:
+        import sqlalchemy as sa
+
+        present = set(sa.inspect(self._engine).get_table_names())
+        missing = [name for name in (self.table, VERSION_TABLE) if name not in present]
+        if missing:
+            raise PolicyError(f"{redacted(self.url)} holds no memwarden policy (no table {missing[0]!r}): import one "
+                              f"with `memwarden policy import POLICY_FILE --db {redacted(self.url)}`")
 
     def _setup(self) -> None:
         import sqlalchemy as sa
@@ -243,7 +261,7 @@ class SQLPolicyEngine(PolicyEngine):
         if not isinstance(poll, (int, float)) or not poll >= 0:
             raise PolicyError(f"poll must be a number of seconds >= 0, got {poll!r}")
         owned = not isinstance(store, SQLPolicyStore)
-        self._store = SQLPolicyStore(store, table=table) if owned else store
+        self._store = SQLPolicyStore(store, table=table, create=False) if owned else store
         self.poll = float(poll)
         self._poll_lock = threading.Lock()
         self._error: str | None = None
