@@ -60,6 +60,16 @@ class ValidationContext:
     subjects: Subjects
     related: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
     lessons: Callable[[], list[MemoryRecord]] = _none
+    others: Callable[[MemoryRecord, int], list[MemoryRecord]] | None = None
+
+    def related_by_others(self, record: MemoryRecord, k: int) -> list[MemoryRecord]:
+        """Up to k records as ``related`` returns them, written by someone other than
+        ``record``'s writer: the records whose procedure it may change. ``others`` serves them
+        when given, ranked among those records alone, so that the writer cannot push them out
+        of the k nearest with records of its own; without it they are taken from ``related``."""
+        if self.others is not None:
+            return self.others(record, k)
+        return [r for r in self.related(record, k) if r.writer != record.writer]
 
 
 class WriteValidator(Protocol):

@@ -167,13 +167,26 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     erased = ctx.tombstoned(candidate.subjects, candidate.namespace, candidate.content)
     if erased is not None:
         raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
-    new = ctx.validate(candidate, after if after.review or not before.review else before)
+    new = ctx.validate(candidate, _held_by(ctx, candidate, after, before))
     ctx.facts.record_ids = [new.id, old.id]
     effects: list[Effect] = [Store(new)]
     # A quarantined new version leaves the old one in force until it is approved.
     if new.status is Status.ACTIVE:
         effects.append(retire(old, now))
     return new, effects
+
+
+def _held_by(ctx: OpContext, candidate: MemoryRecord, *decisions: Decision) -> Decision:
+    """The decision an update's review follows: the first of ``decisions`` that asks for
+    review, else the review a write of the new version would need. An update establishes new
+    text as a write does (the keyed put, an overwrite, asks the write decision too), so a
+    review rule on writes (``content=directive``, ``kind=rule``...) cannot be escaped by
+    writing something harmless first and updating it into what the rule holds."""
+    asked = next((d for d in decisions if d.review), None)
+    if asked is not None:
+        return asked
+    written = ctx.ruling("write", candidate)
+    return ctx.facts.decided(written) if written.allowed and written.review else decisions[0]
 
 
 def retire(old: MemoryRecord, now: object) -> Restate:
