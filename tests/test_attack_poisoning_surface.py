@@ -27,6 +27,7 @@ from memwarden.guards.directives import classify
 from memwarden.guards.values import procedure_values
 from memwarden.integrations.binding import bind_principal
 from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.policies.loading import bundled_policy_path as bundled
 
 pytestmark = pytest.mark.integration
 
@@ -173,3 +174,26 @@ def test_reported_speech_still_cancels_a_quoted_imperative() -> None:
     # The benign shape the quote rule exists for: a fact that quotes an order.
     assert classify("The door of room 4 has a sign that says 'do not enter'.").value == "statement"
     assert classify('The patient asked us to "call her daughter".').value == "statement"
+
+
+# -- a held overwrite of a keyed item ------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="open: a keyed item has one id, so a held overwrite replaces the active "
+                                       "version in place (reported to the lead; not a small fix)")
+def test_a_held_overwrite_of_a_keyed_item_leaves_the_old_value_in_force(tmp_path: Path) -> None:
+    """An update held for review leaves the old version in force; a put over a key must too.
+    Today an agent's held put over an established item hides it from every reader at once, and
+    a rejection of the held version loses the old value for good."""
+    policy = tmp_path / "policy.csv"
+    policy.write_text(Path(bundled("hospital")).read_text(encoding="utf-8") + "g, zed, physician\n",
+                      encoding="utf-8")
+    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding()) as mem:
+        store = mem.as_store()
+        with bind_principal(Principal("bob", roles=["nurse"])):
+            assert not store.put(WARD, "allergy", {"v": "Patient 12 is allergic to penicillin"}).held
+        with bind_principal(Principal("alice", roles=["physician"])):
+            assert store.put(WARD, "allergy", {"v": DIRECTIVE}).held
+        with bind_principal(Principal("zed", roles=["physician"])):
+            # Until a reviewer decides, readers still see the established value.
+            item = store.get(WARD, "allergy")
+            assert item is not None and item.value == {"v": "Patient 12 is allergic to penicillin"}
