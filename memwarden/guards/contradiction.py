@@ -29,7 +29,10 @@ full-width digits do not make a value new, a look-alike letter, a digit of anoth
 an invisible character does (the reason then says it looks like the established value).
 "Compared with" means the two records share a subject and at least ``min_shared`` content
 words (the same topic). A user's own write, or one by the established record's writer, is
-not held by this rule: the owner of a value may change it.
+not held by this rule: the owner of a value may change it. The owner is the writer *and*
+its source: a user's agent does not own what the user wrote herself
+(:func:`~memwarden.guards.validators.by_another`). The records compared are the nearest
+among those by others alone, so that a writer's own records cannot crowd them out.
 
 Limits: these are surface heuristics. They miss paraphrased contradictions ("is fine with
 penicillin"), contradictions spread over several records, and conflicts with records the

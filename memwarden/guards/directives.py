@@ -36,7 +36,7 @@ from functools import cache, lru_cache
 from memwarden.core.records import ContentClass, Kind, MemoryRecord, Source
 from memwarden.guards.injection import fold, prepare_rule, readings
 from memwarden.guards.ruleset import RuleSet
-from memwarden.guards.validators import Outcome, ValidationContext, Verdict
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict, shown_text
 
 __all__ = ["DIRECTIVE_AT", "Typing", "TypedContentGuard", "classify", "typing_of"]
 
@@ -303,7 +303,7 @@ class TypedContentGuard:
         if record.content_class is not ContentClass.DIRECTIVE or record.kind not in _DECLARED_STATEMENTS:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         # The same key as the write path's classify(): the cached result, not a second pass.
-        found = typing_of(record.content, directive_at=DIRECTIVE_AT)
+        found = typing_of(shown_text(record.content, record.key), directive_at=DIRECTIVE_AT)
         if self.shapes is not None and not found.shapes.keys() & self.shapes:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT,
                            reason=f"directive shapes not counted ({found.reason})")

@@ -36,7 +36,7 @@ from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Statu
 from memwarden.core.schema import LESSONS_NAMESPACE, OP_KINDS
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonValidator, lesson_content
-from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator
+from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator, by_another
 from memwarden.guards.visibility import is_visible, visible_metadata
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.backends import Backend
@@ -178,8 +178,8 @@ class Pipeline:
                 other_writers: bool = False) -> list[MemoryRecord]:
         """Up to ``k`` active records sharing a subject with ``record`` that the caller may
         see, those sharing the most content words with it first (only those can contradict
-        it); ``other_writers``: only records another writer wrote. Served from the subject
-        index, not the store."""
+        it); ``other_writers``: only records written by another (``by_another``). Served from
+        the subject index, not the store."""
         if not record.subjects:
             return []
         mine = content_words(record.content)
@@ -187,7 +187,7 @@ class Pipeline:
         # Ranked first (set sizes are cheap), checked against the policy only until k are found.
         for related in sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine),
                               reverse=True):
-            if (related.record.id != record.id and not (other_writers and related.record.writer == record.writer)
+            if (related.record.id != record.id and (not other_writers or by_another(record, related.record))
                     and ctx.sees(related.record)):
                 found.append(related.record)
                 if len(found) == k:

@@ -10,6 +10,7 @@ from memwarden.core.ops import EvictOp, UpdateOp, WriteOp
 from memwarden.core.schema import HELD_LABEL, LESSONS_NAMESPACE
 from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status, keyed_id, record_id
 from memwarden.guards.directives import classify
+from memwarden.guards.validators import shown_text
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Purge, Restate, Store
 from memwarden.memory.handlers.base import Handler
@@ -24,10 +25,11 @@ def _provenance(op: WriteOp, ctx: OpContext) -> tuple[Source, float]:
 
 
 def _attributes(op: WriteOp, ctx: OpContext) -> RecordAttributes:
-    """What a write rule's condition sees: the record as it will be stored (its content
-    classified: statement or directive, whatever kind was declared)."""
+    """What a write rule's condition sees: the record as it will be stored (its text, key
+    included, classified: statement or directive, whatever kind was declared)."""
     source, _ = _provenance(op, ctx)
-    return RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles), op.labels, classify(op.content).value)
+    return RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles), op.labels,
+                            classify(shown_text(op.content, op.key)).value)
 
 
 def _need_write(op: WriteOp, ctx: OpContext) -> InNamespace | None:
