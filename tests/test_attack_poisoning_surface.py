@@ -233,3 +233,13 @@ def test_a_users_own_agent_cannot_change_what_the_user_established(tmp_path: Pat
         # Control: maria herself may change her own value.
         assert maria.write("The electricity bill is paid from account GB29 NWBK 6016 1331 9268 19 now.", bills,
                            subjects=["electricity"]).status is Status.ACTIVE
+
+
+def test_a_value_of_the_largest_size_with_a_key_is_not_oversized(hospital: Memory) -> None:
+    # The key is judged with the value, but does not count towards the value's size limit.
+    store = hospital.as_store()
+    filler = "Patient 12 had a quiet night and slept well. "
+    value = {"v": (filler * 800)[: 32_768 - len('{"v": ""}')]}
+    assert len(json.dumps(value)) == 32_768
+    with bind_principal(Principal("alice", roles=["physician"])):
+        assert not store.put(WARD, "night-report", value).held

@@ -60,7 +60,7 @@ from memwarden.guards.folding import fold, signature_tokens
 from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
-from memwarden.guards.validators import Outcome, ValidationContext, Verdict, shown_text
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import MemoryRecord
 
 __all__ = ["InjectionDetector", "Scan", "fold", "prepare_rule", "readings", "signature_tokens"]
@@ -1006,7 +1006,12 @@ class InjectionDetector:
         """Judge one candidate record."""
         if record.kind.value in self.skip_kinds:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="kind not scanned")
-        scan = self.scan(shown_text(record.content, record.key))
+        scan = self.scan(record.content)
+        if record.key is not None:
+            # A reader is shown the key too; scanned apart, so that a value of the largest size
+            # with its key is not taken for oversized content.
+            keyed = self.scan(record.key).signals
+            scan = Scan({**keyed, **{k: max(w, keyed.get(k, 0.0)) for k, w in scan.signals.items()}})
         if record.kind.value in self.declared_directives and scan.signals.keys() & self.directive_families:
             scan = Scan({k: w for k, w in scan.signals.items() if k not in self.directive_families})
         return self.verdict(scan)
