@@ -103,7 +103,8 @@ def test_check_skips_its_predecessor_events_and_subjectless_records() -> None:
 def test_check_asks_for_k_related_records() -> None:
     ctx = _ctx()
     ContradictionCheck(k=3).check(_rec("anything at all here"), ctx)
-    assert CALLS == [3]
+    # Once for contradictions, once for other writers' procedures (an agent's record).
+    assert CALLS == [3, 3]
     with pytest.raises(ValueError):
         ContradictionCheck(k=0)
 

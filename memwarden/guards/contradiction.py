@@ -29,7 +29,10 @@ full-width digits do not make a value new, a look-alike letter, a digit of anoth
 an invisible character does (the reason then says it looks like the established value).
 "Compared with" means the two records share a subject and at least ``min_shared`` content
 words (the same topic). A user's own write, or one by the established record's writer, is
-not held by this rule: the owner of a value may change it.
+not held by this rule: the owner of a value may change it. The owner is the writer *and*
+its source: a user's agent does not own what the user wrote herself
+(:func:`~memwarden.guards.validators.by_another`). The records compared are the nearest
+among those by others alone, so that a writer's own records cannot crowd them out.
 
 Limits: these are surface heuristics. They miss paraphrased contradictions ("is fine with
 penicillin"), contradictions spread over several records, and conflicts with records the
@@ -42,7 +45,7 @@ not a regex, should decide which of two conflicting memories is true.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -287,20 +290,25 @@ class ContradictionCheck:
         if not short and not untrusted:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="too long to compare as one statement")
         mine = statement(record.content)
-        for other in context.related(record, self.k):
-            if other.id in (record.id, record.supersedes) or other.kind not in self.kinds:
-                continue
-            theirs = statement(other.content)
-            found = conflict(mine, theirs, max_diff=self.max_diff) if short else None
+        for other in self._comparable(record, context.related(record, self.k) if short else []):
+            found = conflict(mine, statement(other.content), max_diff=self.max_diff)
             if found:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                                reason=f"likely contradicts related record {other.id} ({found})")
-            if untrusted and other.writer != record.writer:
-                changed = self._changes_procedure(record, mine, other, theirs)
-                if changed:
-                    return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
-                                   reason=f"{changed} of related record {other.id} by another writer: needs review")
+        # Established procedures are the nearest records by *other* writers, ranked among
+        # themselves: records of the writer's own would otherwise fill the k nearest.
+        established = context.related_by_others(record, self.k) if untrusted else []
+        for other in self._comparable(record, established):
+            changed = self._changes_procedure(record, mine, other, statement(other.content))
+            if changed:
+                return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                               reason=f"{changed} of related record {other.id} by another writer: needs review")
         return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
+
+    def _comparable(self, record: MemoryRecord, others: Iterable[MemoryRecord]) -> Iterator[MemoryRecord]:
+        """The records of ``others`` that ``record`` is compared with: not itself nor the
+        version it replaces, and of a compared kind."""
+        return (o for o in others if o.id not in (record.id, record.supersedes) and o.kind in self.kinds)
 
     def _changes_procedure(self, record: MemoryRecord, mine: Statement, other: MemoryRecord,
                            theirs: Statement) -> str | None:

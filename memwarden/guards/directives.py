@@ -28,13 +28,15 @@ window around each quote character.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 from memwarden.core.records import ContentClass, Kind, MemoryRecord, Source
-from memwarden.guards.injection import prepare_rule, readings
+from memwarden.guards.injection import fold, prepare_rule, readings
 from memwarden.guards.ruleset import RuleSet
-from memwarden.guards.validators import Outcome, ValidationContext, Verdict
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict, shown_text
 
 __all__ = ["DIRECTIVE_AT", "Typing", "TypedContentGuard", "classify", "typing_of"]
 
@@ -225,13 +227,39 @@ def _score(text: str) -> dict[str, float]:
     return found
 
 
+# What a reader does not see as text: HTML tags, markdown emphasis, and the escapes of a JSON
+# string (the LangGraph store keeps a value as JSON, so its newlines arrive as "\n").
+_TAG = re.compile(r"<[^<>\n]{0,80}>")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrt\"'/\\]))")
+_ESCAPED = {"n": "\n", "r": "\n", "t": " "}
+_EMPHASIS = str.maketrans("", "", "*_~`")
+
+
+def _unmarked(text: str) -> str | None:
+    """``text`` as it reads once rendered or decoded: tags and emphasis dropped, escapes
+    decoded, then folded; None when there is nothing of the kind in it. A directive split by
+    markup ("<b>from</b> now on", "**from** now on") or inside a JSON string reads whole."""
+    if not any(c in text for c in "<*_~`\\"):
+        return None
+    plain = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _ESCAPED.get(m.group(2), m.group(2)),
+                        _TAG.sub("", text)).translate(_EMPHASIS)
+    return fold(unicodedata.normalize("NFKC", plain))
+
+
 @lru_cache(maxsize=256)
 def typing_of(text: str, *, directive_at: float = DIRECTIVE_AT) -> Typing:
     """The content class of ``text`` with its evidence: the strongest reading wins (the folded
-    text, reported speech blanked, and each view the injection detector derives from it)."""
+    text and its rendered form, reported speech blanked in both, and each view the injection
+    detector derives from it)."""
     best: dict[str, float] = {}
-    for i, reading in enumerate(readings(text)):
-        found = _score(_unquoted(reading) if i == 0 else reading)
+    plain = _unmarked(text)
+    for i, reading in enumerate(readings(text) + ([plain] if plain is not None else [])):
+        found = _score(reading)
+        if i == 0 or reading is plain:
+            # Reported speech is a statement about what was said, not an order to the reader:
+            # it cancels the shapes a statement cancels (procedures, imperatives), never a
+            # standing rule, an address to agents, a trust or an override phrase in the quote.
+            found = {**_score(_unquoted(reading)), **{k: v for k, v in found.items() if k not in _CANCELLABLE}}
         if sum(found.values()) > sum(best.values()):
             best = found
     score = round(sum(best.values()), 3)
@@ -275,7 +303,7 @@ class TypedContentGuard:
         if record.content_class is not ContentClass.DIRECTIVE or record.kind not in _DECLARED_STATEMENTS:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         # The same key as the write path's classify(): the cached result, not a second pass.
-        found = typing_of(record.content, directive_at=DIRECTIVE_AT)
+        found = typing_of(shown_text(record.content, record.key), directive_at=DIRECTIVE_AT)
         if self.shapes is not None and not found.shapes.keys() & self.shapes:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT,
                            reason=f"directive shapes not counted ({found.reason})")

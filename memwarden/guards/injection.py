@@ -1007,6 +1007,11 @@ class InjectionDetector:
         if record.kind.value in self.skip_kinds:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="kind not scanned")
         scan = self.scan(record.content)
+        if record.key is not None:
+            # A reader is shown the key too; scanned apart, so that a value of the largest size
+            # with its key is not taken for oversized content.
+            keyed = self.scan(record.key).signals
+            scan = Scan({**keyed, **{k: max(w, keyed.get(k, 0.0)) for k, w in scan.signals.items()}})
         if record.kind.value in self.declared_directives and scan.signals.keys() & self.directive_families:
             scan = Scan({k: w for k, w in scan.signals.items() if k not in self.directive_families})
         return self.verdict(scan)

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memwarden.guards.directives import typing_of
 from memwarden.guards.injection import InjectionDetector
-from memwarden.guards.validators import Outcome, ValidationContext, Verdict
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict, shown_text
 from memwarden.core.records import MemoryRecord
 
 __all__ = ["LLMJudge", "JudgeVerdict", "JUDGE_SYSTEM_PROMPT", "DEFAULT_BAND", "uncertainty"]
@@ -168,13 +168,13 @@ class LLMJudge:
         if record.kind.value in self.skip_kinds:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="kind not judged")
         if self.band is not None:
-            score = uncertainty(record.content)
+            score = uncertainty(shown_text(record.content, record.key))
             if not self.band[0] <= score < self.band[1]:
                 return Verdict(validator=self.name, outcome=Outcome.ACCEPT,
                                reason=f"not asked: score {score:.2f} outside the uncertain band")
         self.consulted += 1
         try:
-            answer = self.ask(record.content)
+            answer = self.ask(shown_text(record.content, record.key))
         except (ValidationError, ValueError, json.JSONDecodeError) as exc:
             return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                            reason=f"judge answer unusable: {type(exc).__name__}")

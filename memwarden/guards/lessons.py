@@ -70,7 +70,7 @@ from functools import lru_cache
 import numpy as np
 
 from memwarden.guards.sketches import check_key, sketches
-from memwarden.guards.validators import Outcome, ValidationContext, Verdict
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict, shown_text
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.records import Kind, MemoryRecord
 from memwarden.core.namespace import Namespace, canonical_namespace, namespace_text
@@ -109,7 +109,7 @@ def lesson_content(record: MemoryRecord, verdicts: Sequence[object] = (), *, key
     validators, outcomes and signals, and carries hashed sketches; it contains no text of
     the original content.
     """
-    shingles, words = sketches(record.content, check_key(key))
+    shingles, words = sketches(shown_text(record.content, record.key), check_key(key))
     outcomes = [f"{getattr(v, 'validator', '?')}:{getattr(getattr(v, 'outcome', None), 'value', '?')}"
                 for v in verdicts if getattr(getattr(v, "outcome", None), "value", "accept") != "accept"]
     lines = [
@@ -379,7 +379,7 @@ class LessonValidator:
         if not records:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         index = records.index if isinstance(records, Lessons) else self._own_index(records)
-        shingles, words = sketches(record.content, self.key)
+        shingles, words = sketches(shown_text(record.content, record.key), self.key)
         for sketch, threshold, least, what in ((shingles, self.threshold, self.min_shingles, "shingles"),
                                                (words, self.word_threshold, self.min_words, "words")):
             found = index.best(sketch, what, threshold, within=record.namespace, least=least,

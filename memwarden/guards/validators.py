@@ -14,7 +14,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from memwarden.core.records import MemoryRecord, Principal
+from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Principal
 from memwarden.policies.subjects import Subjects
 from memwarden.core.errors import InvalidRequest
 
@@ -42,6 +42,21 @@ class Verdict(BaseModel):
         return f"{self.validator}={self.outcome.value}" + (f" ({self.reason})" if self.reason else "")
 
 
+def shown_text(content: str, key: str | None) -> str:
+    """The text a reader of a record is shown, which the validators judge: its content, after
+    the key of a keyed item on a line of its own (LangGraph's search results and LangMem's
+    tools show the key to the model, and a key is up to 1,024 characters of free text)."""
+    return content if key is None else f"{key}\n{content}"
+
+
+def by_another(record: MemoryRecord, other: MemoryRecord) -> bool:
+    """Whether ``other`` was written by someone other than ``record``'s writer, as provenance
+    counts it: another principal, or the same principal from a more trusted source (a user's
+    own record, where ``record`` comes from that user's agent or a tool: the agent acting for
+    her is not the owner of what she established)."""
+    return other.writer != record.writer or SOURCE_ORDER.index(other.source) < SOURCE_ORDER.index(record.source)
+
+
 def _none(*_: object) -> list[MemoryRecord]:
     return []
 
@@ -60,6 +75,16 @@ class ValidationContext:
     subjects: Subjects
     related: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
     lessons: Callable[[], list[MemoryRecord]] = _none
+    others: Callable[[MemoryRecord, int], list[MemoryRecord]] | None = None
+
+    def related_by_others(self, record: MemoryRecord, k: int) -> list[MemoryRecord]:
+        """Up to k records as ``related`` returns them, written by another (:func:`by_another`):
+        the records whose procedure ``record`` may change. ``others`` serves them
+        when given, ranked among those records alone, so that the writer cannot push them out
+        of the k nearest with records of its own; without it they are taken from ``related``."""
+        if self.others is not None:
+            return self.others(record, k)
+        return [r for r in self.related(record, k) if by_another(record, r)]
 
 
 class WriteValidator(Protocol):

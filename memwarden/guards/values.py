@@ -19,6 +19,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
 import re2
@@ -130,6 +131,29 @@ MAX_MATCHES = 512
 _AMOUNT_WORDS = frozenset("""a an the of to in on at by for and or is are was were per each every times""".split())
 
 
+# Units of one dimension, by their size in its base unit: 5 mg and 5 g are one quantity in two
+# units, so they compare (a thousandfold dose is a changed dose), and 5000 mg is 5 g.
+_MASS = {"mcg": "0.001", "\u03bcg": "0.001", "ug": "0.001", "microgram": "0.001", "mg": "1", "milligram": "1",
+         "g": "1000", "gram": "1000", "gr": "1000", "kg": "1000000", "kilogram": "1000000"}
+_VOLUME = {"ml": "1", "milliliter": "1", "millilitre": "1", "cc": "1", "cl": "10", "dl": "100",
+           "l": "1000", "liter": "1000", "litre": "1000"}
+_SCALES = {unit: (dimension, Decimal(size)) for dimension, sizes in (("mass:mg", _MASS), ("volume:ml", _VOLUME))
+           for unit, size in sizes.items()}
+
+
+def _measure(unit: str, number: str) -> tuple[str, str]:
+    """An amount's category and key: a unit of mass or volume in its dimension's base unit
+    (``mass:mg``, ``volume:ml``), any other unit as itself."""
+    scale = _SCALES.get(unit)
+    if scale is None:
+        return unit, number
+    try:
+        base = Decimal(number) * scale[1]
+    except InvalidOperation:
+        return unit, number
+    return scale[0], format(base.normalize(), "f")
+
+
 @lru_cache(maxsize=512)
 def procedure_values(text: str) -> Values:
     """The procedure-changing values of ``text`` (see the module docstring)."""
@@ -174,5 +198,6 @@ def procedure_values(text: str) -> Values:
             unit = span(match, 4).casefold()
             if unit not in _AMOUNT_WORDS:
                 # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
-                found.setdefault(f"amount:{unit.rstrip('s') or unit}", set()).add(_number(span(match, 3)))
+                category, number = _measure(unit.rstrip("s") or unit, _number(span(match, 3)))
+                found.setdefault(f"amount:{category}", set()).add(number)
     return Values({k: frozenset(v) for k, v in found.items()}, _WEAKENED.search(data) is not None, raw, overflow)

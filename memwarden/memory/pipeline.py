@@ -36,7 +36,7 @@ from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Statu
 from memwarden.core.schema import LESSONS_NAMESPACE, OP_KINDS
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonValidator, lesson_content
-from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator
+from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator, by_another
 from memwarden.guards.visibility import is_visible, visible_metadata
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.backends import Backend
@@ -174,10 +174,12 @@ class Pipeline:
         head = next((r for r in reversed(versions) if r.status is not Status.QUARANTINED), record)
         return ctx.sees(head) or (head.status is Status.ACTIVE and ctx.alive(head) and ctx.allows(action, head))
 
-    def related(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]:
+    def related(self, ctx: OpContext, record: MemoryRecord, k: int, *,
+                other_writers: bool = False) -> list[MemoryRecord]:
         """Up to ``k`` active records sharing a subject with ``record`` that the caller may
         see, those sharing the most content words with it first (only those can contradict
-        it). Served from the subject index, not the store."""
+        it); ``other_writers``: only records written by another (``by_another``). Served from
+        the subject index, not the store."""
         if not record.subjects:
             return []
         mine = content_words(record.content)
@@ -185,7 +187,8 @@ class Pipeline:
         # Ranked first (set sizes are cheap), checked against the policy only until k are found.
         for related in sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine),
                               reverse=True):
-            if related.record.id != record.id and ctx.sees(related.record):
+            if (related.record.id != record.id and (not other_writers or by_another(record, related.record))
+                    and ctx.sees(related.record)):
                 found.append(related.record)
                 if len(found) == k:
                     break

@@ -10,6 +10,7 @@ from memwarden.core.ops import EvictOp, UpdateOp, WriteOp
 from memwarden.core.schema import HELD_LABEL, LESSONS_NAMESPACE
 from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status, keyed_id, record_id
 from memwarden.guards.directives import classify
+from memwarden.guards.validators import shown_text
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Purge, Restate, Store
 from memwarden.memory.handlers.base import Handler
@@ -24,10 +25,11 @@ def _provenance(op: WriteOp, ctx: OpContext) -> tuple[Source, float]:
 
 
 def _attributes(op: WriteOp, ctx: OpContext) -> RecordAttributes:
-    """What a write rule's condition sees: the record as it will be stored (its content
-    classified: statement or directive, whatever kind was declared)."""
+    """What a write rule's condition sees: the record as it will be stored (its text, key
+    included, classified: statement or directive, whatever kind was declared)."""
     source, _ = _provenance(op, ctx)
-    return RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles), op.labels, classify(op.content).value)
+    return RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles), op.labels,
+                            classify(shown_text(op.content, op.key)).value)
 
 
 def _need_write(op: WriteOp, ctx: OpContext) -> InNamespace | None:
@@ -167,13 +169,26 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     erased = ctx.tombstoned(candidate.subjects, candidate.namespace, candidate.content)
     if erased is not None:
         raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
-    new = ctx.validate(candidate, after if after.review or not before.review else before)
+    new = ctx.validate(candidate, _held_by(ctx, candidate, after, before))
     ctx.facts.record_ids = [new.id, old.id]
     effects: list[Effect] = [Store(new)]
     # A quarantined new version leaves the old one in force until it is approved.
     if new.status is Status.ACTIVE:
         effects.append(retire(old, now))
     return new, effects
+
+
+def _held_by(ctx: OpContext, candidate: MemoryRecord, *decisions: Decision) -> Decision:
+    """The decision an update's review follows: the first of ``decisions`` that asks for
+    review, else the review a write of the new version would need. An update establishes new
+    text as a write does (the keyed put, an overwrite, asks the write decision too), so a
+    review rule on writes (``content=directive``, ``kind=rule``...) cannot be escaped by
+    writing something harmless first and updating it into what the rule holds."""
+    asked = next((d for d in decisions if d.review), None)
+    if asked is not None:
+        return asked
+    written = ctx.ruling("write", candidate)
+    return ctx.facts.decided(written) if written.allowed and written.review else decisions[0]
 
 
 def retire(old: MemoryRecord, now: object) -> Restate:
