@@ -386,6 +386,14 @@ class Model:
             review = self.require(principal, "update", new).review or review
             new = replace(new, version=old.version + 1)
         new = replace(new, status=QUARANTINED if review else ACTIVE)
+        if key is not None and old is not None and new.version > 1 and review and old.status == ACTIVE:
+            # A held overwrite waits under an id of its own; the item stays in force.
+            pending = replace(new, id=record_id(principal, namespace, content, supersedes=rid), supersedes=rid)
+            before = self.records.get(pending.id)
+            if before is not None and HELD_LABEL in before.labels:
+                return pending
+            self.records[pending.id] = pending
+            return pending
         self._evict(new)
         self.records[rid] = new
         return new
@@ -456,6 +464,10 @@ class Model:
         older = self.records.get(rec.supersedes) if rec.supersedes else None
         if approve and older is not None and older.status != ACTIVE:
             raise InvalidRequest(f"{rid!r} updates a version that is no longer current; it can only be rejected")
+        takes_key = older is not None and rec.key is not None and older.id == keyed_id(rec.namespace, rec.key)
+        if approve and takes_key and older.version + 1 != rec.version:
+            raise InvalidRequest(f"{rid!r} overwrites a version of key {rec.key!r} that is no longer current; "
+                                 "it can only be rejected")
         approvals, rejections = set(rec.approvals), set(rec.rejections)
         (approvals if approve else rejections).add(principal)
         (rejections if approve else approvals).discard(principal)
@@ -467,7 +479,11 @@ class Model:
         decided = replace(rec, status=status, labels=labels, approvals=tuple(sorted(approvals)),
                           rejections=tuple(sorted(rejections)))
         self.records[rid] = decided
-        if status == ACTIVE and older is not None and older.status == ACTIVE:
+        if status == ACTIVE and takes_key:
+            # The approved overwrite takes over the item's id; its waiting row goes.
+            del self.records[rid]
+            decided = self.records[older.id] = replace(decided, id=older.id, supersedes=None)
+        elif status == ACTIVE and older is not None and older.status == ACTIVE:
             self.records[older.id] = replace(older, status=SUPERSEDED)
         shown = decided if self.allowed(principal, "read", decided) else None
         return ReviewResult(rid, status, decided.approvals, decided.rejections, self.quorum, shown)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from memwarden import Memory, Principal, Status, WriteRejected
+from memwarden import InvalidRequest, Memory, Principal, Status, WriteRejected
 from memwarden.guards.directives import classify
 from memwarden.guards.values import procedure_values
 from memwarden.integrations.binding import bind_principal
@@ -178,25 +178,70 @@ def test_reported_speech_still_cancels_a_quoted_imperative() -> None:
 
 # -- a held overwrite of a keyed item ------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="open: a keyed item has one id, so a held overwrite replaces the active "
-                                       "version in place (reported to the lead; not a small fix)")
+def _keyed_ward(tmp_path: Path) -> Memory:
+    policy = tmp_path / "policy.csv"
+    policy.write_text(Path(bundled("hospital")).read_text(encoding="utf-8") + "g, zed, physician\ng, yan, physician\n",
+                      encoding="utf-8")
+    return Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding())
+
+
+ESTABLISHED = {"v": "Patient 12 is allergic to penicillin"}
+
+
+def _held_overwrite(mem: Memory) -> str:
+    """bob establishes the item; alice's agent overwrites it with a directive, which is held."""
+    store = mem.as_store()
+    with bind_principal(Principal("bob", roles=["nurse"])):
+        assert not store.put(WARD, "allergy", ESTABLISHED).held
+    with bind_principal(Principal("alice", roles=["physician"])):
+        held = store.put(WARD, "allergy", {"v": DIRECTIVE})
+    assert held.held
+    return held.id
+
+
 def test_a_held_overwrite_of_a_keyed_item_leaves_the_old_value_in_force(tmp_path: Path) -> None:
     """An update held for review leaves the old version in force; a put over a key must too.
-    Today an agent's held put over an established item hides it from every reader at once, and
-    a rejection of the held version loses the old value for good."""
-    policy = tmp_path / "policy.csv"
-    policy.write_text(Path(bundled("hospital")).read_text(encoding="utf-8") + "g, zed, physician\n",
-                      encoding="utf-8")
-    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding()) as mem:
+    Before: the held put replaced the item in place, so it was gone for every reader at once
+    and a rejection lost the old value for good."""
+    with _keyed_ward(tmp_path) as mem:
+        pending = _held_overwrite(mem)
         store = mem.as_store()
-        with bind_principal(Principal("bob", roles=["nurse"])):
-            assert not store.put(WARD, "allergy", {"v": "Patient 12 is allergic to penicillin"}).held
-        with bind_principal(Principal("alice", roles=["physician"])):
-            assert store.put(WARD, "allergy", {"v": DIRECTIVE}).held
         with bind_principal(Principal("zed", roles=["physician"])):
-            # Until a reviewer decides, readers still see the established value.
             item = store.get(WARD, "allergy")
-            assert item is not None and item.value == {"v": "Patient 12 is allergic to penicillin"}
+            assert item is not None and item.value == ESTABLISHED
+            assert [i.value for i in store.search(WARD)] == [ESTABLISHED]
+        for reviewer in ("zed", "yan"):
+            assert mem.session(Principal(reviewer, roles=["physician"])).reject(pending).status is not Status.ACTIVE
+        with bind_principal(Principal("zed", roles=["physician"])):
+            assert store.get(WARD, "allergy").value == ESTABLISHED  # nothing lost to the rejection
+
+
+def test_an_approved_overwrite_takes_over_the_key(tmp_path: Path) -> None:
+    with _keyed_ward(tmp_path) as mem:
+        pending = _held_overwrite(mem)
+        zed, yan = (mem.session(Principal(p, roles=["physician"])) for p in ("zed", "yan"))
+        assert zed.approve(pending).status is Status.QUARANTINED
+        assert yan.approve(pending).status is Status.ACTIVE
+        store = mem.as_store()
+        with bind_principal(Principal("zed", roles=["physician"])):
+            item = store.get(WARD, "allergy")
+            assert item is not None and item.value == {"v": DIRECTIVE}
+            assert [i.key for i in store.search(WARD)] == ["allergy"]  # one item, not two
+        assert zed.get(pending) is None  # the waiting row is gone
+
+
+def test_approving_an_overwrite_of_a_version_no_longer_current_is_refused(tmp_path: Path) -> None:
+    with _keyed_ward(tmp_path) as mem:
+        pending = _held_overwrite(mem)
+        store = mem.as_store()
+        with bind_principal(Principal("alice", roles=["physician"])):
+            assert not store.put(WARD, "allergy", {"v": "Patient 12 is allergic to penicillin and latex"}).held
+        zed = mem.session(Principal("zed", roles=["physician"]))
+        with pytest.raises(InvalidRequest, match="no longer current; it can only be rejected"):
+            zed.approve(pending)
+        assert zed.reject(pending).status is Status.QUARANTINED
+        with bind_principal(Principal("zed", roles=["physician"])):
+            assert store.get(WARD, "allergy").value == {"v": "Patient 12 is allergic to penicillin and latex"}
 
 
 # -- the key of a keyed item is text a reader is shown ------------------------------------------

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from memwarden.core.errors import AccessDenied, InvalidRequest
 from memwarden.core.ops import ForgetOp, RetractOp, ReviewOp, SweepOp
-from memwarden.core.records import MemoryRecord, ReviewResult, Status, content_digest
+from memwarden.core.records import MemoryRecord, ReviewResult, Status, content_digest, keyed_id
 from memwarden.core.schema import HELD_LABEL
 from memwarden.guards.validators import Outcome, Verdict
 from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
-from memwarden.memory.effects import Effect, Purge, Restate, relabel
+from memwarden.memory.effects import Effect, Purge, Restate, Store, relabel
 from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.reads import current
 from memwarden.memory.handlers.writes import retire
@@ -87,6 +87,12 @@ def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult,
         # Released, it would stand beside the version that replaced its predecessor: two
         # current versions of one memory (or a forgotten memory back with new text).
         raise InvalidRequest(f"{record.id!r} updates a version that is no longer current; it can only be rejected")
+    takes_key = older is not None and record.key is not None and older.id == keyed_id(record.namespace, record.key)
+    if op.approve and takes_key and older.version + 1 != record.version:
+        # Another version of the item was established meanwhile: approving this one would
+        # silently undo that change.
+        raise InvalidRequest(f"{record.id!r} overwrites a version of key {record.key!r} that is no longer current; "
+                             "it can only be rejected")
     # A vote counts only for the content it was cast on.
     digest = content_digest(record.content)
     fresh = record.reviewed == digest
@@ -104,7 +110,12 @@ def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult,
     decided = record.model_copy(update={"approvals": tuple(sorted(approvals)), "rejections": tuple(sorted(rejections)),
                                         "reviewed": digest, "status": status, "labels": labels})
     effects: list[Effect] = [Restate(((decided, record),))]
-    if status is Status.ACTIVE and older is not None:
+    if status is Status.ACTIVE and takes_key:
+        # An approved overwrite of a keyed item takes over the item's id (reads go by key),
+        # then its waiting row goes: stored first, so an interrupt never loses the approved text.
+        decided = decided.model_copy(update={"id": older.id, "supersedes": None})
+        effects = [Store(decided, replacing=older), Purge((record,))]
+    elif status is Status.ACTIVE and older is not None:
         effects.append(retire(older, ctx.now))
     if status is Status.FORGOTTEN:
         ctx.learn(decided, [Verdict(validator="quorum", outcome=Outcome.REJECT,

@@ -128,6 +128,8 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
         key=op.key, version=version, half_life=lifecycle.half_life,
         last_access=now if lifecycle.half_life else None,
     ), decision)
+    if keyed and version > 1 and record.status is Status.QUARANTINED and existing.status is Status.ACTIVE:
+        return _pending(record, rid, op, ctx)
     if lifecycle.capacity is not None and record.status is Status.ACTIVE:
         ctx.system(EvictOp(op.namespace, rid, lifecycle.capacity, lifecycle.capacity_rule or "cap"))
     if keyed and existing is not None and set(existing.subjects) - set(record.subjects):
@@ -136,6 +138,22 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
         # version is erased physically first, and the new one stored afresh.
         return record, [Purge((existing,)), Store(record, embed_text=op.index_text)]
     return record, [Store(record, replacing=existing, embed_text=op.index_text)]
+
+
+def _pending(record: MemoryRecord, rid: str, op: WriteOp, ctx: OpContext) -> tuple[MemoryRecord, list[Effect]]:
+    """A held overwrite of an item in force: the new version waits under an id of its own
+    (superseding the item's), so the established value stays what every reader gets until
+    reviewers approve the new one (it then takes over the key: see the review handler), and a
+    rejection loses nothing. Stored under the item's id, a held put by anyone who may update
+    the item would take it out of force at once, and a rejection would lose it for good."""
+    pending = record.model_copy(update={"id": record_id(ctx.principal_id, op.namespace, op.content, supersedes=rid),
+                                        "supersedes": rid})
+    ctx.facts.record_ids = [pending.id]
+    before = ctx.view.stored(pending.id, op.namespace)
+    if before is not None and HELD_LABEL in before.labels:
+        ctx.facts.replay = True  # as for any write an erasure holds (see _run_write)
+        return pending, []
+    return pending, [Store(pending, replacing=before, embed_text=op.index_text)]
 
 
 WRITE = Handler(need=_need_write, run=_run_write)
