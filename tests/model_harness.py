@@ -23,9 +23,8 @@ from typing import Any
 from memwarden import ErasureReceipt, Memory, MemoryRecord, MemwardenError, Principal, SearchHit, UpdateOp, WriteOp
 from memwarden.memory.embeddings import HashingEmbedding
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_steps import POLICY, PRINCIPALS, QUORUM, REVIEW_TIMEOUT, START, Pool, Step
-from reference_model import Clock, Model, Rec
+from tests.model_steps import POLICY, PRINCIPALS, QUORUM, REVIEW_TIMEOUT, START, Pool, Step
+from tests.reference_model import Clock, Model, Rec
 
 # The module that holds memwarden's records, and so its clock (utcnow), wherever it lives.
 mw_records = sys.modules[MemoryRecord.__module__]
