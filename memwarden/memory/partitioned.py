@@ -37,7 +37,6 @@ import json
 import os
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -776,6 +775,4 @@ class PartitionedBackend:
         # Closing the client releases its shared system, so a later open in the same process
         # owns the store alone (which lets an erasure rewrite the files in place).
         if client is not None and hasattr(client, "close"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                client.close()
+            client.close()
