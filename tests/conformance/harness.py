@@ -1,4 +1,4 @@
-"""The harness of the LangGraph store conformance suite (tests/test_store_conformance*.py):
+"""The harness of the LangGraph store conformance suite (tests/conformance/):
 each backend's store for one test, below a root label of its own.
 
 Backends: LangGraph's own ``InMemoryStore`` (which proves the suite), memwarden's
@@ -96,12 +96,6 @@ class Harness:
                 yield mem.as_store(index=index, ttl=ttl)
         finally:
             mem.close()
-
-
-def harness_for(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
-    """The harness of the backend ``request.param`` (the suite's ``harness`` fixture)."""
-    server = request.getfixturevalue("chroma_server") if request.param == "server" else None
-    return Harness(request.param, tmp_path, server)
 
 
 def langgraph_lacks(harness: Harness, feature: str) -> None:

@@ -1,34 +1,21 @@
 """LangGraph store conformance (2 of 2): TTL, and the governance divergences, each a test of its
 own named ``test_divergence_*`` and listed in docs/langgraph.md; a divergence test asserts
 LangGraph's behaviour on InMemoryStore and memwarden's on the others. The harness is
-tests/store_harness.py; the rest of the suite is test_store_conformance.py.
+tests/conformance/harness.py, its fixtures conftest.py; the rest of the suite is test_store_conformance.py.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.store.base import BaseStore
 
 from memwarden import AccessDenied, InvalidRequest, WriteRejected
-from tests.store_harness import BACKENDS, Harness, harness_for, langgraph_lacks, until
+from tests.conformance.harness import Harness, langgraph_lacks, until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(params=BACKENDS)
-def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
-    return harness_for(request, tmp_path)
-
-
-@pytest.fixture
-def store(harness: Harness) -> Iterator[BaseStore]:
-    with harness.store() as built:
-        yield built
 
 
 # -- TTL --------------------------------------------------------------------------------------
