@@ -18,7 +18,8 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from tests.model_harness import Harness
 from tests.model_steps import START, Step, generate
-from tests.reference_model import Clock, Model, Rec, keyed_id, record_id
+from tests.clock import Clock
+from tests.reference_model import Model, Rec, keyed_id, record_id
 
 pytestmark = pytest.mark.integration
 

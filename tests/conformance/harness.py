@@ -9,7 +9,6 @@ only the store semantics are under test.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -109,8 +108,3 @@ def cosine(a: list[float], b: list[float]) -> float:
     """The cosine similarity of two vectors."""
     x, y = np.asarray(a), np.asarray(b)
     return float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
-
-
-def until(moment: float) -> None:
-    """Sleep until ``time.monotonic()`` reaches ``moment``."""
-    time.sleep(max(0.0, moment - time.monotonic()))
