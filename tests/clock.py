@@ -36,20 +36,20 @@ class Clock:
 
 
 class RealClock:
-    """The system's clock; :meth:`advance` waits. Each advance waits until ``seconds`` past the
-    previous advance's target (not past its return), so the time a test spends between two
-    advances never adds up: as with the fake clock, the test's moments are exact offsets from
-    the first."""
+    """The system's clock; :meth:`advance` waits. The first advance waits ``seconds`` from its
+    call; each later one until ``seconds`` past the previous one's target moment (not past its
+    return), so the time a test spends between advances never adds up: as on the fake clock,
+    the moments a test names are exact offsets from its first advance."""
 
     def __init__(self) -> None:
-        self._target = time.monotonic()
+        self._target: float | None = None
 
     def __call__(self) -> datetime:
         return datetime.now(timezone.utc)
 
     def advance(self, seconds: float) -> None:
-        """Wait until ``seconds`` after the previous target moment."""
-        self._target += seconds
+        """Wait ``seconds`` past the previous target moment (the first time: past now)."""
+        self._target = (time.monotonic() if self._target is None else self._target) + seconds
         time.sleep(max(0.0, self._target - time.monotonic()))
 
 
