@@ -1,6 +1,5 @@
 """The fixtures of the LangGraph store conformance suite (this folder): for each test, a
-``harness`` per backend (tests/conformance/harness.py), its default ``store``, and the ``clock``
-of the TTL tests. They live in this folder's conftest so that only the suite's modules see them.
+``harness`` per backend (tests/conformance/harness.py) and its default ``store``. They live in this folder's conftest so that only the suite's modules see them.
 """
 
 from __future__ import annotations
@@ -11,8 +10,6 @@ from pathlib import Path
 import pytest
 from langgraph.store.base import BaseStore
 
-from memwarden.core.records import utcnow
-from tests.clock import Clock, RealClock, patched_clock
 from tests.conformance.harness import BACKENDS, Harness
 
 
@@ -28,15 +25,3 @@ def store(harness: Harness) -> Iterator[BaseStore]:
     """The harness's store with the default index and no TTL config, open for the test."""
     with harness.store() as built:
         yield built
-
-
-@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.slow)])
-def clock(request: pytest.FixtureRequest) -> Iterator[Clock | RealClock]:
-    """The time the memwarden stores read, which a TTL test moves on with ``advance``: a fake
-    clock (no wait), and in the slow tier the system's own (real waits), so that every TTL case
-    is also proven on the time memwarden reads in production."""
-    if request.param == "real":
-        yield RealClock()
-        return
-    with patched_clock(Clock(utcnow())) as clock:
-        yield clock
