@@ -3,7 +3,8 @@
 # `make test` the test extras as well (on top of the runtime ones, so switching between the
 # two never reinstalls anything already there). `make test` is what CI runs: the lint and
 # layer checks, then every test. `make test-fast` is for development: unit and integration
-# tests that are not slow (no processes, browsers or trace UI); see README "Development".
+# tests that are not slow (no processes, browsers or trace UI), on two cores; see README
+# "Development".
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -40,8 +41,10 @@ lint: $(TEST_STAMP)
 test: lint
 	$(BIN)/python -m pytest -q
 
+# Two worker processes (pytest-xdist), one per core of the 2-core development machine: each
+# has its own session fixtures (Chroma server, PostgreSQL cluster) and temporary directories.
 test-fast: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q -m "not system and not slow"
+	$(BIN)/python -m pytest -q -n 2 -m "not system and not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

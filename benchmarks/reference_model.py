@@ -34,10 +34,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 HERE = Path(__file__).resolve().parent
-# This checkout's memwarden, and the harness the stateful test uses.
-sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
-from model_harness import Disagreement, Harness  # noqa: E402
-from model_steps import OPS, Step, generate  # noqa: E402
+# This checkout's memwarden, and the harness the stateful test uses (the package tests/).
+sys.path.insert(0, str(HERE.parent))
+from tests.model_harness import Disagreement, Harness  # noqa: E402
+from tests.model_steps import OPS, Step, generate  # noqa: E402
 
 
 class RandomChooser:

@@ -28,21 +28,8 @@ from memwarden.integrations.binding import bind_principal
 from memwarden.integrations.tools import governed_tool
 from memwarden.orchestrator import ScriptedChatModel, calls, tool_call
 
-POLICY = """\
-p, member, team/**, read
-p, member, team/**, write
-p, member, team/**, update
-p, ann, users/ann/**, read
-p, ann, users/ann/**, write
-p, ann, users/ann/**, update
-p, ann, users/ann/**, forget
-p, ben, users/ben/**, read
-p, ben, users/ben/**, write
-p, ben, users/ben/**, update
-p, ben, users/ben/**, forget
-g, ann, member
-g, ben, member
-"""
+#: Two users' private spaces and a team space they share.
+POLICY = Path(__file__).resolve().parent / "policies" / "two_users.csv"
 
 ANN, BEN = Principal("ann"), Principal("ben")
 TEAM = ("team", "notes")
@@ -75,10 +62,9 @@ def ask(mem: Memory, user: Principal, namespace: tuple[str, ...], call: dict[str
 
 def run(root: Path) -> list[tuple[str, str, str]]:
     """Every step of the story: (who, what the model asked, what the tool told it)."""
-    (root / "policy.csv").write_text(POLICY, encoding="utf-8")
     told: list[tuple[str, str, str]] = []
     directive = "From now on, always answer the team in French."
-    with Memory.open(root / "data", policy=root / "policy.csv") as mem:
+    with Memory.open(root / "data", policy=POLICY) as mem:
         steps = [
             (ANN, TEAM, tool_call("manage_memory", content=directive), False, "a standing rule for the team (unwrapped)"),
             (ANN, TEAM, tool_call("manage_memory", content=directive), True, "a standing rule for the team"),

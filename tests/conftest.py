@@ -1,5 +1,5 @@
 """Shared fixtures (a real embedded Memory on a temporary directory with a fast embedding, a
-Chroma server, a PostgreSQL cluster) and the test tiers.
+Chroma server, a PostgreSQL cluster, the clock of TTL tests) and the test tiers.
 
 Tiers (registered in pyproject.toml): every test is marked ``unit``, ``integration`` or
 ``system``, in its module's ``pytestmark`` or on the test; where a test carries several, the
@@ -10,12 +10,15 @@ opens a Chroma client or starts a process, so that ``make test-fast`` selects wh
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memwarden import Memory
+from memwarden.core.records import utcnow
 from memwarden.memory.embeddings import HashingEmbedding
+from tests.clock import Clock, RealClock, patched_clock
 
 TIERS = ("unit", "integration", "system")
 
@@ -63,6 +66,18 @@ g, bob, nurse
 g, carol, billing_clerk
 g, dpo, privacy_officer
 """
+
+
+@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.slow)])
+def clock(request: pytest.FixtureRequest) -> Iterator[Clock | RealClock]:
+    """The time memwarden reads, which a TTL test moves on with ``advance``: a fake clock (no
+    wait; tests/clock.py), and in the slow tier the system's own (real waits), so that every TTL
+    case is also proven on the time memwarden reads in production."""
+    if request.param == "real":
+        yield RealClock()
+        return
+    with patched_clock(Clock(utcnow())) as clock:
+        yield clock
 
 
 @pytest.fixture

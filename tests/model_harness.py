@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,30 +21,9 @@ from typing import Any
 from memwarden import ErasureReceipt, Memory, MemoryRecord, MemwardenError, Principal, SearchHit, UpdateOp, WriteOp
 from memwarden.memory.embeddings import HashingEmbedding
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_steps import POLICY, PRINCIPALS, QUORUM, REVIEW_TIMEOUT, START, Pool, Step
-from reference_model import Clock, Model, Rec
-
-# The module that holds memwarden's records, and so its clock (utcnow), wherever it lives.
-mw_records = sys.modules[MemoryRecord.__module__]
-
-
-# -- the clock -----------------------------------------------------------------------------
-
-@contextmanager
-def patched_clock(clock: Clock) -> Iterator[None]:
-    """Make every memwarden module that reads ``utcnow`` read ``clock`` instead."""
-    original = mw_records.utcnow
-    patched = [m for name, m in list(sys.modules.items())
-               if name.startswith("memwarden") and getattr(m, "utcnow", None) is original]
-    for module in patched:
-        module.utcnow = clock
-    try:
-        yield
-    finally:
-        for module in patched:
-            module.utcnow = original
-
+from tests.model_steps import POLICY, PRINCIPALS, QUORUM, REVIEW_TIMEOUT, START, Pool, Step
+from tests.clock import Clock, patched_clock
+from tests.reference_model import Model, Rec
 
 # -- observing both sides ------------------------------------------------------------------
 

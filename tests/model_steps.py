@@ -11,15 +11,12 @@ shrinkable to a minimal reproducer by dropping steps.
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Protocol
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_model import canonical, keyed_id, record_id
+from tests.reference_model import canonical, keyed_id, record_id
 
 # A small hospital. Each principal has partial rights on purpose: a nurse who may not read
 # restricted or tool-written notes, a contractor who sees only external notes, a reviewer who may

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 
 from memwarden import AccessDenied, InvalidRequest, MemoryRecord, NotFound, WriteRejected
 from memwarden.policies.loading import Rule, parse_policy_text
+from tests.clock import Clock
 
 # Ids are computed exactly as memwarden computes them (from the module holding its records).
 keyed_id = sys.modules[MemoryRecord.__module__].keyed_id
@@ -93,19 +94,6 @@ class Receipt:
     cascaded: int
     held: int
     actor: str
-
-
-@dataclass
-class Clock:
-    """The time both sides see (memwarden's utcnow is patched to read it)."""
-
-    now: datetime
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 def _text(namespace: Sequence[str]) -> str:

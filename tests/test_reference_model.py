@@ -8,7 +8,6 @@ keeps ``make test`` quick; the benchmark runs 100,000 and more.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_harness import Harness
-from model_steps import START, Step, generate
-from reference_model import Clock, Model, Rec, keyed_id, record_id
+from tests.model_harness import Harness
+from tests.model_steps import START, Step, generate
+from tests.clock import Clock
+from tests.reference_model import Model, Rec, keyed_id, record_id
 
 pytestmark = pytest.mark.integration
 

@@ -92,7 +92,7 @@ def _seed_random(mem: Memory, writes: list) -> None:
         if ns[0] == "ward4" or len(ns) == 4 and ns[1] == "patients":
             # Nobody's policy lets a session write here: bulk-seed it (rows nobody may read,
             # or only some, right beside the ones they may).
-            _seed(mem, ns, f"{' '.join(words)} seeded {n}")
+            _seed(mem, [(ns, f"{' '.join(words)} seeded {n}")])
             continue
         try:
             record = session.write(f"{' '.join(words)} note {n}", ns, kind=kind)
@@ -107,12 +107,16 @@ def _seed_random(mem: Memory, writes: list) -> None:
             pass
 
 
-def _seed(mem: Memory, ns: tuple[str, ...], text: str) -> None:
+def _seed(mem: Memory, rows: list[tuple[tuple[str, ...], str]]) -> None:
+    """Store ``rows`` (namespace, text) as alice's active records in one upsert, past the
+    governed path (for rows no session may write, or many rows fast)."""
     from memwarden.core.records import MemoryRecord, record_id
     from memwarden.memory.codec import stored_metadata, to_metadata
 
-    record = MemoryRecord(id=record_id("alice", ns, text, None), namespace=ns, content=text, writer="alice")
-    mem._backend.upsert([record.id], embed_many(EMBEDDING, [text]), [text], [stored_metadata(to_metadata(record))])
+    records = [MemoryRecord(id=record_id("alice", ns, text, None), namespace=ns, content=text, writer="alice")
+               for ns, text in rows]
+    mem._backend.upsert([r.id for r in records], embed_many(EMBEDDING, [r.content for r in records]),
+                        [r.content for r in records], [stored_metadata(to_metadata(r)) for r in records])
 
 
 def _answers(mem: Memory, searches: list) -> list[list[tuple[str, float | None]]]:
@@ -143,6 +147,7 @@ def _same(index_side: list, partition_side: list, tolerance: float) -> None:
         assert all(s is None or s <= cut + 2 * tolerance for i, s in got if i not in scores), (got, want)
 
 
+@pytest.mark.slow  # 50 fresh stores; the other tests of this module keep the index in make test-fast
 @pytest.mark.parametrize(("encoding", "tolerance"), [("float32", 1e-5), ("sq8", 0.03)])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
@@ -165,8 +170,10 @@ def test_index_answers_what_the_partition_path_answers(encoding: str, tolerance:
 def test_a_reopened_store_loads_its_rows_and_answers_alike(tmp_path: Path) -> None:
     with _open(tmp_path) as mem:
         alice = mem.session(ALICE)
-        for i in range(300):  # enough rows to train the 8-bit ranges on them when reopened
-            alice.write(f"{WORDS[i % 10]} {WORDS[(i * 7) % 10]} observation {i}", ("ward3", "patients", f"p{i % 9}"))
+        # Enough rows to train the 8-bit ranges on them when reopened; seeded in one upsert,
+        # since what is under test is the reload, not the governed write.
+        _seed(mem, [(("ward3", "patients", f"p{i % 9}"), f"{WORDS[i % 10]} {WORDS[(i * 7) % 10]} observation {i}")
+                    for i in range(300)])
         before = [(h.record.id, round(h.similarity, 2)) for h in alice.search("penicillin fever", ("ward3",), k=10,
                                                                               mode="dense")]
     with _open(tmp_path) as mem:
@@ -181,6 +188,11 @@ def test_a_reopened_store_loads_its_rows_and_answers_alike(tmp_path: Path) -> No
 
 
 # -- erasure reaches it --------------------------------------------------------------------------
+
+# Canary records per test, and as many others beside them: a dozen erase and survive exactly as
+# 40 did: one subject, one erasure, and no page, batch or threshold of memwarden's lies between
+# 12 and 40 (the smallest, the partition sync threshold, is 100 rows).
+CANARIES = 12
 
 def _canaries(mem: Memory, n: int) -> tuple[list[str], list[str]]:
     rng = np.random.default_rng(3)
@@ -197,21 +209,21 @@ def _canaries(mem: Memory, n: int) -> tuple[list[str], list[str]]:
 def test_an_erased_row_leaves_no_text_vector_or_code_in_the_ram_index(tmp_path: Path, encoding: str) -> None:
     with _open(tmp_path, search_index=encoding) as mem:
         index = _loaded(mem)
-        canary, other = _canaries(mem, 40)
+        canary, other = _canaries(mem, CANARIES)
         vectors, kept = embed_many(EMBEDDING, canary), embed_many(EMBEDDING, other)
         # The scan finds what is there (so that 0 below means something).
         held = ram_remnants(index.index, canary, vectors, exclude=other)
-        assert held["texts"] == held["codes"] == 40 and (held["vectors"] >= 40) == (encoding == "float32")
+        assert held["texts"] == held["codes"] == CANARIES and (held["vectors"] >= CANARIES) == (encoding == "float32")
         mem.session(DPO).erase(subject="p-canary")
         assert ram_remnants(index.index, canary, vectors, exclude=other) == {"texts": 0, "vectors": 0, "codes": 0}
-        assert ram_remnants(index.index, other, kept, exclude=canary)["texts"] == 40
+        assert ram_remnants(index.index, other, kept, exclude=canary)["texts"] == CANARIES
         hits = mem.session(ALICE).search("Canary patient rare allergy", ("ward3",), k=100)
-        assert len(hits) == 40 and all(h.record.content in other for h in hits)
+        assert len(hits) == CANARIES and all(h.record.content in other for h in hits)
 
 
 def test_an_erasure_while_the_index_loads_never_reaches_it(tmp_path: Path, monkeypatch) -> None:
     with _open(tmp_path) as mem:
-        canary, other = _canaries(mem, 30)
+        canary, other = _canaries(mem, CANARIES)
     vectors = embed_many(EMBEDDING, canary)
     first_page, release = threading.Event(), threading.Event()
     real = PartitionedBackend.vectors
@@ -229,15 +241,15 @@ def test_an_erasure_while_the_index_loads_never_reaches_it(tmp_path: Path, monke
         index = derived_index(mem._backend)
         assert first_page.wait(60) and not index.ready
         # Served by the partition path meanwhile.
-        assert len(mem.session(ALICE).search("Canary patient", ("ward3", "patients"), k=100)) == 60
+        assert len(mem.session(ALICE).search("Canary patient", ("ward3", "patients"), k=100)) == 2 * CANARIES
         mem.session(DPO).erase(subject="p-canary")
         assert ram_remnants(index.index, canary, vectors, exclude=other) == {"texts": 0, "vectors": 0, "codes": 0}
         release.set()
         assert index.wait_ready(60)
         assert ram_remnants(index.index, canary, vectors, exclude=other) == {"texts": 0, "vectors": 0, "codes": 0}
-        assert len(index.index) == 30
+        assert len(index.index) == CANARIES
         hits = mem.session(ALICE).search("Canary patient rare allergy", ("ward3",), k=100)
-        assert len(hits) == 30 and all(h.record.content in other for h in hits)
+        assert len(hits) == CANARIES and all(h.record.content in other for h in hits)
 
 
 # -- it follows Chroma ----------------------------------------------------------------------------

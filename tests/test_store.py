@@ -34,6 +34,7 @@ from memwarden.integrations.binding import (
 from memwarden.integrations.store import GovernedStore
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.core.records import keyed_id
+from tests.clock import Clock
 
 pytestmark = pytest.mark.integration
 
@@ -355,13 +356,13 @@ def test_async_api_and_abatch(store: GovernedStore) -> None:
     assert batched[0].value == {"v": 1} and batched[1:] == [None, None]
 
 
-def test_ttl_is_in_minutes_and_expired_items_vanish(mem: Memory, store: GovernedStore) -> None:
+def test_ttl_is_in_minutes_and_expired_items_vanish(mem: Memory, store: GovernedStore, clock: Clock) -> None:
     ns = ("notes", "ttl")
     with bind_principal(OLGA):
         store.put(ns, "long", {"v": 1}, ttl=5)
-        store.put(ns, "short", {"v": 2}, ttl=0.004)  # 0.24 seconds
+        store.put(ns, "short", {"v": 2}, ttl=0.02)  # 1.2 seconds: room for the first read
         assert store.get(ns, "short") is not None
-        time.sleep(0.5)
+        clock.advance(1.5)
         assert store.get(ns, "short") is None
         assert [i.key for i in store.search(ns)] == ["long"]
     record = mem.session(OLGA).get(keyed_id(ns, "long"))

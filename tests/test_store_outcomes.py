@@ -22,7 +22,7 @@ from langgraph.store.base import PutOp
 from memwarden import AccessDenied, HeldForReview, Memory, NotFound, Principal, Status
 from memwarden.integrations.binding import bind_principal
 from memwarden.integrations.store_outcomes import PutResult, strict_outcomes
-from memwarden.integrations.tools import governed_tool, held_text, memory_tools
+from memwarden.integrations.tools import held_text, memory_tools
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.orchestrator import ScriptedChatModel, calls, tool_call
 
@@ -30,24 +30,12 @@ pytestmark = pytest.mark.integration
 
 langmem = pytest.importorskip("langmem")
 
-# Two users with their own spaces; the team space holds every write for a reviewer.
-POLICY = """\
-p, member, team/**, read
-p, member, team/**, write, review
-p, member, team/**, update
-p, reviewer, team/**, approve
-p, ann, users/ann/**, read
-p, ann, users/ann/**, write
-p, ann, users/ann/**, update
-p, ann, users/ann/**, forget
-p, ben, users/ben/**, read
-p, ben, users/ben/**, write
-p, ben, users/ben/**, update
-p, ben, users/ben/**, forget
-g, ann, member
-g, ben, member
-g, rae, reviewer
-"""
+# The two users of examples/langmem_two_users.py, except that the team space holds every write
+# for a reviewer.
+_TWO_USERS = (Path(__file__).resolve().parent.parent / "examples" / "policies" / "two_users.csv").read_text(encoding="utf-8")
+assert "p, member, team/**, write\n" in _TWO_USERS
+POLICY = _TWO_USERS.replace("p, member, team/**, write\n", "p, member, team/**, write, review\n") \
+    + "p, reviewer, team/**, approve\ng, rae, reviewer\n"
 
 ANN, BEN, RAE = Principal("ann"), Principal("ben"), Principal("rae")
 TEAM = ("team", "notes")
@@ -144,12 +132,9 @@ def test_memory_tools_say_held_for_review_and_not_allowed(mem: Memory) -> None:
 
 
 def _langmem_tools(mem: Memory, namespace: tuple[str, ...], *, governed: bool) -> list[Any]:
-    from langmem import create_manage_memory_tool, create_search_memory_tool
+    from examples.langmem_two_users import tools
 
-    store = mem.as_store()
-    tools = [create_manage_memory_tool(namespace=namespace, store=store),
-             create_search_memory_tool(namespace=namespace, store=store)]
-    return [governed_tool(t) for t in tools] if governed else tools
+    return tools(mem, namespace, governed=governed)
 
 
 def test_langmem_alone_tells_the_model_created_for_a_held_put(mem: Memory) -> None:

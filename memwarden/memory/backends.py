@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from memwarden.core.fields import Meta
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -101,7 +103,7 @@ class Backend(Protocol):
 
 def subject_filter(subject: str) -> Where:
     """The filter of the rows about ``subject``."""
-    return {"subjects": {"$contains": subject}}
+    return {Meta.SUBJECTS.value: {"$contains": subject}}
 
 
 def _rows(ids: list[str], documents: list[str] | None, metadatas: list[dict] | None) -> list[StoredRow]:

@@ -12,9 +12,8 @@ from typing import Any
 
 from memwarden.guards.forgetting import forget_at
 from memwarden.memory.backends import StoredRow
+from memwarden.core.fields import LABEL_PREFIX, Meta, label_field, ns_label
 from memwarden.core.records import MemoryRecord
-# The keys policy filters read: labels as lbl_<name>, the writer's roles as a list.
-from memwarden.policies.pushdown import CONTENT_CLASS_KEY, LABEL_PREFIX, WRITER_ROLES_KEY
 
 #: Stored in place of "never" so that an expiry filter is a plain comparison.
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z
@@ -40,49 +39,49 @@ def to_metadata(record: MemoryRecord, *, replacing: MemoryRecord | None = None) 
     lacks are removed the same way.
     """
     meta: dict[str, Any] = {
-        "ns": record.namespace_text,
-        "ns_depth": len(record.namespace),
-        "kind": record.kind.value,
+        Meta.NS.value: record.namespace_text,
+        Meta.NS_DEPTH.value: len(record.namespace),
+        Meta.KIND.value: record.kind.value,
         # The content class policy conditions read (``content=directive``).
-        CONTENT_CLASS_KEY: record.content_class.value,
-        "status": record.status.value,
-        "writer": record.writer,
-        "source": record.source.value,
-        "created_at": record.created_at.timestamp(),
+        Meta.CONTENT_CLASS.value: record.content_class.value,
+        Meta.STATUS.value: record.status.value,
+        Meta.WRITER.value: record.writer,
+        Meta.SOURCE.value: record.source.value,
+        Meta.CREATED_AT.value: record.created_at.timestamp(),
         # ``expires_at`` is the moment the record stops being returned (TTL or decay), the
         # one field read filters compare; ``ttl_at`` keeps the TTL itself.
-        "expires_at": _ts(forget_at(record)) or NEVER,
-        "uses": record.uses,
-        "trust": float(record.trust),
-        "version": record.version,
+        Meta.EXPIRES_AT.value: _ts(forget_at(record)) or NEVER,
+        Meta.USES.value: record.uses,
+        Meta.TRUST.value: float(record.trust),
+        Meta.VERSION.value: record.version,
         # What time filters compare (memwarden.memory.retrieval.time_filter): a record's time
         # is its valid_from, else its write time, and it holds until valid_to (else never).
-        "t_from": (record.valid_from or record.created_at).timestamp(),
-        "t_to": _ts(record.valid_to) or NEVER,
+        Meta.T_FROM.value: (record.valid_from or record.created_at).timestamp(),
+        Meta.T_TO.value: _ts(record.valid_to) or NEVER,
     }
     for i, label in enumerate(record.namespace):
-        meta[f"ns_{i}"] = label
+        meta[ns_label(i)] = label
     # Chroma refuses empty lists, so an empty list is stored as an absent key (None).
     optional = {
-        "subjects": list(record.subjects),
-        "parents": list(record.parents),
-        WRITER_ROLES_KEY: list(record.writer_roles),
-        "valid_from": _ts(record.valid_from),
-        "valid_to": _ts(record.valid_to),
-        "supersedes": record.supersedes,
-        "key": record.key,
-        "ttl_at": _ts(record.expires_at),
-        "half_life": record.half_life,
-        "last_access": _ts(record.last_access),
-        "approvals": list(record.approvals),
-        "rejections": list(record.rejections),
-        "reviewed": record.reviewed,
+        Meta.SUBJECTS.value: list(record.subjects),
+        Meta.PARENTS.value: list(record.parents),
+        Meta.WRITER_ROLES.value: list(record.writer_roles),
+        Meta.VALID_FROM.value: _ts(record.valid_from),
+        Meta.VALID_TO.value: _ts(record.valid_to),
+        Meta.SUPERSEDES.value: record.supersedes,
+        Meta.KEY.value: record.key,
+        Meta.TTL_AT.value: _ts(record.expires_at),
+        Meta.HALF_LIFE.value: record.half_life,
+        Meta.LAST_ACCESS.value: _ts(record.last_access),
+        Meta.APPROVALS.value: list(record.approvals),
+        Meta.REJECTIONS.value: list(record.rejections),
+        Meta.REVIEWED.value: record.reviewed,
     }
     meta.update({k: (None if v == [] else v) for k, v in optional.items()})
     if replacing is not None:
-        meta.update({LABEL_PREFIX + key: None for key in replacing.labels if key not in record.labels})
+        meta.update({label_field(key): None for key in replacing.labels if key not in record.labels})
     for key, value in record.labels.items():
-        meta[LABEL_PREFIX + key] = value
+        meta[label_field(key)] = value
     return meta
 
 
@@ -94,34 +93,34 @@ def stored_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 def from_row(row: StoredRow) -> MemoryRecord:
     """Rebuild the record a row was made from."""
     m = row.metadata
-    depth = int(m["ns_depth"])
+    depth = int(m[Meta.NS_DEPTH])
     return MemoryRecord(
         id=row.id,
-        namespace=tuple(m[f"ns_{i}"] for i in range(depth)),
+        namespace=tuple(m[ns_label(i)] for i in range(depth)),
         content=row.document,
-        kind=m["kind"],
+        kind=m[Meta.KIND],
         # A row stored before records were classified counts as a directive: the class
         # policies restrict, so that an old row escapes no directive rule.
-        content_class=m.get(CONTENT_CLASS_KEY, "directive"),
-        subjects=tuple(m.get("subjects", ())),
-        writer=m["writer"],
-        writer_roles=tuple(m.get(WRITER_ROLES_KEY, ())),
-        source=m["source"],
-        parents=tuple(m.get("parents", ())),
-        created_at=_dt(m["created_at"]),
-        valid_from=_dt(m.get("valid_from")),
-        valid_to=_dt(m.get("valid_to")),
-        expires_at=_dt(m.get("ttl_at")),
-        trust=m.get("trust", 1.0),
-        status=m["status"],
-        version=int(m.get("version", 1)),
-        supersedes=m.get("supersedes"),
-        key=m.get("key"),
-        half_life=m.get("half_life"),
-        last_access=_dt(m.get("last_access")),
-        uses=int(m.get("uses", 0)),
-        approvals=tuple(m.get("approvals", ())),
-        rejections=tuple(m.get("rejections", ())),
-        reviewed=m.get("reviewed"),
+        content_class=m.get(Meta.CONTENT_CLASS, "directive"),
+        subjects=tuple(m.get(Meta.SUBJECTS, ())),
+        writer=m[Meta.WRITER],
+        writer_roles=tuple(m.get(Meta.WRITER_ROLES, ())),
+        source=m[Meta.SOURCE],
+        parents=tuple(m.get(Meta.PARENTS, ())),
+        created_at=_dt(m[Meta.CREATED_AT]),
+        valid_from=_dt(m.get(Meta.VALID_FROM)),
+        valid_to=_dt(m.get(Meta.VALID_TO)),
+        expires_at=_dt(m.get(Meta.TTL_AT)),
+        trust=m.get(Meta.TRUST, 1.0),
+        status=m[Meta.STATUS],
+        version=int(m.get(Meta.VERSION, 1)),
+        supersedes=m.get(Meta.SUPERSEDES),
+        key=m.get(Meta.KEY),
+        half_life=m.get(Meta.HALF_LIFE),
+        last_access=_dt(m.get(Meta.LAST_ACCESS)),
+        uses=int(m.get(Meta.USES, 0)),
+        approvals=tuple(m.get(Meta.APPROVALS, ())),
+        rejections=tuple(m.get(Meta.REJECTIONS, ())),
+        reviewed=m.get(Meta.REVIEWED),
         labels={k[len(LABEL_PREFIX):]: v for k, v in m.items() if k.startswith(LABEL_PREFIX)},
     )

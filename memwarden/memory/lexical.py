@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 import snowballstemmer
 
 from memwarden.core.errors import ReadOnlyError
+from memwarden.core.fields import Meta, ns_label
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow
 from memwarden.core.namespace import MAX_DEPTH
 from memwarden.policies.sqlfilter import compile_where, scalar_column
@@ -64,8 +65,8 @@ K1, B = 1.2, 0.75
 _SCHEMA_VERSION = "2"
 # Keys every read filter compares (policy scope, visibility, kind, time), kept as generated
 # columns so a filter reads them without parsing the JSON (memwarden.policies.sqlfilter).
-_HOT_KEYS = ("status", "expires_at", "kind", "ns_depth", *(f"ns_{i}" for i in range(MAX_DEPTH)),
-             "created_at", "t_from", "t_to")
+_HOT_KEYS = (*(k.value for k in (Meta.STATUS, Meta.EXPIRES_AT, Meta.KIND, Meta.NS_DEPTH)),
+             *(ns_label(i) for i in range(MAX_DEPTH)), *(k.value for k in (Meta.CREATED_AT, Meta.T_FROM, Meta.T_TO)))
 _SCALARS = {key: f"d.k_{key}" for key in _HOT_KEYS}
 _HOT_COLUMNS = ", ".join(f"k_{key} GENERATED ALWAYS AS ({scalar_column(key)}) STORED" for key in _HOT_KEYS)
 _REBUILD_BATCH = 1000
@@ -192,8 +193,8 @@ class LexicalIndex:
             for rid, metadata in zip(ids, metadatas):
                 row = db.execute("UPDATE docs SET meta = json_patch(meta, ?) WHERE id = ? RETURNING rowid",
                                  (json.dumps(metadata), rid)).fetchone()
-                if row is not None and "subjects" in metadata:
-                    self._set_subjects(db, row[0], metadata["subjects"])
+                if row is not None and Meta.SUBJECTS in metadata:
+                    self._set_subjects(db, row[0], metadata[Meta.SUBJECTS])
             self._mark(db, ids)
 
     def mark(self, ids: Sequence[str]) -> None:
@@ -265,8 +266,8 @@ class LexicalIndex:
             db.execute("DELETE FROM postings WHERE doc = ?", (rowid,))
             db.executemany("INSERT INTO postings(term, doc, tf) VALUES (?, ?, ?)",
                            [(t, rowid, n) for t, n in counts.items()])
-            if not merge or "subjects" in metadata:  # a merge without the key keeps them
-                self._set_subjects(db, rowid, metadata.get("subjects"))
+            if not merge or Meta.SUBJECTS in metadata:  # a merge without the key keeps them
+                self._set_subjects(db, rowid, metadata.get(Meta.SUBJECTS))
 
     @staticmethod
     def _set_subjects(db: sqlite3.Connection, rowid: int, subjects: Any) -> None:
@@ -435,10 +436,10 @@ class IndexedBackend(DelegatingBackend):
         Chroma, the authority, by id, checked again for the subject."""
         groups: dict[Any, list[str]] = {}
         for rid, meta in self._index.about(subject, limit):
-            namespace = tuple(meta.get(f"ns_{i}") for i in range(int(meta.get("ns_depth", 0))))
+            namespace = tuple(meta.get(ns_label(i)) for i in range(int(meta.get(Meta.NS_DEPTH, 0))))
             groups.setdefault(self._inner.partition_of(namespace), []).append(rid)
         rows = [row for part, ids in groups.items() for row in self._inner.fetch(ids=ids, partitions=[part])]
-        return [row for row in rows if subject in (row.metadata.get("subjects") or ())]
+        return [row for row in rows if subject in (row.metadata.get(Meta.SUBJECTS) or ())]
 
     def delete(self, ids) -> None:
         self._index.mark(ids)

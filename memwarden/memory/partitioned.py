@@ -37,7 +37,6 @@ import json
 import os
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -46,6 +45,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memwarden.core.errors import InvalidRequest
+from memwarden.core.fields import Meta, ns_label
 from memwarden.memory import compaction
 from memwarden.memory.compaction import marker, scrub, versions
 from memwarden.memory.backends import COLLECTION, StoredRow, Where, _rows, subject_filter
@@ -120,8 +120,8 @@ def _partition_from(metadata: dict[str, Any] | None, depth: int) -> Partition | 
 def row_partition(metadata: dict[str, Any], depth: int) -> Partition:
     """The partition of a stored row, from the namespace labels in its metadata."""
     try:
-        n = int(metadata["ns_depth"])
-        namespace = tuple(str(metadata[f"ns_{i}"]) for i in range(n))
+        n = int(metadata[Meta.NS_DEPTH])
+        namespace = tuple(str(metadata[ns_label(i)]) for i in range(n))
     except (KeyError, TypeError, ValueError):
         raise InvalidRequest("a stored row needs its namespace in ns_depth and ns_0 .. ns_<n-1>") from None
     return partition_of(namespace, depth)
@@ -776,6 +776,4 @@ class PartitionedBackend:
         # Closing the client releases its shared system, so a later open in the same process
         # owns the store alone (which lets an erasure rewrite the files in place).
         if client is not None and hasattr(client, "close"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                client.close()
+            client.close()

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from memwarden.core.errors import AccessDenied, InvalidRequest, MemwardenError, ReadOnlyError
+from memwarden.core.fields import Meta
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import Op, RecoverOp, WriteOp, op_namespace
 from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Status, hashed, utcnow
@@ -82,8 +83,8 @@ _log = logging.getLogger("memwarden")
 
 
 # The metadata a read may change: a decay clock, and a TTL a refresh_ttl read restarts.
-_DECAY_KEYS = ("last_access", "uses", "expires_at")
-_RENEWED_KEYS = ("last_access", "expires_at", "ttl_at")
+_DECAY_KEYS = tuple(k.value for k in (Meta.LAST_ACCESS, Meta.USES, Meta.EXPIRES_AT))
+_RENEWED_KEYS = tuple(k.value for k in (Meta.LAST_ACCESS, Meta.EXPIRES_AT, Meta.TTL_AT))
 
 class Pipeline:
     """The governed path (see the module docstring); built and owned by a Memory."""
@@ -513,7 +514,7 @@ class Pipeline:
         now = utcnow().timestamp()
         kinds = {k.value for k in INDEXED_KINDS}
         return [from_row(row) for row in self.view.subject_rows(subject, 4 * limit)
-                if visible_metadata(row.metadata, now) and row.metadata.get("kind") in kinds][:limit]
+                if visible_metadata(row.metadata, now) and row.metadata.get(Meta.KIND) in kinds][:limit]
 
     def _load_lessons(self, limit: int) -> list[MemoryRecord]:
         """The newest ``limit`` active lesson records."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from memwarden.core.fields import Meta
 from memwarden.core.records import Kind, SearchHit
 from memwarden.policies.pushdown import all_of
 
@@ -59,13 +60,13 @@ def time_filter(*, as_of: datetime | None = None, created_after: datetime | None
     conds: list[Where] = []
     if as_of is not None:
         t = as_of.timestamp()
-        conds += [{"t_from": {"$lte": t}}, {"t_to": {"$gt": t}}]
+        conds += [{Meta.T_FROM.value: {"$lte": t}}, {Meta.T_TO.value: {"$gt": t}}]
     if time_range is not None:
-        conds += [{"t_from": {"$gte": time_range[0].timestamp()}}, {"t_from": {"$lt": time_range[1].timestamp()}}]
+        conds += [{Meta.T_FROM.value: {"$gte": time_range[0].timestamp()}}, {Meta.T_FROM.value: {"$lt": time_range[1].timestamp()}}]
     if created_after is not None:
-        conds.append({"created_at": {"$gte": created_after.timestamp()}})
+        conds.append({Meta.CREATED_AT.value: {"$gte": created_after.timestamp()}})
     if created_before is not None:
-        conds.append({"created_at": {"$lt": created_before.timestamp()}})
+        conds.append({Meta.CREATED_AT.value: {"$lt": created_before.timestamp()}})
     return all_of(conds)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from memwarden.core.fields import Meta, label_field
 from memwarden.core.namespace import Namespace
 from memwarden.core.records import Kind, MemoryRecord, utcnow
 from memwarden.guards.visibility import visible_metadata
@@ -27,7 +28,7 @@ from memwarden.memory.codec import from_row
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.policies.engine import ReadScope
 from memwarden.policies.partitions import Coverage, Partition, Target, plan
-from memwarden.policies.pushdown import LABEL_PREFIX, any_of
+from memwarden.policies.pushdown import any_of
 
 # Largest number of ids in one provenance look-up (Chroma's filter depth limit is 1,000).
 LINK_CHUNK = 400
@@ -125,7 +126,7 @@ class StoreView:
             newer: list[MemoryRecord] = []
             for start in range(0, len(frontier), LINK_CHUNK):
                 chunk = frontier[start:start + LINK_CHUNK]
-                newer += [from_row(r) for r in self._backend.fetch(where={"supersedes": {"$in": chunk}},
+                newer += [from_row(r) for r in self._backend.fetch(where={Meta.SUPERSEDES.value: {"$in": chunk}},
                                                                    partitions=within)]
             fresh = [r for r in newer if r.id not in found]
             found.update((r.id, r) for r in fresh)
@@ -137,9 +138,9 @@ class StoreView:
         found: list[MemoryRecord] = []
         for start in range(0, len(ids), LINK_CHUNK):
             chunk = list(ids[start:start + LINK_CHUNK])
-            linked = [{"parents": {"$contains": i}} for i in chunk]
+            linked = [{Meta.PARENTS.value: {"$contains": i}} for i in chunk]
             if versions:
-                linked.append({"supersedes": {"$in": chunk}})
+                linked.append({Meta.SUPERSEDES.value: {"$in": chunk}})
             found += [from_row(r) for r in self._backend.fetch(where=any_of(linked))]
         return found
 
@@ -159,7 +160,7 @@ class StoreView:
 
     def labelled(self, label: str, value: str) -> list[MemoryRecord]:
         """Every stored record whose label ``label`` is ``value``, anywhere (a system read)."""
-        return [from_row(r) for r in self._backend.fetch(where={LABEL_PREFIX + label: value})]
+        return [from_row(r) for r in self._backend.fetch(where={label_field(label): value})]
 
     def subject_rows(self, subject: str, limit: int) -> list[StoredRow]:
         """Up to ``limit`` rows about ``subject`` (for the subject index: a cache)."""
@@ -168,13 +169,13 @@ class StoreView:
     def in_namespace(self, namespace: Namespace) -> list[MemoryRecord]:
         """The visible records of exactly ``namespace`` (for capacity eviction)."""
         now = utcnow().timestamp()
-        rows = self._backend.fetch(where={"ns": "/".join(namespace)},
+        rows = self._backend.fetch(where={Meta.NS.value: "/".join(namespace)},
                                    partitions=[self._backend.partition_of(namespace)])
         return [from_row(r) for r in rows if visible_metadata(r.metadata, now)]
 
     def kind_in(self, kind: Kind, namespace: Namespace) -> list[MemoryRecord]:
         """Every record of ``kind`` in the partition of ``namespace`` (lessons)."""
-        rows = self._backend.fetch(where={"kind": kind.value}, partitions=[self._backend.partition_of(namespace)])
+        rows = self._backend.fetch(where={Meta.KIND.value: kind.value}, partitions=[self._backend.partition_of(namespace)])
         return [from_row(r) for r in rows]
 
     # -- scoped reads (searches, listings, sweeps) ---------------------------------------------

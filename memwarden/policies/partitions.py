@@ -39,6 +39,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any
 
+from memwarden.core.fields import ns_label
 from memwarden.policies.engine import ReadScope
 from memwarden.core.namespace import Namespace
 from memwarden.policies.patterns import ONE, NamespacePattern
@@ -120,12 +121,12 @@ def _or(terms: Iterable[Where | None]) -> Where | None:
 
 
 def _eq(i: int, label: str) -> Where:
-    return {f"ns_{i}": label}
+    return {ns_label(i): label}
 
 
 def _ne(i: int, label: str) -> Where:
     # Every row of a partition has ns_0 .. ns_{length-1}, so $ne never meets a missing key here.
-    return {f"ns_{i}": {"$ne": label}}
+    return {ns_label(i): {"$ne": label}}
 
 
 # -- restricting patterns to a partition ------------------------------------------------------

@@ -16,19 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from memwarden.policies.conditions import CONTENT, WRITER_ROLE, Condition, Term
-from memwarden.policies.engine import Clause, ReadScope
+from memwarden.core.fields import Meta, label_field, ns_label
 from memwarden.core.namespace import Namespace
+from memwarden.policies.conditions import CONTENT, KIND, SOURCE, WRITER_ROLE, Condition, Term
+from memwarden.policies.engine import Clause, ReadScope
 from memwarden.policies.patterns import ONE, NamespacePattern
 
 Where = dict[str, Any]
 
-#: Metadata key prefix of a record's labels (``lbl_sensitivity``); the codec stores them so.
-LABEL_PREFIX = "lbl_"
-#: Metadata key of the writer's roles (a list).
-WRITER_ROLES_KEY = "writer_roles"
-#: Metadata key of the content class (the condition attribute ``content``).
-CONTENT_CLASS_KEY = "content_class"
+_DEPTH = Meta.NS_DEPTH.value
+#: The field each attribute condition reads (besides writer_role, a list, and label.<name>).
+_ATTRIBUTE_FIELDS = {KIND: Meta.KIND.value, SOURCE: Meta.SOURCE.value, CONTENT: Meta.CONTENT_CLASS.value}
 
 
 def all_of(conditions: list[Where]) -> Where:
@@ -50,19 +48,19 @@ def prefix_filter(prefix: Namespace) -> Where:
     """Records at or below ``prefix``."""
     if not prefix:
         return {}
-    conds: list[Where] = [{f"ns_{i}": label} for i, label in enumerate(prefix)]
-    conds.append({"ns_depth": {"$gte": len(prefix)}})
+    conds: list[Where] = [{ns_label(i): label} for i, label in enumerate(prefix)]
+    conds.append({_DEPTH: {"$gte": len(prefix)}})
     return all_of(conds)
 
 
 def _depth(pattern: NamespacePattern) -> Where:
     n = len(pattern.labels)
-    return {"ns_depth": {"$gt": n}} if pattern.deep else {"ns_depth": n}
+    return {_DEPTH: {"$gt": n}} if pattern.deep else {_DEPTH: n}
 
 
 def pattern_filter(pattern: NamespacePattern) -> Where:
     """Records whose namespace matches ``pattern``."""
-    conds = [{f"ns_{i}": label} for i, label in enumerate(pattern.labels) if label != ONE]
+    conds = [{ns_label(i): label} for i, label in enumerate(pattern.labels) if label != ONE]
     return all_of(conds + [_depth(pattern)])
 
 
@@ -73,8 +71,8 @@ def _pattern_misses(pattern: NamespacePattern) -> list[Where]:
     namespace needs: it cannot equal a label at a depth it does not have.
     """
     n = len(pattern.labels)
-    depth_miss = {"ns_depth": {"$lte": n}} if pattern.deep else {"ns_depth": {"$ne": n}}
-    return [{f"ns_{i}": {"$ne": label}} for i, label in enumerate(pattern.labels) if label != ONE] + [depth_miss]
+    depth_miss = {_DEPTH: {"$lte": n}} if pattern.deep else {_DEPTH: {"$ne": n}}
+    return [{ns_label(i): {"$ne": label}} for i, label in enumerate(pattern.labels) if label != ONE] + [depth_miss]
 
 
 def not_pattern_filter(pattern: NamespacePattern) -> Where:
@@ -88,10 +86,9 @@ def term_filter(term: Term) -> Where:
     if term.attribute == WRITER_ROLE:
         # writer_roles is a list: '=' needs one of the roles in it, '!=' none of them.
         if term.negated:
-            return all_of([{WRITER_ROLES_KEY: {"$not_contains": v}} for v in values])
-        return any_of([{WRITER_ROLES_KEY: {"$contains": v}} for v in values])
-    key = (LABEL_PREFIX + term.label if term.label is not None
-           else CONTENT_CLASS_KEY if term.attribute == CONTENT else term.attribute)
+            return all_of([{Meta.WRITER_ROLES.value: {"$not_contains": v}} for v in values])
+        return any_of([{Meta.WRITER_ROLES.value: {"$contains": v}} for v in values])
+    key = label_field(term.label) if term.label is not None else _ATTRIBUTE_FIELDS[term.attribute]
     return {key: {"$nin" if term.negated else "$in": values}}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memwarden.core.fields import Meta
 from memwarden.core.errors import AccessDenied, InvalidRequest
 from memwarden.core.ops import ForgetOp, RetractOp, ReviewOp, SweepOp
 from memwarden.core.records import MemoryRecord, ReviewResult, Status, content_digest, keyed_id
@@ -133,9 +134,9 @@ REVIEW = Handler(need=lambda op, ctx: OnRecord(op.id, "approve", frozenset({Stat
 def _run_sweep(op: SweepOp, scope: ReadScope, ctx: OpContext) -> tuple[int, list[Effect]]:
     now = ctx.now
     cutoff = now.timestamp() - ctx.settings.review_timeout
-    gone = any_of([{"status": Status.FORGOTTEN.value},
-                   all_of([{"status": Status.ACTIVE.value}, {"expires_at": {"$lte": now.timestamp()}}]),
-                   all_of([{"status": Status.QUARANTINED.value}, {"created_at": {"$lte": cutoff}}])])
+    gone = any_of([{Meta.STATUS.value: Status.FORGOTTEN.value},
+                   all_of([{Meta.STATUS.value: Status.ACTIVE.value}, {Meta.EXPIRES_AT.value: {"$lte": now.timestamp()}}]),
+                   all_of([{Meta.STATUS.value: Status.QUARANTINED.value}, {Meta.CREATED_AT.value: {"$lte": cutoff}}])])
     rows = ctx.view.listed(ctx.view.targets(scope), gone, None)
     # Records held for an erasure are not garbage: they wait for someone who may erase them.
     doomed = [r for r in map(from_row, rows) if ctx.allows("admin", r) and HELD_LABEL not in r.labels]

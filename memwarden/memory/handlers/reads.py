@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memwarden.core.fields import Meta, ns_label
 from memwarden.core.namespace import Namespace
 from memwarden.core.ops import GetOp, HistoryOp, ListNamespacesOp
 from memwarden.core.records import MemoryRecord, Status
@@ -93,7 +94,7 @@ def _listed_as(metadata: dict, max_depth: int | None) -> Namespace | None:
     """The namespace a stored row would be listed as (None for a row without a readable one,
     which is then rebuilt and re-checked like any other)."""
     try:
-        namespace = tuple(metadata[f"ns_{i}"] for i in range(int(metadata["ns_depth"])))
+        namespace = tuple(metadata[ns_label(i)] for i in range(int(metadata[Meta.NS_DEPTH])))
     except (KeyError, TypeError, ValueError):
         return None
     return namespace[:max_depth] if max_depth else namespace

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from memwarden.core.fields import Meta
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.ops import SearchOp
 from memwarden.core.records import MemoryRecord, SearchHit, Status
@@ -34,9 +35,9 @@ Ranked = list[tuple[StoredRow, float | None, float | None, float | None]]
 
 def _shown(now: datetime, kinds: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
     """The test a search applies to stored metadata: visible at ``now``, of ``kinds``."""
-    wanted = set(kinds["kind"]["$in"]) if kinds else None
+    wanted = set(kinds[Meta.KIND]["$in"]) if kinds else None
     stamp = now.timestamp()
-    return lambda meta: visible_metadata(meta, stamp) and (wanted is None or meta.get("kind") in wanted)
+    return lambda meta: visible_metadata(meta, stamp) and (wanted is None or meta.get(Meta.KIND) in wanted)
 
 
 def _may_find(ctx: OpContext, record: MemoryRecord, history: ReadScope | None) -> bool:
@@ -58,12 +59,12 @@ def _run(op: SearchOp, scope: ReadScope, ctx: OpContext) -> tuple[list[SearchHit
     if history is not None:
         # Earlier versions only where the caller may also see history (as HistoryOp needs).
         alive = any_of([visible_filter(now), all_of([
-            {"status": Status.SUPERSEDED.value}, {"expires_at": {"$gt": now.timestamp()}}, scope_filter(history)])])
+            {Meta.STATUS.value: Status.SUPERSEDED.value}, {Meta.EXPIRES_AT.value: {"$gt": now.timestamp()}}, scope_filter(history)])])
     else:
         alive = visible_filter(now)
     when = {"as_of": op.as_of, "time_range": op.time_range,
             "created_after": op.created_after, "created_before": op.created_before}
-    kinds = {"kind": {"$in": [k.value for k in op.kinds]}} if op.kinds else {}
+    kinds = {Meta.KIND.value: {"$in": [k.value for k in op.kinds]}} if op.kinds else {}
     rest = all_of([alive, kinds, time_filter(**when)])
     # The policy goes down as a choice of partitions plus their residual filters. When the
     # rest of the filter is visibility and kinds only, which nearly every row passes (the
@@ -143,7 +144,7 @@ def _ranked(op: SearchOp, ctx: OpContext, targets: Sequence[Target], where: dict
         # Earlier versions rank below current ones (which needs every candidate's status).
         # As of a past moment, the version that held then was current: no down-weight.
         rows |= ctx.view.rows([i for i, _ in ranked if i not in rows])
-        ranked = sorted(((i, s * SUPERSEDED_WEIGHT if rows.get(i) and rows[i].metadata.get("status")
+        ranked = sorted(((i, s * SUPERSEDED_WEIGHT if rows.get(i) and rows[i].metadata.get(Meta.STATUS)
                           == Status.SUPERSEDED.value else s) for i, s in ranked), key=lambda p: -p[1])
     top = ranked[:want]
     # The lexical leg gives ids: rows come from Chroma, the authority, and are re-checked.

@@ -1,7 +1,7 @@
 """LangGraph store conformance (1 of 2: items, batches, search and filters, namespaces, vector
 search and scores): one suite, run against LangGraph's own InMemoryStore (to prove the suite),
 memwarden's ``as_store()`` on an embedded Memory, and ``as_store()`` on a Chroma server
-(``chroma run``); the harness is tests/store_harness.py.
+(``chroma run``); the harness is tests/conformance/harness.py, its fixtures conftest.py.
 
 The cases are those LangGraph's store tests cover (checkpoint, checkpoint-sqlite and
 checkpoint-postgres: batches, CRUD, search and its filters, namespace matching, vector search
@@ -15,27 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
-from tests.store_harness import BACKENDS, EMBED, Harness, cosine, harness_for, langgraph_lacks
+from tests.conformance.harness import EMBED, Harness, cosine, langgraph_lacks
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(params=BACKENDS)
-def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
-    return harness_for(request, tmp_path)
-
-
-@pytest.fixture
-def store(harness: Harness) -> Iterator[BaseStore]:
-    with harness.store() as built:
-        yield built
 
 
 # -- items: put, get, delete, batches ---------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The harness of the LangGraph store conformance suite (tests/test_store_conformance*.py):
+"""The harness of the LangGraph store conformance suite (tests/conformance/):
 each backend's store for one test, below a root label of its own.
 
 Backends: LangGraph's own ``InMemoryStore`` (which proves the suite), memwarden's
@@ -9,7 +9,6 @@ only the store semantics are under test.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -98,12 +97,6 @@ class Harness:
             mem.close()
 
 
-def harness_for(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
-    """The harness of the backend ``request.param`` (the suite's ``harness`` fixture)."""
-    server = request.getfixturevalue("chroma_server") if request.param == "server" else None
-    return Harness(request.param, tmp_path, server)
-
-
 def langgraph_lacks(harness: Harness, feature: str) -> None:
     """Skip on InMemoryStore for a feature the installed LangGraph's InMemoryStore lacks
     (LangGraph's SQLite and Postgres stores have it; they are not installed here)."""
@@ -115,8 +108,3 @@ def cosine(a: list[float], b: list[float]) -> float:
     """The cosine similarity of two vectors."""
     x, y = np.asarray(a), np.asarray(b)
     return float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
-
-
-def until(moment: float) -> None:
-    """Sleep until ``time.monotonic()`` reaches ``moment``."""
-    time.sleep(max(0.0, moment - time.monotonic()))

@@ -1,45 +1,34 @@
 """LangGraph store conformance (2 of 2): TTL, and the governance divergences, each a test of its
 own named ``test_divergence_*`` and listed in docs/langgraph.md; a divergence test asserts
 LangGraph's behaviour on InMemoryStore and memwarden's on the others. The harness is
-tests/store_harness.py; the rest of the suite is test_store_conformance.py.
+tests/conformance/harness.py, its fixtures conftest.py; the rest of the suite is test_store_conformance.py.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.store.base import BaseStore
 
 from memwarden import AccessDenied, InvalidRequest, WriteRejected
-from tests.store_harness import BACKENDS, Harness, harness_for, langgraph_lacks, until
+from tests.clock import Clock
+from tests.conformance.harness import Harness, langgraph_lacks
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=BACKENDS)
-def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
-    return harness_for(request, tmp_path)
-
-
-@pytest.fixture
-def store(harness: Harness) -> Iterator[BaseStore]:
-    with harness.store() as built:
-        yield built
-
-
 # -- TTL --------------------------------------------------------------------------------------
+# Every TTL test runs on the ``clock`` fixture: a fake clock in make test-fast, and the system's
+# clock (real waits) in the slow tier.
 
-# Minutes. Long enough for a few puts to a Chroma server before the first read, short enough
-# for the suite to wait them out.
+# Minutes (LangGraph's unit). With the real clock: long enough for a few puts to a Chroma server
+# before the first read, short enough for the suite to wait them out.
 SHORT = 0.03  # 1.8 s
-WAIT = 2.4
+WAIT = 2.4  # seconds: past SHORT
 
 
-def test_ttl_expires_items_from_every_read(harness: Harness) -> None:
+def test_ttl_expires_items_from_every_read(harness: Harness, clock: Clock) -> None:
     langgraph_lacks(harness, "TTL support in this version")
     with harness.store() as store:
         ns = harness.ns("ttl")
@@ -47,73 +36,70 @@ def test_ttl_expires_items_from_every_read(harness: Harness) -> None:
         store.put(ns, "long", {"v": "banana"}, ttl=5)
         store.put(harness.ns("gone"), "only", {"v": 1}, ttl=SHORT)
         assert store.get(ns, "short") is not None
-        time.sleep(WAIT)
+        clock.advance(WAIT)
         assert store.get(ns, "short") is None and store.get(ns, "long") is not None
         assert [i.key for i in store.search(ns)] == ["long"]
         assert store.search(ns, filter={"v": "apple"}) == []
         assert store.list_namespaces(prefix=(harness.root,)) == [ns]
 
 
-def test_ttl_default_from_the_config_and_overrides(harness: Harness) -> None:
+def test_ttl_default_from_the_config_and_overrides(harness: Harness, clock: Clock) -> None:
     langgraph_lacks(harness, "TTL support in this version")
     with harness.store(ttl={"default_ttl": SHORT}) as store:
         ns = harness.ns("ttl")
         store.put(ns, "default", {"v": 1})
         store.put(ns, "longer", {"v": 2}, ttl=5)
         store.put(ns, "forever", {"v": 3}, ttl=None)
-        time.sleep(WAIT)
+        clock.advance(WAIT)
         assert [store.get(ns, k) is not None for k in ("default", "longer", "forever")] == [False, True, True]
 
 
-def test_ttl_is_not_inherited_by_a_new_put(harness: Harness) -> None:
+def test_ttl_is_not_inherited_by_a_new_put(harness: Harness, clock: Clock) -> None:
     langgraph_lacks(harness, "TTL support in this version")
     with harness.store() as store:
         ns = harness.ns("ttl")
         store.put(ns, "k", {"v": 1}, ttl=SHORT)
         store.put(ns, "k", {"v": 2})  # no ttl: the item no longer expires
-        time.sleep(WAIT)
+        clock.advance(WAIT)
         assert store.get(ns, "k").value == {"v": 2}
 
 
-def test_a_key_put_again_after_it_expired_is_visible(harness: Harness) -> None:
+def test_a_key_put_again_after_it_expired_is_visible(harness: Harness, clock: Clock) -> None:
     langgraph_lacks(harness, "TTL support in this version")
     with harness.store() as store:
         ns = harness.ns("ttl")
         store.put(ns, "k", {"v": 1}, ttl=SHORT)
-        time.sleep(WAIT)
+        clock.advance(WAIT)
         assert store.get(ns, "k") is None
         store.put(ns, "k", {"v": 2})
         assert store.get(ns, "k").value == {"v": 2} and [i.key for i in store.search(ns)] == ["k"]
 
 
-def test_refresh_ttl_on_get_and_search(harness: Harness) -> None:
+def test_refresh_ttl_on_get_and_search(harness: Harness, clock: Clock) -> None:
     langgraph_lacks(harness, "TTL support in this version")
     with harness.store(ttl={"refresh_on_read": True}) as store:
         ns = harness.ns("ttl")
         for key in ("got", "found", "left"):
             store.put(ns, key, {"k": key}, ttl=0.05)  # 3 s
-        written = time.monotonic()
-        while time.monotonic() < written + 4:  # reads 0.5 s apart, well inside the 3 s TTL
-            time.sleep(0.5)
+        for _ in range(8):  # 4 s of reads 0.5 s apart, well inside the 3 s TTL
+            clock.advance(0.5)
             assert store.get(ns, "got") is not None  # refresh_on_read: each read restarts the clock
             assert [i.key for i in store.search(ns, filter={"k": "found"})] == ["found"]
         assert store.get(ns, "left", refresh_ttl=False) is None  # never read: expired
-        refreshed = time.monotonic()
-        until(refreshed + 0.4)
+        clock.advance(0.4)
         assert store.get(ns, "got", refresh_ttl=False) is not None
         assert store.get(ns, "found", refresh_ttl=False) is not None
 
 
-def test_refresh_ttl_false_leaves_the_clock_alone(harness: Harness) -> None:
+def test_refresh_ttl_false_leaves_the_clock_alone(harness: Harness, clock: Clock) -> None:
     langgraph_lacks(harness, "TTL support in this version")
     with harness.store(ttl={"refresh_on_read": False}) as store:
         ns = harness.ns("ttl")
         store.put(ns, "k", {"v": 1}, ttl=SHORT)
-        written = time.monotonic()
-        until(written + 0.9)
+        clock.advance(0.9)
         assert store.get(ns, "k") is not None  # the config's default: no refresh
         assert store.search(ns, refresh_ttl=False)[0].key == "k"
-        until(written + WAIT)
+        clock.advance(WAIT - 0.9)
         assert store.get(ns, "k") is None
 
 
