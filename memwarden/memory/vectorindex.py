@@ -115,6 +115,21 @@ class VectorIndex:
     def __contains__(self, rid: object) -> bool:
         return rid in self._slot
 
+    def rows(self, ids: Sequence[str], partitions: Sequence[Partition] | None = None) -> list[StoredRow]:
+        """Copies of the rows held of ``ids``, in the order given (each once), only those in
+        ``partitions`` when they are named."""
+        within = None if partitions is None else set(partitions)
+        with self.lock:
+            found = []
+            for rid in dict.fromkeys(ids):
+                slot = self._slot.get(rid)
+                if slot is None or (within is not None and self._parts[slot] not in within):
+                    continue
+                document, meta = self._docs[slot], self._metas[slot]
+                assert document is not None and meta is not None
+                found.append(StoredRow(rid, document, dict(meta)))
+            return found
+
     def metadata(self, rid: str) -> dict[str, Any] | None:
         """A copy of the metadata held for ``rid`` (None when it is not held)."""
         with self.lock:
