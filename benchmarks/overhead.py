@@ -93,7 +93,7 @@ from memwarden import Memory, Principal, WriteOp  # noqa: E402
 from memwarden.guards.visibility import visible_filter  # noqa: E402
 from memwarden.memory.audit import AuditLog  # noqa: E402
 from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal  # noqa: E402
-from memwarden.memory.settings import Settings  # noqa: E402
+from memwarden.memory.settings import DEFAULT_SEARCH_INDEX, SEARCH_INDEX, Settings  # noqa: E402
 from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend, collection_name  # noqa: E402
 from memwarden.memory.codec import stored_metadata, to_metadata  # noqa: E402
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend  # noqa: E402
@@ -1063,8 +1063,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "iterations of the other search arms)")
     parser.add_argument("--depth", type=int, default=None, help=f"partition depth (default {DEFAULT_DEPTH})")
     parser.add_argument("--threads", type=int, default=4, help="partitions one search queries side by side")
-    parser.add_argument("--search-index", default="sq8", choices=["sq8", "float32", "off"],
-                        help="the derived in-RAM search index of governed searches (default sq8)")
+    parser.add_argument("--search-index", default=DEFAULT_SEARCH_INDEX, choices=list(SEARCH_INDEX),
+                        help=f"the derived in-RAM search index of governed searches (default {DEFAULT_SEARCH_INDEX})")
     parser.add_argument("--batches", type=int, default=3,
                         help="batched imports per arm per repeat (0: none); each of --batch-size records")
     parser.add_argument("--batch-size", type=int, default=500, help="records per batched import")
