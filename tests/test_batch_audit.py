@@ -126,6 +126,10 @@ def test_a_batch_leaves_what_the_same_operations_one_by_one_leave(ops: list) -> 
                 got_single = _outcome(one_by_one)
                 assert got_batch == got_single
                 assert _state(batched) == _state(single)
+                # The rows a write looks its own id up in (RAM) are exactly Chroma's.
+                derived = derived_index(batched._pipeline.backend)
+                ids = [r.id for r in derived._inner.fetch()]
+                assert derived.fetch(ids=ids + ["absent"]) == derived._inner.fetch(ids=ids)
             finally:
                 batched.close()
                 single.close()

@@ -15,8 +15,8 @@ stored one by one; other processes see a batch's writes when it ends.
 
 Texts are embedded here, when they are sent, all of a batch's at once (several times faster
 than one by one): so no text reaches the embedder, which may be a hosted API, before the
-pipeline has decided and validated its write. Each held write was
-audited before it was held (audit before apply). If sending fails, every write that was not
+pipeline has decided and validated its write. Each held write's audit
+entry is committed before it is sent (audit before apply; ``before_send`` below). If sending fails, every write that was not
 stored gets its compensating audit entry (through the callback registered with
 :meth:`CoalescingBackend.on_failure`) before the error propagates. Outside a batch, upserts go
 straight through. ``before_send`` runs before held rows are sent: the pipeline commits the
