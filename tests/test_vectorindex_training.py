@@ -77,3 +77,22 @@ def test_rows_erased_before_and_after_training_leave_nothing_in_the_codes() -> N
     # The scan finds rows that are there (so that 0 above means something).
     held = ram_remnants(index, [texts[i] for i in kept], vectors[kept])
     assert held["texts"] == held["codes"] == 50
+
+
+@pytest.mark.parametrize("encoding", ["sq8", "float32"])
+def test_erased_codes_do_not_stay_in_the_spare_capacity_of_the_code_buffer(encoding: str) -> None:
+    """faiss's remove_ids compacts the codes and shrinks their vector without freeing it, so
+    the last codes stayed readable in process memory past its end: an erased row's, when it
+    was among them."""
+    rng = np.random.default_rng(9)
+    vectors = _unit(rng, TRAIN_ROWS + 10 if encoding == "sq8" else 100)
+    index = VectorIndex(encoding)
+    _grow(index, vectors, 0, 1000)
+    codes = index._inner.codes
+    held = codes.size()
+    erased = [len(vectors) - 1, len(vectors) - 2, 5]
+    wanted = index.encode(vectors[erased])
+    index.remove([f"r{i}" for i in erased])
+    assert codes.size() == held - 3 * len(wanted[0])
+    allocation = bytes(faiss.rev_swig_ptr(codes.data(), held))  # the buffer, spare capacity included
+    assert not any(code in allocation for code in wanted)

@@ -64,6 +64,12 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
     return x / np.where(norms > 0, norms, 1.0)
 
 
+def _zero(codes: Any, start: int, stop: int) -> None:
+    """Clear bytes ``start:stop`` of a faiss byte vector (``stop`` within its allocation)."""
+    if stop > start:
+        faiss.rev_swig_ptr(codes.data(), stop)[start:] = 0
+
+
 def scope_key(targets: Sequence[Target]) -> tuple[tuple[Partition, str, str], ...]:
     """What identifies a scope's bitmap: its searched partitions and their filters."""
     return tuple(sorted((t.partition, t.coverage.value, json.dumps(t.where or {}, sort_keys=True))
@@ -164,8 +170,7 @@ class VectorIndex:
         coded = faiss.IndexIDMap(inner)
         coded.add_with_ids(floats, labels)
         floats[:] = 0  # the copy made here, and the exact vectors, are cleared before they are freed
-        if self._inner.ntotal:
-            faiss.rev_swig_ptr(self._inner.codes.data(), self._inner.codes.size())[:] = 0
+        _zero(self._inner.codes, 0, self._inner.codes.size())
         self._faiss.reset()
         self._inner, self._faiss, self._trained = inner, coded, True
 
@@ -218,7 +223,11 @@ class VectorIndex:
             slots = [self._slot.pop(rid) for rid in dict.fromkeys(ids) if rid in self._slot]
             if not slots:
                 return
+            held = self._inner.codes.size()
             self._faiss.remove_ids(np.asarray(slots, dtype=np.int64))
+            # remove_ids compacts the codes and shrinks their vector without freeing it: the
+            # codes that were last stay in its spare capacity (an erased row's among them).
+            _zero(self._inner.codes, self._inner.codes.size(), held)
             for slot in slots:
                 part = self._parts[slot]
                 assert part is not None
