@@ -15,6 +15,7 @@ before its one store call, and a batch behaves exactly as the same operations on
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,31 @@ def test_a_write_finds_its_own_row_in_the_loaded_index_as_chroma_holds_it(mem: M
         # A retried write finds its stored row in RAM: a replay, returned as first stored.
         assert alice.write("Patient 1 ate well", NS[0]) == again
     assert mem.audit_log.verify().ok and list(mem.audit_log.entries())[-1]["replay"] is True
+
+
+def test_batches_in_threads_never_store_a_row_before_its_entry(mem: Memory) -> None:
+    """Held rows of every thread go out together, whichever thread's read or batch end sends
+    them: the entries of all of them are committed first."""
+    derived = derived_index(mem._pipeline.backend)
+    assert derived is not None and derived.wait_ready(30)
+    partitions = derived._inner
+    early: list[str] = []
+    real = partitions.upsert
+
+    def upsert(ids, *args, **kwargs):
+        audited = {rid for e in mem.audit_log.entries() for rid in e.get("records") or ()}
+        early.extend(rid for rid in ids if rid not in audited)
+        return real(ids, *args, **kwargs)
+
+    def worker(t: int) -> list:
+        alice = mem.session(Principal("alice"))
+        ops = [WriteOp(f"thread {t} note {i}", NS[i % 2]) for i in range(15)]
+        # A listing in the middle sends every thread's held rows from this thread.
+        return alice.batch([*ops[:7], SearchOp(None, NS[0], 5), *ops[7:]])
+
+    with mock.patch.object(partitions, "upsert", upsert), ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(worker, range(4)))
+    assert early == []
+    stored = {r.id for r in mem._pipeline.backend.fetch()}
+    assert all(r.id in stored for batch in results for r in batch if hasattr(r, "id"))
+    assert mem.audit_log.verify().ok

@@ -72,11 +72,6 @@ class AuditBatcher:
         self.commit()
         return self._audit.append(entry)
 
-    def waiting(self, facts: OpFacts) -> bool:
-        """True while an entry of ``facts`` waits for its commit."""
-        with self._lock:
-            return any(f is facts for f, _, _ in self._waiting)
-
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the entries waiting now are committed (or failed to be)."""
         with self._lock:
