@@ -31,6 +31,9 @@ by query and rotating their order so machine noise falls on all of them alike:
   governed and raw filtered hits are compared with the exact top k (brute force over the
   visible rows);
 - get by id: governed, raw ``get``;
+- batched import: a governed ``Session.batch`` of ``--batch-size`` writes (500; no validators)
+  against raw Chroma ``collection.add`` of as many fresh rows in one call, same vectors
+  (``--batches`` calls per arm and repeat; ms per call, so the ratio is per record too);
 
 plus, for reference: LangGraph's ``InMemoryStore`` with a vector index at 10k rows, RSS growth
 per 10k rows stored, and the cost of a policy decision (pycasbin ``enforce`` uncached against
@@ -41,13 +44,14 @@ Reported: p50 and p95 (wall clock, and process CPU) of every arm, the ratios of 
 issues, met or not. Slow arms are budget-limited (``--budget`` seconds per op and size, at least
 10 iterations per repeat). Output: a rich table, JSON (``overhead.json``, with every sample) and
 a PNG plot (``overhead.png``, when matplotlib is installed); ``--profile`` adds cProfile dumps of
-governed search, get and write (``overhead_profile_{search,get,write}.txt``). RSS uses psutil when
+governed search, get, write and batched import (``overhead_profile_{search,get,write,batch}.txt``). RSS uses psutil when
 installed, else ``resource.getrusage`` (peak RSS, so growth is an upper bound).
 
 Usage: python benchmarks/overhead.py [--sizes 1000,10000] [--full] [--queries 200] [--repeats 3]
                                      [--writes N] [--k 10] [--budget 180] [--out DIR]
                                      [--depth D] [--threads N] [--search-breadth EF] [--no-raw-filter]
                                      [--data-dir DIR] [--profile] [--skip-reference]
+                                     [--batches N] [--batch-size 500] [--only search,get,write,batch]
 """
 
 from __future__ import annotations
@@ -85,11 +89,11 @@ sys.path.insert(0, str(HERE.parent))
 import chromadb  # noqa: E402
 from chromadb.config import Settings as ChromaSettings  # noqa: E402
 
-from memwarden import Memory, Principal  # noqa: E402
+from memwarden import Memory, Principal, WriteOp  # noqa: E402
 from memwarden.guards.visibility import visible_filter  # noqa: E402
 from memwarden.memory.audit import AuditLog  # noqa: E402
 from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal  # noqa: E402
-from memwarden.memory.settings import Settings  # noqa: E402
+from memwarden.memory.settings import DEFAULT_SEARCH_INDEX, SEARCH_INDEX, Settings  # noqa: E402
 from memwarden.memory.partitioned import DEFAULT_DEPTH, PartitionedBackend, collection_name  # noqa: E402
 from memwarden.memory.codec import stored_metadata, to_metadata  # noqa: E402
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend  # noqa: E402
@@ -132,6 +136,7 @@ TARGETS = {
     "recall_in_scope": 0.98,            # governed recall@k in scope vs an exact scan (issue 19)
     "write_p50": 1.25,                  # governed write p50 <= 1.25x raw (embedding excluded)
     "search_p95_100k_ms": 15.0,         # governed search p95 at 100k < 15 ms (issue 19)
+    "batch_import_p50": 1.5,            # a batched governed import <= 1.5x raw batched adds (issue 19)
 }
 
 
@@ -538,31 +543,32 @@ class Bench:
             "raw": lambda i: col.get(ids=[picks[i % 4096]], include=["documents", "metadatas"]),
         }
 
+    def fresh_writes(self, rng: np.random.Generator, count: int, tag: str
+                     ) -> list[tuple[str, tuple[str, ...], str, np.ndarray, dict[str, Any], str]]:
+        """``count`` new records alice may write (text, namespace, subject, vector, raw
+        metadata, id), their vectors known to the embedder."""
+        now = utcnow()
+        vecs = unit_vectors(rng, count)
+        wards = rng.integers(0, len(ALLOWED_WARDS), count)
+        patients = rng.integers(0, 500, count)
+        pool = []
+        for j in range(count):
+            w, p = ALLOWED_WARDS[int(wards[j])], f"p{int(patients[j])}"
+            ns = (f"ward{w}", "patients", p)
+            text = f"Patient {p} on ward {w}: new finding {tag}-{j}, dose adjusted and charted."
+            rec = MemoryRecord(id=record_id("alice", ns, text), namespace=ns, content=text, kind=Kind.FACT,
+                               subjects=(f"w{w}{p}",), writer="alice", writer_roles=(), created_at=now)
+            pool.append((text, ns, f"w{w}{p}", vecs[j], stored_metadata(to_metadata(rec)), rec.id))
+        self.embedder.add([t for t, *_ in pool], vecs)
+        return pool
+
     def write_arms(self, count: int) -> dict[str, Callable[[int], Any]]:
         """Fresh content per call and arm, vectors precomputed, raw metadata precomputed."""
         base = self.write_serial
         self.write_serial += 1
         rng = np.random.default_rng([SEED, 2, base])
-        arms: dict[str, Callable[[int], Any]] = {}
-        names = ["governed", "governed_novalidators", "raw"]
-        pools: dict[str, list[tuple[str, tuple[str, ...], str, np.ndarray, dict[str, Any], str]]] = {}
-        now = utcnow()
-        for a, name in enumerate(names):
-            vecs = unit_vectors(rng, count)
-            wards = rng.integers(0, len(ALLOWED_WARDS), count)
-            patients = rng.integers(0, 500, count)
-            pool = []
-            for j in range(count):
-                w, p = ALLOWED_WARDS[int(wards[j])], f"p{int(patients[j])}"
-                ns = (f"ward{w}", "patients", p)
-                text = f"Patient {p} on ward {w}: new finding {base}-{a}-{j}, dose adjusted and charted."
-                rec = MemoryRecord(id=record_id("alice", ns, text), namespace=ns, content=text, kind=Kind.FACT,
-                                   subjects=(f"w{w}{p}",), writer="alice", writer_roles=(), created_at=now)
-                pool.append((text, ns, f"w{w}{p}", vecs[j], stored_metadata(to_metadata(rec)), rec.id))
-                self.embedder.add([text], vecs[j][None, :])
-            pools[name] = pool
+        gv, nv, rw = (self.fresh_writes(rng, count, f"{base}-{a}") for a in range(3))
         col = self.col
-        gv, nv, rw = pools["governed"], pools["governed_novalidators"], pools["raw"]
 
         def governed(i: int) -> Any:
             text, ns, subject, vec, *_ = gv[i]
@@ -583,8 +589,32 @@ class Bench:
             self.written["raw"].append((rid, vec))
             return col.upsert(ids=[rid], embeddings=vec[None, :], documents=[text], metadatas=[meta])
 
-        arms = {"governed": governed, "governed_novalidators": governed_noval, "raw": raw}
-        return arms
+        return {"governed": governed, "governed_novalidators": governed_noval, "raw": raw}
+
+    def batch_arms(self, batches: int, size: int) -> dict[str, Callable[[int], Any]]:
+        """A bulk import, ``size`` records per call: one governed ``Session.batch`` of writes
+        (no validators), against raw Chroma adding the same number of fresh rows in one
+        ``collection.add``; vectors precomputed for both (the embedder looks them up)."""
+        base = self.write_serial
+        self.write_serial += 1
+        rng = np.random.default_rng([SEED, 3, base])
+        gv, rw = (self.fresh_writes(rng, batches * size, f"batch{base}-{a}") for a in range(2))
+        col = self.col
+
+        def governed(i: int) -> Any:
+            part = gv[i * size:(i + 1) * size]
+            records = self.alice_noval.batch([WriteOp(text, ns, subjects=(subject,)) for text, ns, subject, *_ in part])
+            assert all(r.status.value == "active" for r in records)
+            self.written["memwarden"] += [(r.id, vec) for r, (_, _, _, vec, *_) in zip(records, part)]
+            return records
+
+        def raw(i: int) -> Any:
+            part = rw[i * size:(i + 1) * size]
+            self.written["raw"] += [(rid, vec) for _, _, _, vec, _, rid in part]
+            return col.add(ids=[p[5] for p in part], embeddings=np.stack([p[3] for p in part]),
+                           documents=[p[0] for p in part], metadatas=[p[4] for p in part])
+
+        return {"governed_novalidators": governed, "raw": raw}
 
     def check_equivalence(self, samples: int = 20) -> dict[str, Any]:
         """Governed hits and raw filtered hits against the exact top k over the rows alice may
@@ -761,28 +791,65 @@ def index_rss(encoding: str, rows: int = 20_000) -> dict[str, float]:
     return out
 
 
-def profile_paths(bench: Bench, out: Path, queries: int) -> dict[str, str]:
-    """cProfile of governed search, get and write at the current size; top costs, cumulative and own."""
+def profile_paths(bench: Bench, out: Path, queries: int, labels: Sequence[str]) -> dict[str, str]:
+    """cProfile of the governed arm of each op in ``labels`` (search, get, write, batch) at the
+    current size; top costs, cumulative and own (``overhead_profile_<op>.txt``)."""
+    batches = 3  # a batch is hundreds of writes: a few are enough to profile
+    factories = {"search": bench.search_arms, "get": bench.get_arms,
+                 "write": lambda: bench.write_arms(queries + 5),
+                 "batch": lambda: bench.batch_arms(batches + 1, bench.args.batch_size)}
     reports = {}
-    for label, arms_fn in (("search", bench.search_arms), ("get", bench.get_arms),
-                           ("write", lambda: bench.write_arms(queries + 5))):
-        arms = arms_fn()
-        governed = arms["governed"]
+    for label in labels:
+        arms = factories[label]()
+        governed = arms["governed" if "governed" in arms else "governed_novalidators"]
         governed(0)
         prof = cProfile.Profile()
+        # Search: queries the measured blocks did not make; writes: a fresh pool of records.
+        offset = 700 if label in ("search", "get") else 0
+        calls = batches if label == "batch" else queries
+        started = time.perf_counter()
         prof.enable()
-        # Search: queries the measured blocks did not make; write: a fresh pool of records.
-        offset = 0 if label == "write" else 700
-        for i in range(1, queries + 1):
+        for i in range(1, calls + 1):
             governed(i + offset)
         prof.disable()
+        seconds = time.perf_counter() - started
         buf = io.StringIO()
+        per = f" ({1000 * seconds / (calls * bench.args.batch_size):.2f} ms per record)" if label == "batch" else ""
+        buf.write(f"{calls} governed {label} calls at {bench.size:,} rows in {seconds:.2f} s under cProfile{per}\n")
         stats = pstats.Stats(prof, stream=buf)
         stats.sort_stats("cumulative").print_stats(45)
         stats.sort_stats("tottime").print_stats(35)
         reports[label] = buf.getvalue()
         (out / f"overhead_profile_{label}.txt").write_text(buf.getvalue(), encoding="utf-8")
     return reports
+
+
+def measure_ops(bench: Bench, args: argparse.Namespace, writes: int, progress: Progress) -> dict[str, Any]:
+    """Every op's arms, interleaved, at the bench's current size (``--only`` picks ops)."""
+    only = set(args.only.split(",")) if args.only else {"search", "get", "write", "batch"}
+    size, repeats, budget = bench.size, args.repeats, args.budget
+    search_arms = lambda: {a: f for a, f in bench.search_arms().items()  # noqa: E731
+                           if not (args.no_raw_filter and a == "raw_filtered")}
+    # op -> (arms, iterations per repeat, warm-up iterations, fewest iterations per repeat)
+    plans: dict[str, tuple[Callable[[], dict[str, Callable[[int], Any]]], int, int, int]] = {
+        "search": (search_arms, args.queries, 5, 10),
+        "get": (bench.get_arms, args.queries, 20, 10),
+        "write": (lambda: bench.write_arms(5 + writes * repeats), writes, 5, 10),
+        "batch": (lambda: bench.batch_arms(1 + args.batches * repeats, args.batch_size), args.batches, 1, 1),
+    }
+    ops: dict[str, Any] = {}
+    for op, (arms, n, warmup, floor) in plans.items():
+        if op not in only or not n:
+            continue
+        task = progress.add_task(f"{op} @ {size:,}", total=n * repeats)
+        wall, cpu = interleaved(arms(), n, repeats, warmup, budget=budget, floor=floor, progress=progress, task=task)
+        ops[op] = {"arms": {a: summary(v, cpu[a]) for a, v in wall.items()}, "samples_ms": _rounded(wall),
+                   "cpu_samples_ms": _rounded(cpu)}
+    if "write" in ops:
+        ops["write"]["governed_outcomes"] = dict(bench.write_outcomes)
+    if "batch" in ops:
+        ops["batch"]["records_per_call"] = args.batch_size
+    return ops
 
 
 # -- output ----------------------------------------------------------------------------------
@@ -802,6 +869,7 @@ RATIO_ROWS = (
     ("get", "governed / raw", "governed", "raw"),
     ("write", "governed (validators) / raw", "governed", "raw"),
     ("write", "governed (no validators) / raw", "governed_novalidators", "raw"),
+    ("batch", "batched import, governed (no validators) / raw batched adds", "governed_novalidators", "raw"),
 )
 
 
@@ -906,6 +974,8 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
          TARGETS["search_vs_unfiltered_p50"]),
         ("governed (validators) / raw", "governed write p50 <= 1.25x raw (10k, default validators)", TARGETS["write_p50"]),
         ("governed (no validators) / raw", "governed write p50 <= 1.25x raw (10k, no validators)", TARGETS["write_p50"]),
+        ("batched import, governed (no validators) / raw batched adds",
+         "batched governed import p50 <= 1.5x raw batched adds (10k)", TARGETS["batch_import_p50"]),
     ):
         r = _ratio(s10, label)
         add(text, r["p50"] if r else None, limit)
@@ -920,7 +990,8 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
                         "value": recall, "limit": TARGETS["recall_in_scope"],
                         "met": recall >= TARGETS["recall_in_scope"]})
     add("governed search p95 at 100k < 15 ms",
-        s100["ops"]["search"]["arms"]["governed"]["p95_ms"] if s100 else None, TARGETS["search_p95_100k_ms"], " ms")
+        s100["ops"]["search"]["arms"]["governed"]["p95_ms"] if s100 and "search" in s100["ops"] else None,
+        TARGETS["search_p95_100k_ms"], " ms")
     return out
 
 
@@ -932,7 +1003,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    ops = ["write", "search", "get"]
+    ops = [op for op in ("write", "search", "get", "batch") if op in result["sizes"][0]["ops"]]
     fig, axes = plt.subplots(1, len(ops) + 1, figsize=(18, 4.8))
     rows = [s["rows"] for s in result["sizes"]]
     for ax, op in zip(axes, ops):
@@ -992,8 +1063,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "iterations of the other search arms)")
     parser.add_argument("--depth", type=int, default=None, help=f"partition depth (default {DEFAULT_DEPTH})")
     parser.add_argument("--threads", type=int, default=4, help="partitions one search queries side by side")
-    parser.add_argument("--search-index", default="sq8", choices=["sq8", "float32", "off"],
-                        help="the derived in-RAM search index of governed searches (default sq8)")
+    parser.add_argument("--search-index", default=DEFAULT_SEARCH_INDEX, choices=list(SEARCH_INDEX),
+                        help=f"the derived in-RAM search index of governed searches (default {DEFAULT_SEARCH_INDEX})")
+    parser.add_argument("--batches", type=int, default=3,
+                        help="batched imports per arm per repeat (0: none); each of --batch-size records")
+    parser.add_argument("--batch-size", type=int, default=500, help="records per batched import")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated ops to measure (search,get,write,batch; default all)")
     parser.add_argument("--search-breadth", type=int, default=None,
                         help="HNSW ef_search of memwarden's partitions (default: Chroma's, 100); raw keeps Chroma's")
     args = parser.parse_args(argv)
@@ -1029,33 +1105,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bench.grow(size, progress, seed_task)
                 bench.reload_index()
                 result["raw_filter"] = bench.pushdown
-                entry: dict[str, Any] = {"rows": size, "visible_fraction": len(bench.visible_ids) / bench.size, "ops": {}}
+                entry: dict[str, Any] = {"rows": size, "visible_fraction": len(bench.visible_ids) / bench.size}
                 entry["plan"] = bench.captured_plan()
                 console.log(f"alice's search: {entry['plan']['coverage']} of {entry['plan']['partitions']} partitions")
                 entry["equivalence"] = bench.check_equivalence()
-                t = progress.add_task(f"search @ {size:,}", total=args.queries * args.repeats)
-                search_arms = {a: f for a, f in bench.search_arms().items() if not (args.no_raw_filter and a == "raw_filtered")}
-                s, s_cpu = interleaved(search_arms, args.queries, args.repeats, 5, budget=args.budget,
-                                progress=progress, task=t)
-                entry["ops"]["search"] = {"arms": {a: summary(v, s_cpu[a]) for a, v in s.items()}, "samples_ms": _rounded(s),
-                                          "cpu_samples_ms": _rounded(s_cpu)}
-                t = progress.add_task(f"get @ {size:,}", total=args.queries * args.repeats)
-                g, g_cpu = interleaved(bench.get_arms(), args.queries, args.repeats, 20, budget=args.budget,
-                                progress=progress, task=t)
-                entry["ops"]["get"] = {"arms": {a: summary(v, g_cpu[a]) for a, v in g.items()}, "samples_ms": _rounded(g),
-                                       "cpu_samples_ms": _rounded(g_cpu)}
-                t = progress.add_task(f"write @ {size:,}", total=writes * args.repeats)
-                w, w_cpu = interleaved(bench.write_arms(5 + writes * args.repeats), writes, args.repeats, 5,
-                                budget=args.budget, progress=progress, task=t)
-                entry["ops"]["write"] = {"arms": {a: summary(v, w_cpu[a]) for a, v in w.items()}, "samples_ms": _rounded(w),
-                                         "cpu_samples_ms": _rounded(w_cpu),
-                                         "governed_outcomes": dict(bench.write_outcomes)}
+                entry["ops"] = measure_ops(bench, args, writes, progress)
                 entry["ratios"] = ratio_rows(entry)
                 bench.write_outcomes.clear()
                 if args.profile and size == sizes[0]:
                     # At the smallest size Chroma's share is smallest, so memwarden's own costs show best.
-                    profile_paths(bench, args.out, min(50, args.queries))
-                    result["profile"] = {"rows": size, "files": [f"overhead_profile_{x}.txt" for x in ("search", "get", "write")]}
+                    labels = [op for op in ("search", "get", "write", "batch") if op in entry["ops"]]
+                    profile_paths(bench, args.out, min(50, args.queries), labels)
+                    result["profile"] = {"rows": size, "files": [f"overhead_profile_{x}.txt" for x in labels]}
                 entry["load_average"] = list(os.getloadavg())
                 result["sizes"].append(entry)
                 console.log(f"{size:,} rows: " + "; ".join(f"{op} {label} {r['p50']:.2f}x" for op, label, r in entry["ratios"]))

@@ -4,9 +4,10 @@ present with its audit entry or absent, the audit log verifies, and retrying the
 is idempotent: deterministic ids, no duplicates, the already stored writes are replays.
 
 Where the kill lands is chosen, not timed: the writer kills itself (SIGKILL, so no handler,
-``finally`` or atexit runs) right after its KILL_AFTER-th audit entry is durable, which is the
-25th write of the second batch: audited, and not yet stored (the pipeline audits before it
-applies, and a batch's writes reach the store together when it ends)."""
+``finally`` or atexit runs) right after the audit commit that holds its KILL_AFTER-th entry is
+durable. A batch's entries are committed together, just before its writes reach the store in
+one call when it ends (memwarden/memory/auditbatch.py), so that commit holds every write of
+the second batch: audited, and not yet stored."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from tests.conftest import HOSPITAL
 
 pytestmark = pytest.mark.system
 
-TOTAL, BATCH, KILL_AFTER = 250, 50, 75  # killed while the second batch is being audited
+TOTAL, BATCH, KILL_AFTER = 250, 50, 75  # killed once the second batch is audited, before it is stored
 
 WRITER = """
 import os, signal, sys
@@ -43,18 +44,19 @@ if mode == "embedded":
 else:
     mem = Memory.connect(host, int(port), policy=policy, audit=audit, state=where, embedding=HashingEmbedding())
 if int(kill_after):
-    # The kill point: right after the kill_after-th audit entry of this process is durable.
-    append, appended = mem.audit_log.append, []
+    # The kill point: right after the commit holding this process's kill_after-th audit entry
+    # is durable (append() commits through append_many() too).
+    append_many, appended = mem.audit_log.append_many, []
 
     def append_then_maybe_die(*args, **kwargs):
-        seq = append(*args, **kwargs)
-        appended.append(seq)
-        if len(appended) == int(kill_after):
-            print("dying", seq, flush=True)
+        seqs = append_many(*args, **kwargs)
+        appended.extend(seqs)
+        if len(appended) >= int(kill_after):
+            print("dying", seqs[-1], flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
-        return seq
+        return seqs
 
-    mem.audit_log.append = append_then_maybe_die
+    mem.audit_log.append_many = append_then_maybe_die
 alice = mem.session(Principal("alice"))
 ops = [WriteOp(f"{tag} crash note {i}: patient is stable", ("ward3", "patients", tag), subjects=[f"p{i % 7}"])
        for i in range(int(total))]
@@ -141,11 +143,11 @@ def test_kill_9_mid_batch_then_retry(mode: str, tmp_path: Path, policy_file: Pat
             assert record.namespace == ("ward3", "patients", setup.tag)
             assert alice.get(rid) == record
         lost = set(entries) - set(stored)
-        # Audited, never stored: writes of the batch in flight (the second), the last audited
-        # one among them; every write of the first batch is whole.
+        # Audited, never stored: the writes of the batch in flight (the second), all audited in
+        # the commit the kill followed; every write of the first batch is whole.
         ids = _ids(setup.tag)
-        assert ids[KILL_AFTER - 1] in lost and lost <= set(ids[BATCH:2 * BATCH])
-        assert set(ids[:BATCH]) <= set(stored) and len(entries) == KILL_AFTER
+        assert lost == set(ids[BATCH:2 * BATCH])
+        assert set(ids[:BATCH]) <= set(stored) and len(entries) == 2 * BATCH
     assert main(["audit", "verify", *setup.audit_args]) == 0
 
     retry = setup.writer()  # the same batches again, to the end

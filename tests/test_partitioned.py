@@ -334,11 +334,14 @@ def test_bad_settings_are_refused_before_anything_is_stored(tmp_path: Path, poli
 
 
 @pytest.mark.slow
-def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_path: Path, policy: Path) -> None:
+@pytest.mark.parametrize("search_index", ["off", "float32"])
+def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_path: Path, policy: Path,
+                                                                        search_index: str) -> None:
     """The write path's subject index loads a subject through the lexical index: one Chroma
-    read per partition that holds it, the same rows as a filtered read of every partition,
-    and nothing erased."""
-    with _open(tmp_path / "m", policy) as mem:
+    read per partition that holds it (none once the derived index is loaded: it holds every
+    row, and answers reads by id), the same rows as a filtered read of every partition, and
+    nothing erased."""
+    with _open(tmp_path / "m", policy, search_index=search_index) as mem:
         maria = mem.session(MARIA)
         _seed(mem, np.random.default_rng(3), 30)
         health, school = ("home", "shared", "health"), ("home", "kids", "lena", "school")
@@ -347,6 +350,8 @@ def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_pat
         maria.write("Tom likes rain", health, subjects=["tom"])
         maria.forget(lena[0].id)  # forgotten rows are returned: visibility is the caller's test
         store = _store(mem)
+        derived = derived_index(mem._backend)
+        assert (derived is None) == (search_index == "off") and (derived is None or derived.wait_ready(30))
         read: list[Partition] = []
         real = store._get
 
@@ -357,7 +362,8 @@ def test_subject_look_ups_read_only_the_partitions_that_hold_the_subject(tmp_pat
         store._get = spy
         got = mem._backend.about("lena", 100)
         assert sorted(r.id for r in got) == sorted(r.id for r in lena)
-        assert sorted(read) == sorted({store.partition_of(health), store.partition_of(school)})
+        holding = [] if derived is not None else [store.partition_of(health), store.partition_of(school)]
+        assert sorted(read) == sorted(holding)
         assert sorted(r.id for r in store.about("lena", 100)) == sorted(r.id for r in got)
         assert len(store.partitions()) > 2  # the filtered read would have asked every one
         maria.erase(ids=[lena[3].id])

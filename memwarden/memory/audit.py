@@ -58,7 +58,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -238,17 +238,21 @@ class AuditLog:
 
     # -- writing and reading ------------------------------------------------------------------
 
-    def _insert(self, fields: dict[str, Any]) -> tuple[int, str]:
-        """Inside the append transaction: check keys and anchor, insert the next entry."""
+    def _insert(self, entries: Sequence[dict[str, Any]]) -> tuple[int, str]:
+        """Inside the append transaction: check keys and anchor, insert the next entries;
+        returns the last one's (seq, hash)."""
         key, signer, created = self._ensure_keys()
         row = self._store.rows("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")
         last = (row[0][0], row[0][1]) if row else (0, GENESIS)
         self._check_anchor(last, signer, created)
-        seq, prev = last[0] + 1, last[1]
-        body = json.dumps({"seq": seq, **fields}, sort_keys=True, separators=(",", ":"), default=str)
-        digest = _digest(prev, body)
-        self._store.run_many("INSERT INTO {log}(seq, body, prev, hash, mac) VALUES (?, ?, ?, ?, ?)",
-                             [(seq, body, prev, digest, entry_mac(key, f"entry:{seq}:{digest}"))])
+        seq, digest = last
+        inserted = []
+        for fields in entries:
+            seq, prev = seq + 1, digest
+            body = json.dumps({"seq": seq, **fields}, sort_keys=True, separators=(",", ":"), default=str)
+            digest = _digest(prev, body)
+            inserted.append((seq, body, prev, digest, entry_mac(key, f"entry:{seq}:{digest}")))
+        self._store.run_many("INSERT INTO {log}(seq, body, prev, hash, mac) VALUES (?, ?, ?, ?, ?)", inserted)
         head = f"{seq}:{digest}"
         self._store.run_many(SET_META, [("head", head), ("head_mac", entry_mac(key, f"head:{head}"))])
         return seq, digest
@@ -275,17 +279,26 @@ class AuditLog:
         survives a killed process at once, and a power cut or OS crash only until the next
         flushed entry, which syncs every entry before it (the log is one sequential WAL).
         The chain stays whole either way."""
-        fields = {"ts": datetime.now(timezone.utc).isoformat(), **fields}
+        return self.append_many([fields], flush=flush)[0]
+
+    def append_many(self, entries: Sequence[dict[str, Any]], *, flush: bool = True) -> list[int]:
+        """Append entries in order, all in one transaction (all or none), and return their
+        sequence numbers; see :meth:`append`. Each is chained, MAC'd and numbered exactly
+        as if appended alone; the head (in the database and the anchor) moves once."""
+        if not entries:
+            return []
+        ts = datetime.now(timezone.utc).isoformat()
+        stamped = [{"ts": ts, **fields} for fields in entries]
         with self._lock:
             try:
                 # Reading the head inside the appending transaction means two writers can never
                 # chain onto the same previous entry (see the module docstring).
                 with self._store.appending(flush):
-                    seq, digest = self._insert(fields)
+                    seq, digest = self._insert(stamped)
             except self._store.errors as exc:
                 raise AuditError(f"cannot append to the audit log at {self.where}: {exc}") from exc
             self._appended(seq, digest)
-        return seq
+        return list(range(seq - len(stamped) + 1, seq + 1))
 
     def rotate_signing_key(self, principal: str) -> tuple[str, str, int]:
         """Replace the signing key with a new one the old one endorses, and audit it; returns
@@ -299,9 +312,9 @@ class AuditLog:
                     assert old is not None
                     new = old.rotate()
                     self._signer, self._signer_stamp = new, None
-                    seq, digest = self._insert({"ts": datetime.now(timezone.utc).isoformat(), "op": "rotate_key",
-                                                "principal": principal, "old_key_id": old.key_id,
-                                                "new_key_id": new.key_id, "outcome": "ok"})
+                    seq, digest = self._insert([{"ts": datetime.now(timezone.utc).isoformat(), "op": "rotate_key",
+                                                 "principal": principal, "old_key_id": old.key_id,
+                                                 "new_key_id": new.key_id, "outcome": "ok"}])
             except self._store.errors as exc:
                 raise AuditError(f"cannot append to the audit log at {self.where}: {exc}") from exc
             self._appended(seq, digest)

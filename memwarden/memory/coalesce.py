@@ -15,11 +15,13 @@ stored one by one; other processes see a batch's writes when it ends.
 
 Texts are embedded here, when they are sent, all of a batch's at once (several times faster
 than one by one): so no text reaches the embedder, which may be a hosted API, before the
-pipeline has decided and validated its write. Each held write was
-audited before it was held (audit before apply). If sending fails, every write that was not
+pipeline has decided and validated its write. Each held write's audit
+entry is committed before it is sent (audit before apply; ``before_send`` below). If sending fails, every write that was not
 stored gets its compensating audit entry (through the callback registered with
 :meth:`CoalescingBackend.on_failure`) before the error propagates. Outside a batch, upserts go
-straight through.
+straight through. ``before_send`` runs before held rows are sent: the pipeline commits the
+audit entries of the batch there (:mod:`memwarden.memory.auditbatch`); if it fails, the held
+rows are dropped unsent.
 """
 
 from __future__ import annotations
@@ -56,9 +58,10 @@ class _Held:
 class CoalescingBackend(DelegatingBackend):
     """A Backend that holds upserts while a batch runs (see the module docstring)."""
 
-    def __init__(self, inner: Backend, embed: Embed) -> None:
+    def __init__(self, inner: Backend, embed: Embed, before_send: Callable[[], None] | None = None) -> None:
         super().__init__(inner)
         self._embed = embed
+        self._before_send = before_send
         self._lock = threading.Lock()          # guards _held and _depth (short sections only)
         self._flush_lock = threading.Lock()    # one flush at a time, so rows arrive in order
         self._held: dict[str, _Held] = {}
@@ -107,6 +110,14 @@ class CoalescingBackend(DelegatingBackend):
         with self._flush_lock:
             with self._lock:
                 pending = list(self._held.items())
+            if not pending:
+                return
+            if self._before_send is not None:
+                try:
+                    self._before_send()
+                except BaseException:
+                    self._drop(pending)  # not audited, so never stored
+                    raise
             for start in range(0, len(pending), _CHUNK):
                 part = pending[start:start + _CHUNK]
                 try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -85,6 +85,9 @@ class OpContext:
     binding: Binding
     now: datetime
     _pipeline: Governor
+    #: What the handler worked out in ``need`` and uses again in ``run`` (a write's attributes:
+    #: classifying its content is the costliest step of a write's own work).
+    memo: dict[str, Any] = field(default_factory=dict)
 
     # -- who and when ---------------------------------------------------------------------
 

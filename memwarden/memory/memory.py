@@ -30,7 +30,7 @@ from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
 from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.pipeline import Pipeline
 from memwarden.memory.session import Session
-from memwarden.memory.settings import Settings
+from memwarden.memory.settings import DEFAULT_SEARCH_INDEX, Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.sources import check_policy_argument, open_policy
@@ -151,7 +151,7 @@ class Memory:
         # (PostgreSQL); a SQLite audit file is shared only by processes given the same state
         # directory, which the caller asserts by setting search_index itself (docs/deployment.md).
         shared = audit is not None and is_database_url(audit) and kind(str(audit)) == "postgresql"
-        settings = {"search_index": "sq8" if shared else "off", **settings}
+        settings = {"search_index": DEFAULT_SEARCH_INDEX if shared else "off", **settings}
 
         def backend(options: Settings) -> Backend:
             store = RetryingPartitionedBackend.connect(host, port, ssl=ssl, headers=headers, **options.backend_options())

@@ -40,6 +40,7 @@ from memwarden.guards.lessons import LessonValidator, lesson_content
 from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator, by_another
 from memwarden.guards.visibility import is_visible, visible_metadata
 from memwarden.memory.audit import AuditLog
+from memwarden.memory.auditbatch import AuditBatcher
 from memwarden.memory.backends import Backend
 from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
 from memwarden.memory.codec import from_row, stored_metadata, to_metadata
@@ -94,8 +95,11 @@ class Pipeline:
                  settings: Settings, core: Principal, lesson_key: bytes | None = None,
                  read_only: bool = False) -> None:
         self._embedder = embedder
-        # Upserts made inside one batch reach the store as one call, embedded together.
-        self._backend = CoalescingBackend(backend, embed=lambda texts: embed_many(embedder, texts))
+        # Upserts made inside one batch reach the store as one call, embedded together, after
+        # the batch's audit entries are committed in one transaction.
+        self._audits = AuditBatcher(audit)
+        self._backend = CoalescingBackend(backend, embed=lambda texts: embed_many(embedder, texts),
+                                          before_send=self._audits.commit)
         self.view = StoreView(self._backend)
         self._policy = policy
         self._audit = audit
@@ -237,8 +241,11 @@ class Pipeline:
             self.recover()
         deferred: list[Any] = []
         try:
-            with self._backend.holding():
-                return [self._run(principal, op, binding, deferred) for op in ops]
+            try:
+                with self._audits.deferring(), self._backend.holding():
+                    return [self._run(principal, op, binding, deferred) for op in ops]
+            finally:
+                self._audits.commit()  # nothing is returned before its entry is in the log
         finally:
             # Spans of writes held for the batch's one store call end now, after that call.
             for close in deferred:
@@ -313,8 +320,8 @@ class Pipeline:
 
                 if store_held:
                     deferred.append(close)
-                else:
-                    close()
+                else:  # its span reports its entry's sequence number, once committed
+                    self._audits.after_commit(close)
                 for follow_up in facts.follow_ups:
                     follow_up()
 
@@ -344,8 +351,7 @@ class Pipeline:
             if not facts.audited:
                 # Raising here replaces the result: an operation that cannot be audited
                 # does not return its data (fail closed).
-                facts.audit_seq = self._audit.append(facts.audit_entry(), flush=not reads)
-                facts.audited = True
+                self._audits.record(facts, flush=not reads)
 
     def _resolve(self, need: Need | None, ctx: OpContext) -> Any:
         """Resolve a handler's need, deciding before anything is looked up."""
@@ -397,13 +403,13 @@ class Pipeline:
                     self._apply_one(effect)
             return result
         facts.outcome = "ok"
-        facts.audit_seq = self._audit.append(facts.audit_entry())
-        facts.audited = True
+        # Upserts held for the batch's store call are audited with the batch's other entries.
+        self._audits.record(facts, defer=self._backend.is_holding and all(isinstance(e, Store) for e in effects))
 
         def failed(exc: BaseException) -> None:
             if facts.outcome != "error":  # once, whether apply or a later flush noticed
                 facts.outcome, facts.error = "error", f"apply failed after audit: {type(exc).__name__}"
-                self._audit.append(facts.audit_entry())
+                self._audits.record(facts)
 
         try:
             with self._backend.on_failure(failed):
@@ -476,7 +482,7 @@ class Pipeline:
                                         after_seq=head[0] if head else 0)
             self._unfinished = True
             facts.outcome, facts.intent = "pending", intent.token
-            seq = self._audit.append(facts.audit_entry())
+            seq = self._audits.append_now(facts.audit_entry())
             intent = self.journal.audited(intent, seq)
             facts.completes = seq
         else:
@@ -494,7 +500,7 @@ class Pipeline:
         finally:
             self._follow([erase])
         facts.outcome = "ok"
-        facts.audit_seq = self._audit.append(facts.audit_entry())
+        facts.audit_seq = self._audits.append_now(facts.audit_entry())
         self.journal.finish(intent)
         self._unfinished = bool(self.journal.pending())
         if erase.receipt is None:

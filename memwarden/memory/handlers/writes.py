@@ -26,10 +26,14 @@ def _provenance(op: WriteOp, ctx: OpContext) -> tuple[Source, float]:
 
 def _attributes(op: WriteOp, ctx: OpContext) -> RecordAttributes:
     """What a write rule's condition sees: the record as it will be stored (its text, key
-    included, classified: statement or directive, whatever kind was declared)."""
-    source, _ = _provenance(op, ctx)
-    return RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles), op.labels,
-                            classify(shown_text(op.content, op.key)).value)
+    included, classified: statement or directive, whatever kind was declared), worked out
+    once per write."""
+    found = ctx.memo.get("attributes")
+    if found is None:
+        source, _ = _provenance(op, ctx)
+        found = ctx.memo["attributes"] = RecordAttributes(op.kind.value, source.value, frozenset(ctx.roles),
+                                                          op.labels, classify(shown_text(op.content, op.key)).value)
+    return found
 
 
 def _need_write(op: WriteOp, ctx: OpContext) -> InNamespace | None:
