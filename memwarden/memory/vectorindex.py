@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ import faiss
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from memwarden.memory.backends import StoredRow
+from memwarden.memory.backends import MetaTest, RowKey, RowTest, StoredRow, select_rows
 from memwarden.policies.metafilter import Predicate, compile_predicate
 from memwarden.policies.partitions import Coverage, Partition, Target
 
@@ -105,6 +105,11 @@ class VectorIndex:
         self._metas: list[dict[str, Any] | None] = []
         self._parts: list[Partition | None] = []
         self._members: dict[Partition, set[int]] = {}
+        # Each row's place in storage order: Chroma lists a partition's rows in the order they
+        # were first stored, and an upsert of a row it holds keeps its place (a row deleted and
+        # stored again goes last), so a listing from here is the listing Chroma would give.
+        self._rank: dict[str, int] = {}
+        self._next_rank = 0
         self._scopes: OrderedDict[tuple, _Scope] = OrderedDict()
 
     # -- size -------------------------------------------------------------------------------
@@ -146,13 +151,15 @@ class VectorIndex:
         self._faiss = faiss.IndexIDMap(inner)
 
     def put(self, rows: Sequence[StoredRow], vectors: np.ndarray, partitions: Sequence[Partition]) -> None:
-        """Insert rows, or replace the document, metadata and vector of rows held (a new slot)."""
+        """Insert rows, or replace the document, metadata and vector of rows held (a new slot,
+        the same place in storage order)."""
         if not rows:
             return
         x = _normalised(vectors)
         with self.lock:
             self._ensure(x)
-            self.remove(r.id for r in rows if r.id in self._slot)
+            self.remove((r.id for r in rows if r.id in self._slot), keep_place=True)
+            self.reserve(r.id for r in rows)
             start = len(self._ids)
             labels = np.arange(start, start + len(rows), dtype=np.int64)
             for row, part in zip(rows, partitions):
@@ -186,10 +193,31 @@ class VectorIndex:
             self._restate(slot)
             return True
 
-    def remove(self, ids: Iterable[str]) -> None:
-        """Drop rows: their codes (compacted away), document, metadata and bits."""
+    def reserve(self, ids: Iterable[str]) -> None:
+        """Give rows not placed yet the next places in storage order (the order a load reads
+        them from Chroma in, also for rows it holds back to read again)."""
         with self.lock:
-            slots = [self._slot.pop(rid) for rid in dict.fromkeys(ids) if rid in self._slot]
+            for rid in ids:
+                if rid not in self._rank:
+                    self._rank[rid] = self._next_rank
+                    self._next_rank += 1
+
+    def unplace(self, ids: Iterable[str]) -> None:
+        """Forget the storage places of rows that are not held (gone from Chroma too)."""
+        with self.lock:
+            for rid in ids:
+                if rid not in self._slot:
+                    self._rank.pop(rid, None)
+
+    def remove(self, ids: Iterable[str], *, keep_place: bool = False) -> None:
+        """Drop rows: their codes (compacted away), document, metadata and bits; with
+        ``keep_place``, their place in storage order stays for their next version."""
+        with self.lock:
+            ids = list(dict.fromkeys(ids))
+            if not keep_place:
+                for rid in ids:
+                    self._rank.pop(rid, None)
+            slots = [self._slot.pop(rid) for rid in ids if rid in self._slot]
             if not slots:
                 return
             self._faiss.remove_ids(np.asarray(slots, dtype=np.int64))
@@ -207,6 +235,7 @@ class VectorIndex:
         """Drop every row (the index is being rebuilt, or given up)."""
         with self.lock:
             self.remove(list(self._slot))
+            self._rank.clear()
 
     # -- scope bitmaps --------------------------------------------------------------------------
 
@@ -289,6 +318,33 @@ class VectorIndex:
                     return [(StoredRow(self._ids[label], self._docs[label], dict(self._metas[label])), distance)
                             for distance, label in sorted(kept)[:k]]
                 n = min(n * _WIDEN, visible)
+
+    def listed(self, targets: Sequence[Target], limit: int | None, offset: int = 0, *,
+               accept: MetaTest | None = None, matching: RowTest | None = None,
+               distinct: RowKey | None = None) -> list[StoredRow]:
+        """The rows of the scope ``targets`` plan, target by target in storage order, selected
+        as :meth:`memwarden.memory.backends.Backend.fetch_targets` selects them. The tests run on
+        the rows held here (under the lock: they are pure); only the rows returned are copied."""
+        with self.lock:
+            if not self._slot:
+                return []
+            scope = self._scope(targets)
+            slots = np.flatnonzero(np.unpackbits(scope.bits, bitorder="little"))
+            by_part: dict[Partition, list[int]] = {}
+            for slot in slots.tolist():
+                part = self._parts[slot]
+                if part is not None:
+                    by_part.setdefault(part, []).append(slot)
+            order = [t.partition for t in targets if t.searched]
+            rank = self._rank
+
+            def rows() -> Iterator[StoredRow]:
+                for part in dict.fromkeys(order):
+                    for slot in sorted(by_part.get(part, ()), key=lambda s: rank.get(self._ids[s], -1)):
+                        yield StoredRow(self._ids[slot], self._docs[slot] or "", self._metas[slot])  # type: ignore[arg-type]
+
+            chosen = select_rows(rows(), limit, offset, accept=accept, matching=matching, distinct=distinct)
+            return [StoredRow(r.id, r.document, dict(r.metadata)) for r in chosen]
 
     # -- inspection (erasure tests) -------------------------------------------------------------
 
