@@ -14,10 +14,12 @@ How LangGraph's operations map:
 - ``delete(ns, key)`` (a put of None): a ForgetOp. Deleting an item that does not exist, or that
   the caller may not see, does nothing, as in LangGraph; one it may see but not forget raises.
 - ``get(ns, key)``: a GetOp; None when the item is missing or the caller may not read it.
-  ``refresh_ttl`` restarts the item's TTL where the caller may update it.
-- ``search(prefix, query=, filter=, limit=, offset=)``: a memwarden SearchOp (nearest first with
-  a query, storage order without), then LangGraph's ``filter`` on the decoded values
-  (:mod:`memwarden.core.valuefilter`).
+  ``refresh_ttl`` restarts the item's TTL where the caller may update it. Consecutive puts and
+  gets of a batch are one core batch, run in order.
+- ``search(prefix, filter=, limit=, offset=)`` without a query: one memwarden SearchOp in storage
+  order whose ``filter`` (LangGraph's, :mod:`memwarden.core.valuefilter`) the core tests on the
+  stored items itself. With a query: SearchOps nearest first, then the filter on the decoded
+  values.
 - ``list_namespaces(prefix=, suffix=, max_depth=)``: a memwarden ListNamespacesOp, then
   LangGraph's match conditions and depth truncation.
 
@@ -25,8 +27,8 @@ The options (``index``, ``ttl``, ``search``, ``strict``) are in
 :mod:`memwarden.integrations.store_options`. Differences from LangGraph's stores, all listed
 in docs/langgraph.md, come from the governed core: namespaces are canonicalised (NFKC; at most
 8 labels of 128 characters, no "/"), a value is at most 32,768 characters of JSON, index fields
-do not choose what is embedded (the whole value is), a search reaches at most 2,000 records
-deep, and a search or listing under a prefix where the caller may read nothing at all raises
+do not choose what is embedded (the whole value is), a search with a query reaches at most
+2,000 records deep, and a search or listing under a prefix where the caller may read nothing at all raises
 AccessDenied rather than returning an empty list.
 
 Every argument is checked for its type, by the convenience methods (``get``, ``put``,

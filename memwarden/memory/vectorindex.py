@@ -5,7 +5,9 @@ scalar-quantised codes, or float32), its id, its partition, and a copy of its do
 flat metadata (from which the policy's residual filters, conditions included, are evaluated).
 A read scope (its planned targets) becomes a bitmap over the rows, cached and kept current
 row by row as rows change; a search is an exact scan of the rows the bitmap sets
-(``IDSelectorBitmap``), so nothing outside the scope is ever a candidate. Measured in issue
+(``IDSelectorBitmap``), so nothing outside the scope is ever a candidate. A listing (a
+filter-only search, a namespace listing, a sweep) walks the same bitmap in Chroma's storage
+order, which the index keeps for each row (:meth:`VectorIndex.listed`). Measured in issue
 19: 0.45x a raw unfiltered Chroma query at 10k rows, where the partition path costs 3x.
 
 Rows are labelled by slot numbers that are never reused (faiss ``IndexIDMap``): a removed row's
@@ -329,18 +331,15 @@ class VectorIndex:
             if not self._slot:
                 return []
             scope = self._scope(targets)
-            slots = np.flatnonzero(np.unpackbits(scope.bits, bitorder="little"))
-            by_part: dict[Partition, list[int]] = {}
-            for slot in slots.tolist():
-                part = self._parts[slot]
-                if part is not None:
-                    by_part.setdefault(part, []).append(slot)
-            order = [t.partition for t in targets if t.searched]
+            selected = np.unpackbits(scope.bits, bitorder="little").tobytes()  # one 0/1 byte per slot
             rank = self._rank
 
             def rows() -> Iterator[StoredRow]:
-                for part in dict.fromkeys(order):
-                    for slot in sorted(by_part.get(part, ()), key=lambda s: rank.get(self._ids[s], -1)):
+                # Partition by partition, as far as the selection reads: a short page of a
+                # broad scope sorts the rows of the first partitions only.
+                for part in dict.fromkeys(t.partition for t in targets if t.searched):
+                    slots = [s for s in self._members.get(part, ()) if s < len(selected) and selected[s]]
+                    for slot in sorted(slots, key=lambda s: rank.get(self._ids[s], -1)):  # type: ignore[arg-type]
                         yield StoredRow(self._ids[slot], self._docs[slot] or "", self._metas[slot])  # type: ignore[arg-type]
 
             chosen = select_rows(rows(), limit, offset, accept=accept, matching=matching, distinct=distinct)
