@@ -23,8 +23,10 @@ from langgraph.store.base import GetOp, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from memwarden import AccessDenied, Memory, Principal
+from memwarden.core.ops import ListNamespacesOp
 from memwarden.core.valuefilter import matches
 from memwarden.integrations.binding import bind_principal
+from memwarden.memory.context import OpContext
 from memwarden.memory.derived import derived_index
 from memwarden.memory.embeddings import HashingEmbedding
 
@@ -231,3 +233,20 @@ def test_a_bad_operation_in_a_batch_leaves_the_ones_before_it_done(memories: dic
         with pytest.raises(ValueError, match="key must be a string"):
             store.batch([PutOp(ns, "k", {"v": 1}), GetOp(ns, None)])  # type: ignore[arg-type]
         assert store.get(ns, "k").value == {"v": 1}
+
+
+@pytest.mark.parametrize("name", ["sq8", "off"])
+def test_a_listing_whose_first_row_the_recheck_refuses_reads_that_namespace_again(
+        memories: dict[str, Memory], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    # The first visible row of a namespace stands for it; should the re-check refuse it, the
+    # namespace is listed only through another row that passes, never through the refused one.
+    mem = memories[name]
+    ex = f"refuse{name}"
+    _seed(mem, ex, [("open", "p", "first", {"v": 1}), ("open", "p", "second", {"v": 2}),
+                    ("open", "q", "only", {"v": 3})], [])
+    refused = {"first", "only"}
+    real = OpContext.sees
+    monkeypatch.setattr(OpContext, "sees", lambda ctx, record: record is not None and record.key not in refused
+                        and real(ctx, record))
+    listed = mem.batch(READER, [ListNamespacesOp((ROOT, ex))])[0]
+    assert listed == [(ROOT, ex, "open", "p")]
