@@ -28,8 +28,8 @@ The options (``index``, ``ttl``, ``search``, ``strict``) are in
 in docs/langgraph.md, come from the governed core: namespaces are canonicalised (NFKC; at most
 8 labels of 128 characters, no "/"), a value is at most 32,768 characters of JSON, index fields
 do not choose what is embedded (the whole value is), a search with a query reaches at most
-2,000 records deep, and a search or listing under a prefix where the caller may read nothing at all raises
-AccessDenied rather than returning an empty list.
+2,000 records deep, and a search or listing under a prefix where the caller may read nothing
+at all raises AccessDenied rather than returning an empty list.
 
 Every argument is checked for its type, by the convenience methods (``get``, ``put``,
 ``search``...) and by ``batch`` alike, and bad input raises InvalidRequest naming the argument:
