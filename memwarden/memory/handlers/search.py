@@ -13,7 +13,7 @@ from memwarden.core.records import MemoryRecord, SearchHit, Status
 from memwarden.core.valuefilter import item_value, matches
 from memwarden.guards.contradiction import content_words, find_contradiction
 from memwarden.guards.visibility import hidden_filter, visible_filter, visible_metadata
-from memwarden.memory.backends import RowTest, StoredRow
+from memwarden.memory.backends import StoredRow
 from memwarden.memory.caches import INDEXED_KINDS
 from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
@@ -45,7 +45,7 @@ def is_item(key: str | None, content: str, filter_by: Mapping[str, Any]) -> bool
     return key is not None and matches(item_value(content), filter_by)
 
 
-def _item_test(filter_by: Mapping[str, Any] | None) -> RowTest | None:
+def _item_test(filter_by: Mapping[str, Any] | None) -> Callable[[dict[str, Any], str], bool] | None:
     """The row test of a search's ``filter`` (None without one), on the stored key and document."""
     if filter_by is None:
         return None
