@@ -284,15 +284,28 @@ def test_search_skips_plain_memories_and_still_fills_the_page(mem: Memory, store
     assert sorted(i.key for i in got + second) == ["k0", "k1", "k2"]
 
 
-def test_selective_filter_over_fetches_across_core_pages(mem: Memory, store: GovernedStore,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "_FILTERED_PAGE", 4)  # so that a few records span several pages
+def test_filter_only_search_is_one_governed_search(mem: Memory, store: GovernedStore) -> None:
+    # The filter is tested inside the governed path, so offset and limit are the core's and
+    # no page of non-matching records is read out to the adapter.
     with bind_principal(OLGA):
         store.batch([PutOp(("notes", "bulk"), f"k{i:02}", {"i": i, "rare": i >= 14}) for i in range(20)])
         before = len(list(mem.audit_log.entries()))
         got = store.search(("notes",), filter={"rare": True}, limit=2, offset=3)
-        searches = len(audit_tail(mem, before))
+        searches = audit_tail(mem, before)
         everything = store.search(("notes",), filter={"rare": True}, limit=50)
+    assert len(everything) == 6 and keys(got) == keys(everything)[3:5]
+    assert [e["op"] for e in searches] == ["search"] and searches[0]["returned"] == 2
+
+
+def test_selective_filter_with_a_query_over_fetches_across_core_pages(
+        mem: Memory, store: GovernedStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "_FILTERED_PAGE", 4)  # so that a few records span several pages
+    with bind_principal(OLGA):
+        store.batch([PutOp(("notes", "bulk"), f"k{i:02}", {"i": i, "rare": i >= 14}) for i in range(20)])
+        before = len(list(mem.audit_log.entries()))
+        got = store.search(("notes",), query="rare", filter={"rare": True}, limit=2, offset=3)
+        searches = len(audit_tail(mem, before))
+        everything = store.search(("notes",), query="rare", filter={"rare": True}, limit=50)
     assert len(everything) == 6 and keys(got) == keys(everything)[3:5]
     assert searches > 1  # each core page is its own governed, audited search
 

@@ -22,6 +22,7 @@ from memwarden.core.errors import InvalidRequest
 from memwarden.core.arguments import encodable, flag_argument, integer_argument, iterable_argument, sequence_argument, shown
 from memwarden.core.records import Binding, Kind, Principal, Source, ensure_kind
 from memwarden.core.schema import HELD_LABEL, OP_KINDS
+from memwarden.core.valuefilter import check_filter
 from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, canonical_value, is_label_name
 
 #: Longest content accepted, in characters (documented in the README).
@@ -265,6 +266,11 @@ class SearchOp:
     ``consensus``: also compare every result with the related memories the caller may see
     (same subject) and mark it ``contested`` when most of them contradict it (costs a
     comparison per result; off by default).
+    ``filter`` (only without a query): LangGraph's filter on store items' values
+    (:mod:`memwarden.core.valuefilter`); with it, even empty, only store items (keyed
+    records) are listed, those whose value passes it, tested on the stored rows inside the
+    governed path (the derived index's copies once it is loaded), so ``k`` and ``offset``
+    count matching items.
     """
 
     action: ClassVar[str] = "search"
@@ -282,6 +288,7 @@ class SearchOp:
     include_superseded: bool = False
     budget_tokens: int | None = None
     consensus: bool = False
+    filter: Mapping[str, Any] | None = None
 
     def canonical(self) -> SearchOp:
         """This op with every field checked and normalised."""
@@ -300,6 +307,11 @@ class SearchOp:
             raise InvalidRequest("created_before must be after created_after")
         query = _text(self.query, "query", MAX_QUERY_CHARS) if self.query is not None else None
         flag_argument(self.consensus, "consensus")
+        if self.filter is not None:
+            if query is not None:
+                raise InvalidRequest("filter lists store items without a query; a search with a query "
+                                     "ranks records and cannot take one")
+            check_filter(self.filter)
         return replace(self, query=query, namespace=canonical_namespace(self.namespace, allow_empty=True), kinds=kinds,
                        as_of=_when(self.as_of, "as_of"), time_range=_range(self.time_range),
                        created_after=after, created_before=before)

@@ -14,10 +14,12 @@ How LangGraph's operations map:
 - ``delete(ns, key)`` (a put of None): a ForgetOp. Deleting an item that does not exist, or that
   the caller may not see, does nothing, as in LangGraph; one it may see but not forget raises.
 - ``get(ns, key)``: a GetOp; None when the item is missing or the caller may not read it.
-  ``refresh_ttl`` restarts the item's TTL where the caller may update it.
-- ``search(prefix, query=, filter=, limit=, offset=)``: a memwarden SearchOp (nearest first with
-  a query, storage order without), then LangGraph's ``filter`` on the decoded values
-  (:mod:`memwarden.integrations.store_filters`).
+  ``refresh_ttl`` restarts the item's TTL where the caller may update it. Consecutive puts and
+  gets of a batch are one core batch, run in order.
+- ``search(prefix, filter=, limit=, offset=)`` without a query: one memwarden SearchOp in storage
+  order whose ``filter`` (LangGraph's, :mod:`memwarden.core.valuefilter`) the core tests on the
+  stored items itself. With a query: SearchOps nearest first, then the filter on the decoded
+  values.
 - ``list_namespaces(prefix=, suffix=, max_depth=)``: a memwarden ListNamespacesOp, then
   LangGraph's match conditions and depth truncation.
 
@@ -25,9 +27,9 @@ The options (``index``, ``ttl``, ``search``, ``strict``) are in
 :mod:`memwarden.integrations.store_options`. Differences from LangGraph's stores, all listed
 in docs/langgraph.md, come from the governed core: namespaces are canonicalised (NFKC; at most
 8 labels of 128 characters, no "/"), a value is at most 32,768 characters of JSON, index fields
-do not choose what is embedded (the whole value is), a search reaches at most 2,000 records
-deep, and a search or listing under a prefix where the caller may read nothing at all raises
-AccessDenied rather than returning an empty list.
+do not choose what is embedded (the whole value is), a search with a query reaches at most
+2,000 records deep, and a search or listing under a prefix where the caller may read nothing
+at all raises AccessDenied rather than returning an empty list.
 
 Every argument is checked for its type, by the convenience methods (``get``, ``put``,
 ``search``...) and by ``batch`` alike, and bad input raises InvalidRequest naming the argument:
@@ -57,7 +59,7 @@ from memwarden.core.arguments import encodable, iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
 from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, namespace_text, split_namespace
 from memwarden.core import ops as mw
-from memwarden.integrations.store_filters import check_filter, matches
+from memwarden.core.valuefilter import check_filter, item_value, matches
 from memwarden.integrations.store_options import UNINDEXED, StoreOptions, minutes
 from memwarden.integrations.store_outcomes import PutResult, held_error, strict_requested
 
@@ -187,31 +189,43 @@ class GovernedStore(BaseStore):
 
     def _execute(self, principal: Principal, ops: list[Op], strict: bool) -> list[Any]:
         results: list[Any] = []
-        # Consecutive puts go to the core as one batch, which embeds their values together;
-        # their results are filled in when it has run.
-        writes: list[tuple[int, mw.WriteOp]] = []
+        # Consecutive puts and gets go to the core as one batch, which embeds the puts' values
+        # together and stores them in one call; the batch runs its operations in order (a get
+        # after a put of its key sees the put), and their results are filled in when it has run.
+        pending: list[tuple[int, mw.WriteOp | mw.GetOp]] = []
         for op in ops:
-            if isinstance(op, PutOp) and op.value is not None:
-                writes.append((len(results), _write_op(op, self._options)))
+            if isinstance(op, GetOp) or (isinstance(op, PutOp) and op.value is not None):
+                try:
+                    core = self._core_op(op)
+                except InvalidRequest:
+                    # As in Memory.batch: the operations before the first failing one take effect.
+                    self._flush(principal, pending, results)
+                    raise
+                pending.append((len(results), core))
                 results.append(None)
                 continue
-            self._flush(principal, writes, results)
+            self._flush(principal, pending, results)
             results.append(self._run(principal, op, strict))
-        self._flush(principal, writes, results)
+        self._flush(principal, pending, results)
         return results
 
-    def _flush(self, principal: Principal, writes: list[tuple[int, mw.WriteOp]], results: list[Any]) -> None:
-        if writes:
-            records = self._memory.batch(principal, [w for _, w in writes], binding=AGENT)
-            for (at, _), record in zip(writes, records):
-                results[at] = PutResult.of(record)
-            writes.clear()
+    def _core_op(self, op: GetOp | PutOp) -> mw.WriteOp | mw.GetOp:
+        if isinstance(op, GetOp):
+            return mw.GetOp(_item_id(op.namespace, op.key), refresh_ttl=self._refresh(op.refresh_ttl))
+        return _write_op(op, self._options)
+
+    def _flush(self, principal: Principal, pending: list[tuple[int, mw.WriteOp | mw.GetOp]],
+               results: list[Any]) -> None:
+        if pending:
+            records = self._memory.batch(principal, [core for _, core in pending], binding=AGENT)
+            for (at, core), record in zip(pending, records):
+                if isinstance(core, mw.WriteOp):
+                    results[at] = PutResult.of(record)
+                else:
+                    results[at] = _item(record) if record is not None else None
+            pending.clear()
 
     def _run(self, principal: Principal, op: Op, strict: bool) -> Result:
-        if isinstance(op, GetOp):
-            get = mw.GetOp(_item_id(op.namespace, op.key), refresh_ttl=self._refresh(op.refresh_ttl))
-            record = self._memory.batch(principal, [get], binding=AGENT)[0]
-            return _item(record) if record is not None else None
         if isinstance(op, SearchOp):
             return self._search(principal, op)
         if isinstance(op, ListNamespacesOp):
@@ -239,6 +253,33 @@ class GovernedStore(BaseStore):
         prefix = _namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
         # "" asks for no query, as in LangGraph; any other non-string is refused by the core.
         query = None if op.query is None or op.query == "" else op.query
+        page_found = (self._listed(principal, prefix, op) if query is None
+                      else self._ranked(principal, prefix, query, op))
+        if refresh:
+            # Only what the caller is given restarts its clock, not every row the core read
+            # to find it: one governed get per returned item that has a TTL.
+            renew = [mw.GetOp(hit.record.id, refresh_ttl=True) for hit, _ in page_found if hit.record.expires_at]
+            if renew:
+                self._memory.batch(principal, renew, binding=AGENT)
+        return [item for _, item in page_found]
+
+    def _listed(self, principal: Principal, prefix: Namespace, op: SearchOp) -> list[tuple[SearchHit, SearchItem]]:
+        """A search without a query: the core lists store items and tests the filter itself
+        (an empty one still keeps to store items), so offset and limit are the core's."""
+        found: list[tuple[SearchHit, SearchItem]] = []
+        while len(found) < op.limit:
+            k = min(mw.MAX_K, op.limit - len(found))
+            search = mw.SearchOp(None, prefix, k=k, offset=op.offset + len(found), mode=self._options.search,
+                                 filter=dict(op.filter or {}))
+            hits = self._memory.batch(principal, [search], binding=AGENT)[0]
+            found += _search_items(hits, None)
+            if len(hits) < k:
+                break
+        return found
+
+    def _ranked(self, principal: Principal, prefix: Namespace, query: str,
+                op: SearchOp) -> list[tuple[SearchHit, SearchItem]]:
+        """A search with a query: ranked pages of records, filtered here, read from the start."""
         wanted = op.offset + op.limit
         # offset and limit count store items, while the core pages over all records (unkeyed
         # ones and filtered-out items included), so read from the start and page forward.
@@ -253,7 +294,7 @@ class GovernedStore(BaseStore):
             search = mw.SearchOp(query, prefix, k=page, offset=start, mode=self._options.search)
             hits = self._memory.batch(principal, [search], binding=AGENT)[0]
             for hit, item in _search_items(hits, op.filter):
-                (unranked if query is not None and UNINDEXED in hit.record.labels else found).append((hit, item))
+                (unranked if UNINDEXED in hit.record.labels else found).append((hit, item))
             if len(hits) < page:
                 exhausted = True
                 break
@@ -261,14 +302,7 @@ class GovernedStore(BaseStore):
             page = min(mw.MAX_K, page * 2)
         if exhausted:
             found += [(hit, _unscored(item)) for hit, item in unranked]
-        page_found = found[op.offset:wanted]
-        if refresh:
-            # Only what the caller is given restarts its clock, not every row the core read
-            # to find it: one governed get per returned item that has a TTL.
-            renew = [mw.GetOp(hit.record.id, refresh_ttl=True) for hit, _ in page_found if hit.record.expires_at]
-            if renew:
-                self._memory.batch(principal, renew, binding=AGENT)
-        return [item for _, item in page_found]
+        return found[op.offset:wanted]
 
     def _list_namespaces(self, principal: Principal, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         _check_window(op.limit, op.offset)
@@ -401,12 +435,7 @@ def _seconds(ttl_minutes: object) -> float | None:
 
 
 def _value(record: MemoryRecord) -> dict[str, Any]:
-    try:
-        value = json.loads(record.content)
-    except json.JSONDecodeError:
-        value = None
-    # A keyed record written through Memory.batch rather than this store may hold plain text.
-    return value if isinstance(value, dict) else {"content": record.content}
+    return item_value(record.content)
 
 
 def _item(record: MemoryRecord) -> Item:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,14 +21,20 @@ import numpy as np
 from memwarden.core.fields import Meta
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from memwarden.core.namespace import Namespace
     from memwarden.policies.partitions import Partition, Target
 
 COLLECTION = "memwarden-records"
 
 Where = dict[str, Any]
+#: A test on a stored row's metadata (visibility, kinds: what nearly every row passes).
+MetaTest = Callable[[dict[str, Any]], bool]
+#: A test on a stored row's metadata and document, for what no metadata filter can see
+#: (a store item's value, inside its JSON document).
+RowTest = Callable[[dict[str, Any], str], bool]
+#: What makes rows alike for a read that needs one row of each kind (a namespace listing);
+#: None: the row is like no other.
+RowKey = Callable[[dict[str, Any]], Hashable | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +93,12 @@ class Backend(Protocol):
         """The k nearest rows over planned partitions whose metadata ``accept`` takes."""
 
     def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
-                      accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:
-        """Rows of planned partitions that pass their filter and ``where`` (and ``accept``)."""
+                      accept: MetaTest | None = None, matching: RowTest | None = None,
+                      distinct: RowKey | None = None) -> list[StoredRow]:
+        """Rows of planned partitions, partition by partition in storage order, that pass
+        their filter and ``where`` (and ``accept`` on their metadata, ``matching`` on metadata
+        and document); with ``distinct``, only the first such row of each key. ``offset`` and
+        ``limit`` count the rows returned."""
 
     def fetch_ids(self, ids: Sequence[str], steps: Sequence[tuple[Partition, Where | None]]) -> list[StoredRow]:
         """Rows by id that pass the filter of one of ``steps`` (partition, filter), asking
@@ -99,6 +109,32 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release resources."""
+
+
+def select_rows(rows: Iterable[StoredRow], limit: int | None, offset: int = 0, *, accept: MetaTest | None = None,
+                matching: RowTest | None = None, distinct: RowKey | None = None) -> list[StoredRow]:
+    """The rows of ``rows`` (in their order) that ``accept`` and ``matching`` take, the first
+    of each ``distinct`` key only, after ``offset`` of them, at most ``limit``. ``rows`` is
+    consumed no further than needed, so a lazy one reads no page it does not use."""
+    out: list[StoredRow] = []
+    seen: set[Hashable] = set()
+    for row in rows:
+        if limit is not None and len(out) >= limit:
+            break
+        key = distinct(row.metadata) if distinct is not None else None
+        if key is not None and key in seen:
+            continue  # before the tests: a namespace already listed costs no more
+        if accept is not None and not accept(row.metadata):
+            continue
+        if matching is not None and not matching(row.metadata, row.document):
+            continue
+        if key is not None:
+            seen.add(key)
+        if offset:
+            offset -= 1
+        else:
+            out.append(row)
+    return out
 
 
 def subject_filter(subject: str) -> Where:
@@ -265,10 +301,12 @@ class DelegatingBackend:
         return self._inner.query_targets(embedding, k, targets, accept=accept, fallback=fallback)
 
     def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
-                      accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:
+                      accept: MetaTest | None = None, matching: RowTest | None = None,
+                      distinct: RowKey | None = None) -> list[StoredRow]:
         """See :meth:`Backend.fetch_targets`."""
         self._before_read()
-        return self._inner.fetch_targets(targets, where, limit, offset, accept=accept)
+        return self._inner.fetch_targets(targets, where, limit, offset, accept=accept, matching=matching,
+                                         distinct=distinct)
 
     def count(self, *, where: Where | None = None, partitions: Sequence[Partition] | None = None) -> int:
         """See :meth:`Backend.count`."""

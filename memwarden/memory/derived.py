@@ -7,7 +7,8 @@ Each change is made in Chroma first and then in the index, under one lock that o
 changes; if Chroma fails, the rows it concerns are read back from Chroma (whatever it holds
 now) and, should that fail too, the index is given up for the partition path.
 
-Dense searches (``query_targets``) are answered from the index once it is loaded, so they
+Dense searches (``query_targets``) and listings (``fetch_targets``: filter-only searches,
+namespace listings, sweeps) are answered from the index once it is loaded, so they
 reach it only through the pipeline's StoreView, like every other read; the pipeline re-checks
 every row it returns. The index loads in a background thread when the store opens, and until
 it is ready searches take the partition path (one Chroma query per partition). A change made
@@ -33,12 +34,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, Where
+from memwarden.memory.backends import Backend, DelegatingBackend, MetaTest, RowKey, RowTest, StoredRow, Where
 from memwarden.memory.changelog import ChangeLog
 from memwarden.memory.codec import stored_metadata
 from memwarden.memory.partitioned import row_partition
 from memwarden.memory.settings import DEFAULT_SEARCH_INDEX
 from memwarden.memory.vectorindex import TRAIN_ROWS, VectorIndex
+from memwarden.policies.metafilter import compile_predicate
 from memwarden.policies.partitions import Partition, Target
 
 T = TypeVar("T")
@@ -126,6 +128,8 @@ class DerivedIndexBackend(DelegatingBackend):
         """Add rows the load read, but none changed since it began (read again at its end)."""
         with self.index.lock:
             assert self._loading is not None
+            # Every row read takes its place in storage order now, those held back too.
+            self.index.reserve(h[1].id for h in held)
             keep = [h for h in held if h[1].id not in self._loading]
             if keep:
                 self.index.put([h[1] for h in keep], np.stack([h[2] for h in keep]), [h[0] for h in keep])
@@ -135,9 +139,10 @@ class DerivedIndexBackend(DelegatingBackend):
         if not ids:
             return
         with self.index.lock:
-            self.index.remove(ids)
+            self.index.remove(ids, keep_place=True)
             for part, rows, vectors in self._inner.vectors(ids):  # type: ignore[attr-defined]
                 self.index.put(rows, vectors, [part] * len(rows))
+            self.index.unplace(ids)
 
     def _give_up(self, why: str) -> None:
         """Stop answering from the index (the partition path serves) and drop what it holds."""
@@ -191,7 +196,7 @@ class DerivedIndexBackend(DelegatingBackend):
         with self.index.lock:
             if self._loading is not None:  # loading: the row is read again when it ends
                 self._loading.update(ids)
-                self.index.remove(ids)
+                self.index.remove(ids, keep_place=True)
                 return
             if apply is not None:
                 apply()
@@ -250,20 +255,45 @@ class DerivedIndexBackend(DelegatingBackend):
                     return self.index.rows(ids, partitions)
         return super().fetch(ids, where, limit, offset, partitions=partitions)
 
+    def _serving(self) -> bool:
+        """Whether this read is answered from the index: it is loaded, and it has caught up
+        with the changes other processes logged (else Chroma itself answers)."""
+        if not self.ready:
+            return False
+        try:
+            self._catch_up()
+        except Exception as exc:  # noqa: BLE001 - Chroma itself answers this one
+            _log.warning("memwarden: the change log could not be read (%s); reading Chroma directly",
+                         type(exc).__name__)
+            return False
+        return True
+
     def query_targets(self, embedding: np.ndarray, k: int, targets: Sequence[Target], *,
                       accept: Callable[[dict[str, Any]], bool],
                       fallback: Where) -> list[tuple[StoredRow, float]]:
         """The k nearest accepted rows of the planned targets: a scan of the scope's rows in
         the index once it is loaded, else the partition path."""
-        if self.ready:
-            try:
-                self._catch_up()
-            except Exception as exc:  # noqa: BLE001 - Chroma itself answers this one
-                _log.warning("memwarden: the change log could not be read (%s); searching Chroma directly",
-                             type(exc).__name__)
-            else:
-                return self.index.nearest(embedding, k, targets, accept)
+        if self._serving():
+            return self.index.nearest(embedding, k, targets, accept)
         return super().query_targets(embedding, k, targets, accept=accept, fallback=fallback)
+
+    def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
+                      accept: MetaTest | None = None, matching: RowTest | None = None,
+                      distinct: RowKey | None = None) -> list[StoredRow]:
+        """Rows of the planned targets in storage order (see :meth:`Backend.fetch_targets`):
+        from the index once it is loaded, ``where`` evaluated on its copies of the metadata with
+        Chroma's semantics (:mod:`memwarden.policies.metafilter`), else the partition path."""
+        if self._serving():
+            try:
+                test = compile_predicate(where)
+            except ValueError:  # outside the dialect the index evaluates: Chroma's own filter
+                pass
+            else:
+                both = test if accept is None else (lambda meta: test(meta) and accept(meta))
+                return self.index.listed(targets, limit, offset, accept=both if where else accept,
+                                         matching=matching, distinct=distinct)
+        return super().fetch_targets(targets, where, limit, offset, accept=accept, matching=matching,
+                                     distinct=distinct)
 
     def close(self) -> None:
         """Stop loading, drop the index, release the store."""

@@ -48,7 +48,9 @@ from memwarden.core.errors import InvalidRequest
 from memwarden.core.fields import Meta, ns_label
 from memwarden.memory import compaction
 from memwarden.memory.compaction import marker, scrub, versions
-from memwarden.memory.backends import COLLECTION, StoredRow, Where, _rows, subject_filter
+from memwarden.memory.backends import (
+    COLLECTION, MetaTest, RowKey, RowTest, StoredRow, Where, _rows, select_rows, subject_filter,
+)
 from memwarden.core.namespace import MAX_DEPTH, Namespace
 from memwarden.policies.partitions import Partition, Target, partition_of
 from memwarden.policies.pushdown import all_of
@@ -531,35 +533,34 @@ class PartitionedBackend:
             return [rows[i] for i in dict.fromkeys(ids) if i in rows]
 
     def fetch_targets(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
-                      accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:
-        """Rows of the searched targets that pass their own filter and ``where`` (and whose
-        metadata ``accept`` takes), partition by partition in storage order, ``offset`` and
-        ``limit`` counted across them.
+                      accept: MetaTest | None = None, matching: RowTest | None = None,
+                      distinct: RowKey | None = None) -> list[StoredRow]:
+        """Rows of the searched targets that pass their own filter and ``where`` (and the
+        tests of :meth:`Backend.fetch_targets`), partition by partition in storage order,
+        ``offset`` and ``limit`` counted across them.
 
         ``accept`` is for tests nearly every row passes (visibility), which cost a Chroma filter
-        as much as a scan: the rows are read in pages and tested here instead."""
+        as much as a scan, and ``matching`` for what no filter sees: the rows are then read in
+        pages and tested here instead."""
         with self._gate.shared():
             present = [t for t in targets if t.searched and t.partition in self._parts]
             steps = [(t.partition, all_of([t.where or {}, where or {}])) for t in present]
-            if accept is None:
+            if accept is None and matching is None and distinct is None:
                 return self._paged(steps, limit, offset)
             page = min(max((limit or 0) + offset, _PAGE), _MAX_PAGE)
-            out: list[StoredRow] = []
-            for part, step_where in steps:
-                pos = 0
-                while limit is None or len(out) < limit:
-                    rows = self._get(part, where=step_where or None, limit=page, offset=pos)
-                    pos += len(rows)
-                    for row in rows:
-                        if not accept(row.metadata):
-                            continue
-                        if offset:
-                            offset -= 1
-                        elif limit is None or len(out) < limit:
-                            out.append(row)
-                    if len(rows) < page:
-                        break
-            return out
+            return select_rows(self._pages(steps, page), limit, offset, accept=accept, matching=matching,
+                               distinct=distinct)
+
+    def _pages(self, steps: Sequence[tuple[Partition, Where | None]], page: int) -> Iterator[StoredRow]:
+        """The rows of ``steps``, read ``page`` at a time, only as far as they are consumed."""
+        for part, step_where in steps:
+            pos = 0
+            while True:
+                rows = self._get(part, where=step_where or None, limit=page, offset=pos)
+                pos += len(rows)
+                yield from rows
+                if len(rows) < page:
+                    break
 
     def _paged(self, steps: Sequence[tuple[Partition, Where | None]], limit: int | None, skip: int) -> list[StoredRow]:
         out: list[StoredRow] = []

@@ -23,7 +23,7 @@ from memwarden.core.fields import Meta, label_field
 from memwarden.core.namespace import Namespace
 from memwarden.core.records import Kind, MemoryRecord, utcnow
 from memwarden.guards.visibility import visible_metadata
-from memwarden.memory.backends import StoredRow, Where, subject_filter
+from memwarden.memory.backends import MetaTest, RowKey, RowTest, StoredRow, Where, subject_filter
 from memwarden.memory.codec import from_row
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.policies.engine import ReadScope
@@ -181,9 +181,12 @@ class StoreView:
     # -- scoped reads (searches, listings, sweeps) ---------------------------------------------
 
     def listed(self, targets: Sequence[Target], where: Where | None, limit: int | None, offset: int = 0, *,
-               accept: Callable[[dict[str, Any]], bool] | None = None) -> list[StoredRow]:
-        """Rows of planned partitions that pass their filter and ``where`` (and ``accept``)."""
-        return self._backend.fetch_targets(targets, where, limit, offset, accept=accept)
+               accept: MetaTest | None = None, matching: RowTest | None = None,
+               distinct: RowKey | None = None) -> list[StoredRow]:
+        """Rows of planned partitions that pass their filter and ``where`` (and ``accept``,
+        ``matching``; the first of each ``distinct`` key only): see Backend.fetch_targets."""
+        return self._backend.fetch_targets(targets, where, limit, offset, accept=accept, matching=matching,
+                                           distinct=distinct)
 
     def nearest(self, vector: np.ndarray, k: int, targets: Sequence[Target], *,
                 accept: Callable[[dict[str, Any]], bool], fallback: Where) -> list[tuple[StoredRow, float]]:

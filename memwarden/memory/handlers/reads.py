@@ -71,20 +71,34 @@ HISTORY = Handler(need=lambda op, ctx: OnRecord(op.id, "history", frozenset({Sta
 
 def _run_list(op: ListNamespacesOp, scope: ReadScope, ctx: OpContext) -> tuple[list[Namespace], list[Effect]]:
     now = ctx.now.timestamp()
+    targets = ctx.view.targets(scope)
     seen: dict[Namespace, None] = {}
-    for row in ctx.view.listed(ctx.view.targets(scope), None, None):
-        if not visible_metadata(row.metadata, now):
-            continue
-        # One record the caller sees lists its namespace: the others there need no rebuild
-        # nor re-check (a namespace of many records costs what one of them does).
-        if _listed_as(row.metadata, op.max_depth) in seen:
-            continue
-        record = from_row(row)
-        # Re-checked like search hits.
-        if record.namespace[: len(op.prefix)] == op.prefix and ctx.sees(record):
-            seen[record.namespace[: op.max_depth] if op.max_depth else record.namespace] = None
-        else:
-            ctx.facts.rechecked_out += 1
+
+    def unlisted(meta: dict) -> bool:
+        return visible_metadata(meta, now) and _listed_as(meta, op.max_depth) not in seen
+
+    def take(rows: list, count: bool) -> bool:
+        """List the namespaces of the rows the re-check passes; True when it refused one."""
+        refused = False
+        for row in rows:
+            if _listed_as(row.metadata, op.max_depth) in seen:
+                continue
+            record = from_row(row)
+            # Re-checked like search hits.
+            if record.namespace[: len(op.prefix)] == op.prefix and ctx.sees(record):
+                seen[record.namespace[: op.max_depth] if op.max_depth else record.namespace] = None
+            else:
+                refused = True
+                ctx.facts.rechecked_out += count
+        return refused
+
+    # One record the caller sees lists its namespace, so the store is asked for the first
+    # visible row of each (the derived index answers without reading any row out of Chroma).
+    # Should the re-check refuse one (it disagrees with the pushed-down scope), every visible
+    # row of the namespaces still unlisted is read and re-checked, as without the shortcut.
+    if take(ctx.view.listed(targets, None, None, accept=unlisted,
+                            distinct=lambda meta: _listed_as(meta, op.max_depth)), count=False):
+        take(ctx.view.listed(targets, None, None, accept=unlisted), count=True)
     found = sorted(seen)[op.offset: op.offset + op.limit]
     ctx.facts.returned = len(found)
     return found, []

@@ -3,7 +3,7 @@ every result re-checked before it is returned."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +11,7 @@ from memwarden.core.fields import Meta
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.ops import SearchOp
 from memwarden.core.records import MemoryRecord, SearchHit, Status
+from memwarden.core.valuefilter import item_value, matches
 from memwarden.guards.contradiction import content_words, find_contradiction
 from memwarden.guards.visibility import hidden_filter, visible_filter, visible_metadata
 from memwarden.memory.backends import StoredRow
@@ -38,6 +39,18 @@ def _shown(now: datetime, kinds: dict[str, Any]) -> Callable[[dict[str, Any]], b
     wanted = set(kinds[Meta.KIND]["$in"]) if kinds else None
     stamp = now.timestamp()
     return lambda meta: visible_metadata(meta, stamp) and (wanted is None or meta.get(Meta.KIND) in wanted)
+
+
+def is_item(key: str | None, content: str, filter_by: Mapping[str, Any]) -> bool:
+    """Whether a record (its key and content) is a store item whose value passes ``filter_by``."""
+    return key is not None and matches(item_value(content), filter_by)
+
+
+def _item_test(filter_by: Mapping[str, Any] | None) -> Callable[[dict[str, Any], str], bool] | None:
+    """The row test of a search's ``filter`` (None without one), on the stored key and document."""
+    if filter_by is None:
+        return None
+    return lambda meta, document: is_item(meta.get("key"), document, filter_by)
 
 
 def _may_find(ctx: OpContext, record: MemoryRecord, history: ReadScope | None) -> bool:
@@ -75,8 +88,11 @@ def _run(op: SearchOp, scope: ReadScope, ctx: OpContext) -> tuple[list[SearchHit
     shown = _shown(now, kinds) if simple else None
     wanted = max(_POOL, op.k) if op.budget_tokens else op.k
     if op.query is None:
+        # A store item's value is inside its document, where no metadata filter reaches: the
+        # rows are tested where they are read (the derived index's copies once it is loaded),
+        # so k and offset count matching items and nothing is paged out to the caller.
         ranked: Ranked = [(row, None, None, None) for row in ctx.view.listed(
-            targets, None if shown else rest, wanted, op.offset, accept=shown)]
+            targets, None if shown else rest, wanted, op.offset, accept=shown, matching=_item_test(op.filter))]
     else:
         where = all_of([rest, scope_filter(scope)])  # the same filter, whole, for the lexical leg
         ranked = _ranked(op, ctx, targets, where, shown, rest, op.offset + wanted)[op.offset:]
@@ -85,7 +101,8 @@ def _run(op: SearchOp, scope: ReadScope, ctx: OpContext) -> tuple[list[SearchHit
         record = from_row(row)
         # Defence in depth: the enforcer itself must agree with the pushed-down filter.
         if (record.namespace[: len(op.namespace)] == op.namespace and _may_find(ctx, record, history)
-                and (not op.kinds or record.kind in op.kinds) and in_time(record, **when)):
+                and (not op.kinds or record.kind in op.kinds) and in_time(record, **when)
+                and (op.filter is None or is_item(record.key, record.content, op.filter))):
             hits.append(SearchHit(record=record, score=score, similarity=similarity, bm25=bm25))
         else:
             ctx.facts.rechecked_out += 1

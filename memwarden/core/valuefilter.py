@@ -1,5 +1,10 @@
 """LangGraph's ``filter`` argument of ``search``, checked up front and matched on decoded values.
 
+It lives in the core because a filter-only store search is answered inside the governed
+path (:class:`memwarden.core.ops.SearchOp` ``filter``), from the stored documents, rather than
+by paging records out to the store adapter: the adapter and the search handler read an
+item's value and test it with these same functions.
+
 The semantics are those of LangGraph's stores: a key is a field, or a dotted path into nested
 mappings (``{"user.access-level": "admin"}``, as the SQLite and Postgres stores read it); a
 value is matched exactly, a nested mapping field by field, a list element by element, and a
@@ -11,6 +16,7 @@ InMemoryStore.
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 from collections.abc import Mapping
@@ -19,7 +25,7 @@ from typing import Any
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.arguments import shown
 
-__all__ = ["OPERATORS", "check_filter", "matches"]
+__all__ = ["OPERATORS", "check_filter", "item_value", "matches"]
 
 _ORDERINGS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 #: LangGraph's filter operators.
@@ -42,6 +48,16 @@ def check_filter(filter_by: object, where: str = "filter") -> None:
                                      f"expected {', '.join(sorted(OPERATORS))}")
         elif isinstance(value, Mapping):
             check_filter(value, f"{where}[{key!r}]")
+
+
+def item_value(content: str) -> dict[str, Any]:
+    """The value of the store item whose stored content is ``content`` (a JSON object), or
+    ``{"content": content}`` for a keyed record written as plain text (through Memory.batch)."""
+    try:
+        value = json.loads(content)
+    except (json.JSONDecodeError, RecursionError):
+        value = None
+    return value if isinstance(value, dict) else {"content": content}
 
 
 def matches(value: Mapping[str, Any], filter_by: Mapping[str, Any] | None) -> bool:
