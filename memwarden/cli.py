@@ -27,7 +27,7 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
 
     try:
         telemetry = setup_tracing(otlp=args.otlp, service_name="memwarden-demo", project="memwarden-demo",
-                                  set_global=False)
+                                  set_global=False, scorecard=True)
     except (ValueError, RuntimeError) as exc:
         console.print(styled("error:", "red", f" --otlp: {exc}"))
         return 2
@@ -230,8 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
     from memwarden.cli_policy import add_policy_commands, add_record_options, policy_check
     from memwarden.cli_proof import add_proof_commands
     from memwarden.cli_records import add_records_commands
+    from memwarden.cli_scorecard import add_scorecard_command
 
     add_proof_commands(sub, audit, _add_log)
+    add_scorecard_command(audit)
     add_records_commands(sub)
 
     policy = sub.add_parser("policy", help="policy tools").add_subparsers(dest="policy_command", required=True)
