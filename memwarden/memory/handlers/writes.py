@@ -98,7 +98,7 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     assert decision is not None
     keyed = op.key is not None
     rid = keyed_id(op.namespace, op.key) if keyed else record_id(ctx.principal_id, op.namespace, op.content)
-    ctx.facts.record_ids, ctx.facts.parents = [rid], list(op.parents)
+    ctx.facts.record_ids, ctx.facts.parents, ctx.facts.about = [rid], list(op.parents), list(op.subjects)
     existing = ctx.view.stored(rid, op.namespace)
     version = 1
     if existing is not None:
@@ -168,7 +168,7 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     if erased is not None:
         raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
     new = ctx.validate(candidate, after if after.review or not before.review else before)
-    ctx.facts.record_ids = [new.id, old.id]
+    ctx.facts.record_ids, ctx.facts.about = [new.id, old.id], list(new.subjects)
     effects: list[Effect] = [Store(new)]
     # A quarantined new version leaves the old one in force until it is approved.
     if new.status is Status.ACTIVE:
