@@ -170,11 +170,12 @@ def test_demo_spans_arrive_in_phoenix(tmp_path: Path) -> None:
     project_id = next(p["id"] for p in _get("/v1/projects")["data"] if p["name"] == PROJECT)
     trace_url = f"{URL}/projects/{project_id}/traces/{root['context']['trace_id']}"
     run = _chromium(f"--screenshot={shot}", "--window-size=1400,900", "--virtual-time-budget=20000", trace_url,
-                    profile=tmp_path / "chromium")
+                    profile=tmp_path / "chromium", timeout=600)  # Phoenix's page is heavy: ~50 s on a busy 2-core machine
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
     pixels = decode_png(shot.read_bytes())[..., :3].astype(float)
     assert pixels.std() > 10, "the Phoenix page rendered blank"
     # Phoenix's trace page lists the root span's annotations: the scorecard is on the page.
-    run = _chromium("--dump-dom", "--virtual-time-budget=20000", trace_url, profile=tmp_path / "chromium-dom")
+    run = _chromium("--dump-dom", "--virtual-time-budget=20000", trace_url, profile=tmp_path / "chromium-dom",
+                    timeout=600)
     page = run.stdout.decode("utf-8", "replace")
     assert all(f"memwarden governance: {p}" in page for p in expected), page[-2000:]
