@@ -133,10 +133,10 @@ class _FakePhoenix(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:  # the name http.server calls
         self._send({"data": self.spans, "next_cursor": None})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         doc = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.posted.extend(doc["data"])
         self._send({"data": [{"id": str(i)} for i, _ in enumerate(doc["data"])]})
