@@ -1,6 +1,6 @@
 """Every code block of README.md and docs/*.md runs as written, or says it is a fragment.
 
-The convention (docs/README's "Code blocks" note, in docs/cli.md):
+The convention (README.md, "Development"):
 
 * a fence always names its language; ```text (or csv, json, ...) is never run;
 * ```python runs in a fresh empty directory, in its own process, and must exit 0;

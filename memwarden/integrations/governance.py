@@ -9,6 +9,7 @@ Nothing here sees content: principals, operation names, outcomes and counts only
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -77,8 +78,6 @@ class Scorecard(BaseModel):
     def as_attributes(self) -> dict[str, Any]:
         """Span attributes for any OTLP backend: totals as numbers (queryable, e.g. TraceQL
         ``span.memwarden.scorecard.withheld > 0``) and the per-principal rows as one JSON string."""
-        import json
-
         total = self.total()
         rows = {p: {"returned": r.returned, "withheld": r.withheld, "denied": r.denied}
                 for p, r in sorted(self.principals.items())}
