@@ -6,8 +6,9 @@ The convention (README.md, "Development"):
 * ```python runs in a fresh empty directory, in its own process, and must exit 0;
 * ```sh runs when every command in it is a ``memwarden ...`` command: in order, one block
   after the other in one directory per document, where ``data`` is a copy of the demo's store
-  (``memwarden demo --keep data``); each must exit 0. No shell: no variables, pipes or
-  redirections;
+  (``memwarden demo --keep data``). No shell: no variables, pipes or redirections. A whole
+  comment line right after a command is the output the page shows: the command's output must
+  begin with its first word, and it must exit 1 when that is ``deny`` (``policy check``), else 0;
 * a block preceded by ``<!-- fragment: why -->`` is not run (it needs a server, a model API,
   its page's context, or shows a placeholder); the reason is required.
 """
@@ -72,15 +73,26 @@ def blocks(doc: Path) -> list[Block]:
 ALL = [b for doc in DOCS for b in blocks(doc)]
 
 
-def commands(block: Block) -> list[list[str]]:
-    """The ``memwarden`` commands of a shell block, comments dropped, continuations joined."""
+def documented(block: Block) -> list[tuple[list[str], str | None]]:
+    """The commands of a shell block, comments dropped and continuations joined, each with the
+    output the page shows for it: the first whole comment line right after it, if any."""
     text = re.sub(r"\\\n\s*", " ", block.text)
-    out = []
+    out: list[tuple[list[str], str | None]] = []
     for line in text.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", line).strip()
-        if line:
-            out.append(shlex.split(line))
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            if out and out[-1][1] is None:
+                out[-1] = (out[-1][0], stripped.lstrip("# "))
+            continue
+        command = re.sub(r"\s#.*$", "", stripped).strip()
+        if command:
+            out.append((shlex.split(command), None))
     return out
+
+
+def commands(block: Block) -> list[list[str]]:
+    """The commands of a shell block."""
+    return [argv for argv, _ in documented(block)]
 
 
 def test_every_block_names_its_language_and_runs_or_says_why_not() -> None:
@@ -126,7 +138,12 @@ SHELL_DOCS = sorted({b.doc for b in ALL if b.lang == "sh" and not b.fragment})
 def test_shell_blocks_run(doc: Path, demo_store: Path, tmp_path: Path) -> None:
     shutil.copytree(demo_store, tmp_path / "data")
     for block in (b for b in blocks(doc) if b.lang == "sh" and not b.fragment):
-        for argv in commands(block):
+        for argv, shown in documented(block):
             run = subprocess.run([sys.executable, "-m", "memwarden.cli", *argv[1:]], cwd=tmp_path, env=_env(),
                                  capture_output=True, text=True, timeout=900, check=False)
-            assert run.returncode == 0, f"{block.where}: {shlex.join(argv)}\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+            # `policy check` exits 1 for a denial (docs/cli.md): a page that shows "deny ..." expects it.
+            status = 1 if shown is not None and shown.startswith("deny ") else 0
+            said = f"{block.where}: {shlex.join(argv)}\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+            assert run.returncode == status, said
+            if shown is not None:  # the output starts as the page shows it (its first word: deny, allow, ok)
+                assert run.stdout.split(maxsplit=1)[:1] == shown.split(maxsplit=1)[:1], said
