@@ -118,7 +118,9 @@ def trace_scorecards(spans: Iterable[Mapping[str, Any]], entries: Mapping[int, M
         else:
             ops = [op for _, op in memory]
         ids = {s["context"]["span_id"] for s in members}
-        root = next(s for s in members if s.get("parent_id") not in ids)
+        # The span whose parent is not in the trace; a trace whose parents all point inside
+        # it (a cycle only a forger sends) gets its earliest span.
+        root = next((s for s in members if s.get("parent_id") not in ids), members[0])
         out.append(TraceScorecard(trace_id=trace_id, root_span_id=root["context"]["span_id"],
                                   root_name=str(root.get("name")), card=tally(ops),
                                   source="audit log" if entries is not None else "spans"))
