@@ -236,3 +236,10 @@ def test_the_root_span_carries_the_scorecard_for_any_backend() -> None:
         "alice": {"returned": 3, "withheld": 0, "denied": 0}, "carol": {"returned": 1, "withheld": 4, "denied": 1}}
     lone = next(s for s in spans.values() if s.attributes.get("memwarden.principal") == "bob")
     assert "memwarden.scorecard" not in lone.attributes
+
+
+def test_a_trace_whose_parents_form_a_cycle_is_still_counted() -> None:
+    spans = [_span("t1", "a", "b", seq=1, principal="alice", returned=1),
+             _span("t1", "b", "a", seq=2, principal="alice", returned=2, at=1)]
+    [trace] = trace_scorecards(spans)
+    assert trace.root_span_id == "a" and trace.card.principals["alice"].returned == 3
