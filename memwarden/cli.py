@@ -27,7 +27,7 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
 
     try:
         telemetry = setup_tracing(otlp=args.otlp, service_name="memwarden-demo", project="memwarden-demo",
-                                  set_global=False)
+                                  set_global=False, scorecard=True)
     except (ValueError, RuntimeError) as exc:
         console.print(styled("error:", "red", f" --otlp: {exc}"))
         return 2
@@ -95,9 +95,10 @@ def _audit_flows(args: argparse.Namespace, console: Console) -> int:
         return log
     try:
         report = build_flows(log.entries(), verify=log.verify())
+        tag = log.subject_tag(args.subject) if args.subject is not None else None
     finally:
         log.close()
-    report = select(report, record=args.record, principal=args.principal, **window)
+    report = select(report, record=args.record, principal=args.principal, subject_tag=tag, **window)
     render_table(report, console)
     if args.html:
         out = Path(args.html)
@@ -225,13 +226,17 @@ def build_parser() -> argparse.ArgumentParser:
     flows.add_argument("--until", metavar="TIME", help="only events at or before this ISO 8601 time")
     flows.add_argument("--record", metavar="ID", help="only this record, its versions and its provenance (both ways)")
     flows.add_argument("--principal", help="only what this principal wrote, read, removed or was denied")
+    flows.add_argument("--subject", help="only the records about this subject and their provenance (looked up by "
+                                         "its keyed hash: needs the audit key)")
     flows.set_defaults(run=_audit_flows)
 
     from memwarden.cli_policy import add_policy_commands, add_record_options, policy_check
     from memwarden.cli_proof import add_proof_commands
     from memwarden.cli_records import add_records_commands
+    from memwarden.cli_scorecard import add_scorecard_command
 
     add_proof_commands(sub, audit, _add_log)
+    add_scorecard_command(audit)
     add_records_commands(sub)
 
     policy = sub.add_parser("policy", help="policy tools").add_subparsers(dest="policy_command", required=True)

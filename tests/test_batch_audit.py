@@ -81,8 +81,9 @@ def _open(root: Path) -> Memory:
 def _state(mem: Memory) -> tuple[dict[str, tuple[str, dict]], list[dict]]:
     rows = {r.id: (r.document, {k: v for k, v in r.metadata.items() if k not in _TIMES})
             for r in mem._pipeline.backend.fetch()}
-    entries = [{k: v for k, v in e.items() if k not in ("ts", "seq", "hash", "prev", "mac")}
-               for e in mem.audit_log.entries()]
+    # Subject tags are keyed hashes under each log's own key: compared by count.
+    entries = [{k: (len(v) if k == "subject_tags" else v) for k, v in e.items()
+                if k not in ("ts", "seq", "hash", "prev", "mac")} for e in mem.audit_log.entries()]
     return rows, entries
 
 

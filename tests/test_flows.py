@@ -173,11 +173,11 @@ def decode_png(data: bytes) -> np.ndarray:
     return np.frombuffer(bytes(out), np.uint8).reshape(h, w, bpp)
 
 
-def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[bytes]:
+def _chromium(*args: str, profile: Path, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={profile}"]
-    return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, timeout=120, check=False)
+    return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, timeout=timeout, check=False)
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("integrations", {"integrations"}),
     ("orchestrator", {"orchestrator"}),
     ("demo", {"demo"}),
-    ("cli", {"cli", "cli_common", "cli_policy", "cli_proof", "cli_records"}),
+    ("cli", {"cli", "cli_common", "cli_policy", "cli_proof", "cli_records", "cli_scorecard"}),
 ]
 RANK = {part: rank for rank, (_, parts) in enumerate(LAYERS) for part in parts}
 

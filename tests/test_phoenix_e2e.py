@@ -5,7 +5,9 @@ Runs only when MEMWARDEN_PHOENIX_URL names a Phoenix server, e.g. after ``make d
     MEMWARDEN_PHOENIX_URL=http://127.0.0.1:6006 python -m pytest tests/test_phoenix_e2e.py
 
 It runs ``memwarden demo --otlp URL/v1/traces`` in a subprocess and then reads the spans back
-through Phoenix's REST API (``GET /v1/projects/{project}/spans``).
+through Phoenix's REST API (``GET /v1/projects/{project}/spans``). Then ``memwarden audit
+scorecard --phoenix URL --data DIR`` annotates the trace, and the annotations are read back
+(``GET /v1/projects/{project}/span_annotations``) and looked for on the rendered trace page.
 """
 
 from __future__ import annotations
@@ -125,6 +127,39 @@ def test_demo_spans_arrive_in_phoenix(tmp_path: Path) -> None:
     # Content stays off unless opted in.
     assert not any("gen_ai.memory.query.text" in s["attributes"] for s in memory)
 
+    # The governance scorecard, expected from the audit log's entries (counted here on their own).
+    expected: dict[str, dict[str, int]] = {}
+    for entry in entries:
+        if entry["outcome"] == "pending":
+            continue
+        row = expected.setdefault(entry["principal"], {"returned": 0, "withheld": 0, "denied": 0})
+        if entry["outcome"] == "denied":
+            row["denied"] += 1
+        elif entry["outcome"] == "ok" and entry["op"] in ("search", "get", "list", "history"):
+            row["returned"] += entry.get("returned") or 0
+            row["withheld"] += entry.get("withheld") or 0
+    assert any(r["withheld"] for r in expected.values()) and any(r["denied"] for r in expected.values())
+    # For any OTLP backend: the root span carries it as attributes (setup_tracing(scorecard=True)).
+    assert json.loads(root["attributes"]["memwarden.scorecard"]) == expected
+    assert root["attributes"]["memwarden.scorecard.withheld"] == sum(r["withheld"] for r in expected.values())
+    # For Phoenix: span annotations on the root span, counted from the verified audit log.
+    trace_id = root["context"]["trace_id"]
+    run = subprocess.run([sys.executable, "-m", "memwarden.cli", "audit", "scorecard", "--phoenix", URL,
+                          "--data", str(tmp_path / "demo"), "--trace", trace_id], capture_output=True, text=True,
+                         timeout=300, env=env, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    notes = _get(f"/v1/projects/{urllib.parse.quote(PROJECT)}/span_annotations",
+                 span_ids=root["context"]["span_id"], limit=1000)["data"]
+    got = {n["name"]: n for n in notes if n["name"].startswith("memwarden governance")}
+    assert set(got) == {"memwarden governance"} | {f"memwarden governance: {p}" for p in expected}
+    for principal, row in expected.items():
+        note = got[f"memwarden governance: {principal}"]
+        assert {k: note["metadata"][k] for k in row} == row and note["metadata"]["source"] == "audit log"
+        assert note["result"]["label"] == f"{row['returned']} returned, {row['withheld']} withheld, {row['denied']} denied"
+    total = got["memwarden governance"]["metadata"]
+    assert total["withheld"] == sum(r["withheld"] for r in expected.values())
+    assert total["denied"] == sum(r["denied"] for r in expected.values())
+
     # The trace view as an operator sees it: rendered in headless Chromium and kept as an artifact.
     from tests.test_flows import CHROMIUM, _chromium, decode_png
 
@@ -135,7 +170,12 @@ def test_demo_spans_arrive_in_phoenix(tmp_path: Path) -> None:
     project_id = next(p["id"] for p in _get("/v1/projects")["data"] if p["name"] == PROJECT)
     trace_url = f"{URL}/projects/{project_id}/traces/{root['context']['trace_id']}"
     run = _chromium(f"--screenshot={shot}", "--window-size=1400,900", "--virtual-time-budget=20000", trace_url,
-                    profile=tmp_path / "chromium")
+                    profile=tmp_path / "chromium", timeout=600)  # Phoenix's page is heavy: ~50 s on a busy 2-core machine
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
     pixels = decode_png(shot.read_bytes())[..., :3].astype(float)
     assert pixels.std() > 10, "the Phoenix page rendered blank"
+    # Phoenix's trace page lists the root span's annotations: the scorecard is on the page.
+    run = _chromium("--dump-dom", "--virtual-time-budget=20000", trace_url, profile=tmp_path / "chromium-dom",
+                    timeout=600)
+    page = run.stdout.decode("utf-8", "replace")
+    assert all(f"memwarden governance: {p}" in page for p in expected), page[-2000:]

@@ -80,6 +80,8 @@ class RecordFlow:
     #: Held for review because the record it derives from was retracted, and by whom.
     held_by: Access | None = None
     retracted_from: str | None = None
+    #: Keyed hashes of the subjects its writes named (the audit log never holds subject ids).
+    subject_tags: list[str] = field(default_factory=list)
 
     @property
     def first_seq(self) -> int:
@@ -213,9 +215,11 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
         quarantined = any("=quarantine" in str(v) for v in entry.get("verdicts") or ())
         if op in ("search", "list", "history"):
             reads.append(who)
+        tags = [str(t) for t in entry.get("subject_tags") or ()]
         if op == "write" and ids:
             flow = record(ids[0], namespace)
             flow.parents = list(dict.fromkeys([*flow.parents, *(str(p) for p in entry.get("parents") or ())]))
+            flow.subject_tags = list(dict.fromkeys([*flow.subject_tags, *tags]))
             replay = bool(entry.get("replay")) or any(str(r).startswith("replay:") for r in entry.get("rules") or ())
             if not (replay and principal in flow.writer_ids):
                 flow.writers.append(who)
@@ -226,6 +230,7 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
         elif op == "update" and ids:
             new = record(ids[0], namespace)
             new.writers.append(who)
+            new.subject_tags = list(dict.fromkeys([*new.subject_tags, *tags]))
             set_status(new, "quarantined" if quarantined else "active")
             if len(ids) > 1:
                 old = record(ids[1], namespace)
@@ -288,14 +293,33 @@ def build_flows(entries: Iterable[Mapping[str, Any]], *, verify: Any = None) -> 
     return FlowReport(ordered, roles, len(entries), denied, unmatched, verify, reads)
 
 
+def _linked(report: FlowReport, seeds: Iterable[str]) -> set[str]:
+    """``seeds`` with their versions, what they derive from and what derives from them, transitively."""
+    flows = {f.id: f for f in report.records}
+    children: dict[str, list[str]] = {}
+    for f in report.records:
+        for p in f.parents:
+            children.setdefault(p, []).append(f.id)
+    linked, todo = set(), list(seeds)
+    while todo:
+        rid = todo.pop()
+        if rid in linked or rid not in flows:
+            continue
+        linked.add(rid)
+        f = flows[rid]
+        todo += [*f.parents, *children.get(rid, ()), *(x for x in (f.supersedes, f.superseded_by) if x)]
+    return linked
+
+
 def select(report: FlowReport, *, since: datetime | None = None, until: datetime | None = None,
-           record: str | None = None, principal: str | None = None) -> FlowReport:
+           record: str | None = None, principal: str | None = None, subject_tag: str | None = None) -> FlowReport:
     """The part of ``report`` an audit asks about (each filter narrows; None: no filter).
 
     ``since``/``until``: the events in that window (a record stays when any of its events
     does, with only those events; an event without a time is outside any window).
     ``record``: that record with its versions, what it derives from and what derives from it,
-    transitively. ``principal``: the records it wrote, read or removed, its denials and reads.
+    transitively. ``subject_tag``: the records about a subject (their writes named it; the tag
+    is :meth:`AuditLog.subject_tag` of its id), linked the same way. ``principal``: the records it wrote, read or removed, its denials and reads.
     The records' states are those of the whole log: a record erased after the window shows as
     erased.
     """
@@ -312,22 +336,15 @@ def select(report: FlowReport, *, since: datetime | None = None, until: datetime
     said = []
     if record is not None:
         said.append(f"record {record}")
-        children: dict[str, list[str]] = {}
-        for f in report.records:
-            for p in f.parents:
-                children.setdefault(p, []).append(f.id)
-        linked, todo = set(), [record]
-        while todo:
-            rid = todo.pop()
-            if rid in linked or rid not in flows:
-                continue
-            linked.add(rid)
-            f = flows[rid]
-            todo += [*f.parents, *children.get(rid, ()), *(x for x in (f.supersedes, f.superseded_by) if x)]
-        keep &= linked
+        keep &= _linked(report, [record])
+    if subject_tag is not None:
+        # The report names the subject by a prefix of its keyed hash: a page or a terminal log
+        # of it must not carry the id the audit log itself keeps out.
+        said.append(f"subject with keyed hash {subject_tag[:12]}...")
+        keep &= _linked(report, [f.id for f in report.records if subject_tag in f.subject_tags])
     denied, reads = list(report.denied), list(report.reads)
-    if record is not None:
-        denied, reads = [], []  # neither names a record
+    if record is not None or subject_tag is not None:
+        denied, reads = [], []  # neither names a record nor a subject
     if principal is not None:
         said.append(f"principal {principal}")
         keep &= {f.id for f in report.records if any(a.principal == principal for a in f.accesses)}

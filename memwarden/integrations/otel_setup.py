@@ -230,7 +230,8 @@ class Telemetry:
 def setup_tracing(*, otlp: str | None = None, exporters: Sequence[SpanExporter] = (), console: bool = False,
                   service_name: str = "memwarden", project: str | None = None,
                   resource_attributes: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
-                  batch: bool = True, set_global: bool = True, metric_readers: Sequence[Any] = ()) -> Telemetry:
+                  batch: bool = True, set_global: bool = True, metric_readers: Sequence[Any] = (),
+                  scorecard: bool = False) -> Telemetry:
     """Create an SDK TracerProvider exporting memwarden's spans (and, if global, everyone's).
 
     ``otlp``: an OTLP/HTTP receiver URL (``http://127.0.0.1:6006/v1/traces`` for Phoenix; a
@@ -242,6 +243,8 @@ def setup_tracing(*, otlp: str | None = None, exporters: Sequence[SpanExporter] 
     (LangGraph nodes) and memwarden's share one trace; otherwise, or when a global provider
     already exists, only memwarden's spans go to this provider. ``metric_readers``: SDK
     metric readers; given any, a MeterProvider for memwarden's metrics is set up the same way.
+    ``scorecard``: keep each trace's governance scorecard (records returned, withheld and denied
+    per principal) on its root span (:class:`~memwarden.integrations.governance_spans.ScorecardSpanProcessor`).
     """
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.resources import Resource
@@ -253,6 +256,10 @@ def setup_tracing(*, otlp: str | None = None, exporters: Sequence[SpanExporter] 
         attrs[PHOENIX_PROJECT_ATTRIBUTE] = project
     resource = Resource.create(attrs)
     provider = TracerProvider(resource=resource)
+    if scorecard:
+        from memwarden.integrations.governance_spans import ScorecardSpanProcessor
+
+        provider.add_span_processor(ScorecardSpanProcessor())
     chosen: list[SpanExporter] = list(exporters)
     if otlp:
         chosen.append(otlp_http_exporter(otlp, headers=headers))

@@ -65,8 +65,10 @@ from typing import Any
 
 from memwarden.databases import is_database_url, kind, redacted, sqlite_path
 from memwarden.core.errors import AuditError, InvalidRequest, ProofError
+from memwarden.core.namespace import canonical_label
 from memwarden.memory.anchor import HeadFile, head_path, sign_head, verify_head
-from memwarden.memory.audit_checks import Evidence, check_log, entry_mac, key_id, keyed_meta
+from memwarden.memory.audit_checks import (SUBJECT_TAGS_FIELD, SUBJECTS_FIELD, Evidence, check_log, entry_mac, key_id,
+                                           keyed_meta, subject_tag)
 from memwarden.memory.audit_stores import SET_META, PostgresStore, SQLiteStore
 from memwarden.memory.keyfile import create_key, read_key
 from memwarden.memory.chain import GENESIS, Findings, Row, VerifyReport, _digest
@@ -242,6 +244,7 @@ class AuditLog:
         """Inside the append transaction: check keys and anchor, insert the next entries;
         returns the last one's (seq, hash)."""
         key, signer, created = self._ensure_keys()
+        entries = [self._tagged(key, fields) for fields in entries]
         row = self._store.rows("SELECT seq, hash FROM {log} ORDER BY seq DESC LIMIT 1")
         last = (row[0][0], row[0][1]) if row else (0, GENESIS)
         self._check_anchor(last, signer, created)
@@ -256,6 +259,15 @@ class AuditLog:
         head = f"{seq}:{digest}"
         self._store.run_many(SET_META, [("head", head), ("head_mac", entry_mac(key, f"head:{head}"))])
         return seq, digest
+
+    @staticmethod
+    def _tagged(key: bytes, fields: dict[str, Any]) -> dict[str, Any]:
+        """``fields`` with any subject ids replaced by their keyed hashes (see :meth:`append`)."""
+        if SUBJECTS_FIELD not in fields:
+            return fields
+        fields = dict(fields)
+        fields[SUBJECT_TAGS_FIELD] = [subject_tag(key, str(s)) for s in fields.pop(SUBJECTS_FIELD)]
+        return fields
 
     def _appended(self, seq: int, digest: str) -> None:
         """After the commit: the anchor moves forward."""
@@ -278,7 +290,11 @@ class AuditLog:
         ``flush=False`` (memwarden's reads) commits without waiting for the disk: the entry
         survives a killed process at once, and a power cut or OS crash only until the next
         flushed entry, which syncs every entry before it (the log is one sequential WAL).
-        The chain stays whole either way."""
+        The chain stays whole either way.
+
+        A ``subjects`` field (subject ids) is never stored as given: the entry holds their keyed
+        hashes under ``subject_tags`` instead (HMAC with the log's key, see :meth:`subject_tag`),
+        so an erased subject's id does not outlive its erasure here."""
         return self.append_many([fields], flush=flush)[0]
 
     def append_many(self, entries: Sequence[dict[str, Any]], *, flush: bool = True) -> list[int]:
@@ -299,6 +315,15 @@ class AuditLog:
                 raise AuditError(f"cannot append to the audit log at {self.where}: {exc}") from exc
             self._appended(seq, digest)
         return list(range(seq - len(stamped) + 1, seq + 1))
+
+    def subject_tag(self, subject: str) -> str:
+        """The keyed hash this log's entries hold for ``subject`` (as canonicalised for a
+        record: NFKC, checked like a label), to look its entries up. AuditError without a key."""
+        key = self._key or self._read_key()
+        if key is None:
+            raise AuditError(f"there is no audit key {self.key_path}: a subject can only be looked up with the key "
+                             "its entries were hashed with")
+        return subject_tag(key, canonical_label(subject, what="subject"))
 
     def rotate_signing_key(self, principal: str) -> tuple[str, str, int]:
         """Replace the signing key with a new one the old one endorses, and audit it; returns

@@ -17,7 +17,8 @@ from memwarden.memory.anchor import check_head, verify_head
 from memwarden.memory.chain import Findings, Row, VerifyReport, check_chain, entries_text
 from memwarden.memory.signing import SigningKeys
 
-__all__ = ["ANCHOR", "Evidence", "check_log", "entry_mac", "key_id", "keyed_meta"]
+__all__ = ["ANCHOR", "SUBJECTS_FIELD", "SUBJECT_TAGS_FIELD", "Evidence", "check_log", "entry_mac", "key_id",
+           "keyed_meta", "subject_tag"]
 
 _MAC_DOMAIN = b"memwarden-audit-v1\n"
 ANCHOR = "anchored head"
@@ -26,6 +27,18 @@ ANCHOR = "anchored head"
 def entry_mac(key: bytes, text: str) -> str:
     """The audit log's MAC of ``text`` (an entry, the head or the key record) under ``key``."""
     return hmac.new(key, _MAC_DOMAIN + text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+#: An entry field given to AuditLog.append with subject ids in clear; never stored as given.
+SUBJECTS_FIELD = "subjects"
+#: What is stored instead: the subjects' keyed hashes, in the same order.
+SUBJECT_TAGS_FIELD = "subject_tags"
+
+
+def subject_tag(key: bytes, subject: str) -> str:
+    """The keyed hash an audit entry holds for a subject id. Without the key it cannot be
+    reversed, nor a guessed id confirmed; with the key, a guessed id can be confirmed."""
+    return entry_mac(key, f"subject:{subject}")  # its own prefix: never equal to an entry's MAC
 
 
 def key_id(key: bytes) -> str:

@@ -11,6 +11,7 @@ from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.records import Principal
 from memwarden.core.schema import OP_KINDS
 from memwarden.guards.validators import Verdict
+from memwarden.memory.audit_checks import SUBJECTS_FIELD
 from memwarden.policies.engine import Decision
 from memwarden.policies.subjects import NO_SUBJECTS, Subjects
 
@@ -33,6 +34,9 @@ class OpFacts:
     record_ids: list[str] = field(default_factory=list)
     #: The records a write derives from (provenance), so the audit log can draw derived-from edges.
     parents: list[str] = field(default_factory=list)
+    #: The subject ids the operation is about (a write's, an erasure's). In memory only: the
+    #: audit log stores their keyed hashes (AuditLog.append), and spans never carry them.
+    about: list[str] = field(default_factory=list)
     returned: int | None = None
     withheld: int | None = None
     held: int | None = None
@@ -90,6 +94,8 @@ class OpFacts:
             entry["held"] = self.held
         if self.parents:
             entry["parents"] = self.parents
+        if self.about:
+            entry[SUBJECTS_FIELD] = list(self.about)
         if self.completes is not None:
             entry["completes"] = self.completes
         if self.intent is not None:

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 
     from memwarden.memory.memory import Memory
 
-__all__ = ["RoleRow", "Scorecard", "scorecard"]
+from memwarden.integrations.governance import READS as _READS
 
-_READS = {"search", "get", "list"}
+__all__ = ["RoleRow", "Scorecard", "scorecard"]
 
 
 @dataclass

@@ -87,6 +87,7 @@ def _run(op: EraseOp, scope: ReadScope, ctx: OpContext) -> tuple[None, list[Effe
     ctx.facts.rules[:] = list(rules)
     ids = sorted(erased)
     ctx.facts.record_ids = [hashed(i) for i in ids]
+    ctx.facts.about = [op.subject] if op.subject is not None else []
     ctx.facts.returned, ctx.facts.held = len(ids), len(held)
     # No tombstone for a lesson: the same rejection later is a new lesson to learn.
     marks = tuple((tombstone_mark(s, r.namespace, r.content), ctx.kept_attributes(r)) for r in erased.values()

@@ -35,6 +35,7 @@ def _run_recover(op: RecoverOp, _: None, ctx: OpContext) -> tuple[int, list[Effe
     ctx.facts.rules.extend(intent.rules)
     ctx.facts.completes = intent.audit_seq
     ctx.facts.record_ids = [hashed(i) for i in intent.purge]
+    ctx.facts.about = [intent.subject] if intent.subject is not None else []
     present = ctx.view.records(list(intent.purge))
     ctx.facts.returned, ctx.facts.held = len(intent.purge), len(intent.hold)
     return len(intent.purge), [Erase(tuple(present), tuple(ctx.view.records(list(intent.hold))), intent.marks,

@@ -104,7 +104,7 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     assert decision is not None
     keyed = op.key is not None
     rid = keyed_id(op.namespace, op.key) if keyed else record_id(ctx.principal_id, op.namespace, op.content)
-    ctx.facts.record_ids, ctx.facts.parents = [rid], list(op.parents)
+    ctx.facts.record_ids, ctx.facts.parents, ctx.facts.about = [rid], list(op.parents), list(op.subjects)
     existing = ctx.view.stored(rid, op.namespace)
     version = 1
     if existing is not None:
@@ -192,7 +192,7 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     if erased is not None:
         raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
     new = ctx.validate(candidate, _held_by(ctx, candidate, after, before))
-    ctx.facts.record_ids = [new.id, old.id]
+    ctx.facts.record_ids, ctx.facts.about = [new.id, old.id], list(new.subjects)
     effects: list[Effect] = [Store(new)]
     # A quarantined new version leaves the old one in force until it is approved.
     if new.status is Status.ACTIVE:
