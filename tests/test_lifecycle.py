@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from memwarden import AccessDenied, InvalidRequest, Memory, NotFound, Principal, Status, WriteRejected
+from memwarden.core.records import utcnow
 from memwarden.memory.embeddings import HashingEmbedding
+from tests.clock import Clock, patched_clock
 
 pytestmark = pytest.mark.integration
 
@@ -66,13 +68,15 @@ def test_policy_ttl_applies_by_namespace_and_kind(tmp_path: Path) -> None:
 
 
 def test_decay_is_refreshed_by_reads(tmp_path: Path) -> None:
-    with _open(tmp_path) as mem:
+    # On a clock the test moves: with real waits, a loaded machine could take the reads past
+    # the used record's half-lives too (that it survives depends on when the read lands).
+    with _open(tmp_path) as mem, patched_clock(Clock(utcnow())) as clock:
         w = mem.session(Principal("w"))
         used = w.write("Draft: discharge plan for bed 2", "ward/scratch/a")
         idle = w.write("Draft: menu ideas for Friday", "ward/scratch/b")
-        time.sleep(0.5)
+        clock.advance(0.5)
         assert w.get(used.id) is not None  # a use: last access now, half-life doubled
-        time.sleep(1.0)  # idle passed 4.3 half-lives (1.3 s) since it was written
+        clock.advance(1.0)  # idle passed 4.3 half-lives (1.3 s) since it was written
         assert w.get(idle.id) is None
         assert w.get(used.id) is not None
 
