@@ -28,6 +28,7 @@ window around each quote character.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
@@ -58,21 +59,38 @@ _ACT = (r"(?:send|forward|transfer|wire|pay|route|redirect|email|e-mail|mail|cc|
 _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confirming|confirm|approval|approving|sign-?off|"
           r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|callback|audit(?:ing)?|"
           r"logging|logs|double-check|second check|clinician|physician|prescriber|manager|owner)")
+# When a change starts: alone, it dates a fact ("from now on, Mia walks the dog").
 _FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
              r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
              r"from now)|effective (?:immediately|today|now)|as of (?:now|today)|going forward|henceforth|hereafter|"
-             r"in (?:the )?future|for (?:every|all|each|any) (?:future|later|subsequent|upcoming) "
-             r"(?:tasks?|requests?|runs?|sessions?|conversations?|chats?|answers?|replies|questions?)|"
-             r"(?:every|each) (?:time|session|run|conversation) (?:you|the (?:assistant|agent)|an? (?:assistant|agent))|"
-             r"(?:at|by) the (?:end|start|beginning) of (?:every|each|all|any) (?:answer|reply|response|message|task|"
-             r"session|summary)|(?:in|for) (?:every|each|all|any) (?:answer|reply|response|message|summary)|"
-             r"ab (?:jetzt|sofort|heute)|von nun an|kunftig|desormais|a partir de maintenant|dorenavant|"
-             r"a partir de ahora|de ahora en adelante|d'ora in poi|da ora in poi|d'ora in avanti)")
+             r"in (?:the )?future|ab (?:jetzt|sofort|heute)|von nun an|kunftig|desormais|a partir de maintenant|"
+             r"dorenavant|a partir de ahora|de ahora en adelante|d'ora in poi|da ora in poi|d'ora in avanti)")
+# Every later task or answer of the reader: a standing order whatever follows.
+_EVERY_TASK = (r"(?:for (?:every|all|each|any) (?:future|later|subsequent|upcoming) "
+               r"(?:tasks?|requests?|runs?|sessions?|conversations?|chats?|answers?|replies|questions?)|"
+               r"(?:every|each) (?:time|session|run|conversation) (?:you|the (?:assistant|agent)|an? (?:assistant|agent))|"
+               r"(?:at|by) the (?:end|start|beginning) of (?:every|each|all|any) (?:answer|reply|response|message|task|"
+               r"session|summary)|(?:in|for) (?:every|each|all|any) (?:answer|reply|response|message|summary))")
+# The reader (and the team the writer speaks for), in the languages of the temporal phrases above.
+_YOU = r"(?:you|your|we|us|our|du|dich|dir|dein\w*|wir|vous|votre|vos|nous|tu|usted|ustedes|nosotros|voi|noi)"
 
 # (family, weight, rule) rows; families are the shapes a verdict names. Rules read folded text.
 _SHAPES: list[tuple[str, float, str]] = [
     # standing instructions
-    ("standing", 0.6, rf"\b{_FROM_NOW}\b"),
+    # "from now on, Mia walks the dog" changes a fact about a person; a standing order goes on
+    # to tell the reader what to do (an action, "you", "always"), or names agents.
+    ("standing", 0.3, rf"\b{_FROM_NOW}\b"),
+    ("standing", 0.6, rf"\b{_EVERY_TASK}\b"),
+    ("standing", 0.6, rf"\b{_FROM_NOW},?:? (?:please |kindly |just |also |you (?:must |should |will |shall )?|"
+                      rf"(?:always|never|only|do not|don't) )?{_ACT}\b"),
+    ("standing", 0.6, rf"\b{_FROM_NOW}\b[^.\n]{{0,80}}?\b(?:{_YOU}|{_AGENT})\b"),
+    ("standing", 0.6, rf"\b(?:{_YOU}|{_AGENT})\b[^.\n]{{0,80}}?\b{_FROM_NOW}\b"),
+    # ... or quantifies over what comes ("from today, all invoices go to ..."): a rule.
+    ("standing", 0.6, rf"\b{_FROM_NOW},? (?:all|every|each|any|no|alle|jede[rsn]?|tous|toutes|chaque|todos|todas|tutti|"
+                      rf"tutte|ogni)\b"),
+    ("standing", 0.6, rf"\b{_FROM_NOW}\b[^.\n]{{0,80}}? (?:go|goes|are|is|get|gets|should be|must be|will be) (?:sent|"
+                      rf"forwarded|routed|paid|transferred|wired|redirected|handled|approved|directed|addressed|given)?"
+                      rf" ?(?:to|into|by|via|through)\b"),
     ("standing", 0.6, r"\b(?:remember|note|keep in mind|make a note|memori[sz]e)(?: this| that)?(?: for (?:later|next time|"
                       r"the future|every future task|future tasks|all future tasks))?\s*:? (?:to )?(?:always|never)\b"),
     ("standing", 0.6, r"\b(?:remember|memori[sz]e|keep in mind)(?: this| that)? for (?:every|all|each|any) "
@@ -93,6 +111,15 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("addressed", 0.6, r"\b(?:as an? (?:ai|assistant|agent|language model)|lesson learned|lessons learned|"
                        r"learned from (?:a )?past (?:tasks?|runs?|sessions?|drives?|episodes?))\b"),
     ("addressed", 0.4, rf"\b(?:tell|remind|instruct|ask) (?:the )?{_AGENT} to\b"),
+    ("addressed", 0.6, r"\b(?:message|note|instructions?|request) (?:from (?:me|[^.\n]{1,60}?),? )?(?:to|for) you\b"),
+    # Code that runs commands changes what the reader does when it follows the memory (the
+    # lead's decision for issue 18: a procedure change, whatever prose surrounds it).
+    ("command", 0.6, r"\b(?:subprocess\.(?:run|call|popen|check_call|check_output|getoutput)|os\.(?:system|popen|"
+                     r"exec[lv]p?e?|spawn[lv]p?e?)|pty\.spawn|runtime\.getruntime\(\)\.exec|child_process|shell_exec|"
+                     r"invoke-expression|iex\s*\(|requests\.(?:post|put)\()|\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo )?(?:ba|z)?sh\b"),
+    # What the reader is to output: a rule for a model's answer, never a human reader's aside.
+    ("output", 0.6, r"\b(?:directly|only|simply) (?:output|respond|reply|answer|print)\b|\b(?:output|respond|"
+                    r"reply|answer|print)(?: with)? (?:only|just|directly|exactly)\b"),
     # whom to trust, which check to skip
     ("trust", 0.6, r"\btreat (?:all |any |every )?(?:messages?|e-?mails?|requests?|instructions?|calls?|texts?|"
                    r"orders?|anything|whatever|content|input|notes?|tickets?)\b[^.\n]{0,80}? as\b"),
@@ -123,9 +150,16 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("roleplay", 0.6, r"[\[{(<]\s*(?:system|assistant|admin|administrator|operator|developer|persona|role|mode|sudo|"
                       r"override|root|supervisor|instruction|instructions|inst|sys|agent|ai|dev|debug|god|jailbreak|ooc|"
                       r"hidden|internal|secret|note to (?:the )?(?:ai|assistant|agent|bot))(?:\b|_)"
-                      r"[^\]})>\n]{0,80}[\]})>]"),
-    ("roleplay", 0.6, r"\byou are (?:now|no longer|henceforth|from now on)\b"),
-    ("roleplay", 0.5, r"\b(?:act|behave|respond|answer|reply|speak) as (?:if you were |though you were )?(?:an? |the )"),
+                      r"[^\]})>\n]{0,80}[\]})>](?:[^(]|$)"),
+    # A persona, not a state reported to the reader ("you are now registered for ...").
+    ("roleplay", 0.6, r"\byou are (?:now|henceforth|from now on) (?:an?|the|my|your|in|free|called|named|known|playing|"
+                      r"acting|going|able|allowed|permitted|unrestricted|unfiltered|uncensored|jailbroken|dan|evil|not|"
+                      r"no longer)\b"),
+    ("roleplay", 0.6, r"\byou are no longer\b"),
+    # Addressed to the reader (a sentence that starts with it, or "you"): "Lena will act as the
+    # class representative" is a fact about Lena.
+    ("roleplay", 0.5, r"(?:^|[.!?;:\[{(<]\s*|\n|\byou |\bplease |\bnow |\bto )(?:act|behave|respond|answer|reply|speak) "
+                      r"as (?:if you were |though you were )?(?:an? |the )"),
     # conditional procedures addressed to a reader
     ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                        rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
@@ -217,11 +251,59 @@ class Typing:
         return f"{', '.join(sorted(self.shapes)) or 'no shapes'}; score {self.score:.2f}"
 
 
-def _score(text: str) -> dict[str, float]:
+@cache
+def _bare_imperatives() -> RuleSet:
+    """The cancellable shapes alone: what a sentence of a document is tested with."""
+    return RuleSet((f, w, prepare_rule(s)) for f, w, s in _SHAPES if f in _CANCELLABLE)
+
+
+# A text of at least this many sentences is a document; in one, bare imperatives make a
+# directive only when at least this share of its sentences holds one.
+_DOC_SENTENCES, _DOC_IMPERATIVE_SHARE = 4, 1 / 8
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+# A line of code: an assignment, a definition, an import, a call or a closing bracket alone.
+# Anchored at the line's start, each tried once per line: linear.
+_CODE_LINE = re.compile(r"\s*(?:[\w.\[\]'\"]+ ?[-+*/]?= ?[^=]|(?:def|class|async def) \w|import \w|from [\w.]+ import|"
+                        r"return\b[^.!?]*$|@\w|>>>|\$ |[\w.]+\([^)]*\)?,?\s*$|[)\]}]+[,;]?\s*$|#)")
+
+
+def _prose(text: str) -> list[str]:
+    """The sentences of ``text`` outside code: lines inside code fences and lines that read as
+    code are left out (they are what a program does, not orders to a reader; code that runs
+    commands is the contradiction check's procedure change)."""
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if fenced or _CODE_LINE.match(line):
+            continue
+        out.extend(s for s in _SENTENCE_END.split(line) if len(_WORD.findall(s)) >= 2)
+    return out
+
+
+def _asides(text: str) -> bool:
+    """True when the bare imperatives of ``text`` are asides: only in its code, or in a
+    document (a README's "please open an issue", a handover note's one "bring the frame")
+    where fewer than a third of the sentences hold one. An imperative inside documentation is
+    addressed to its human reader; a document that is mostly imperatives (a how-to) stays a
+    directive, and the shapes addressed to agents are never cancelled. Each sentence tested
+    once: linear."""
+    imperative = _bare_imperatives()
+    sentences = _prose(text)
+    imperatives = sum(1 for s in sentences if imperative.hits(s))
+    return imperatives == 0 or (len(sentences) >= _DOC_SENTENCES and imperatives < len(sentences) * _DOC_IMPERATIVE_SHARE)
+
+
+def _score(text: str, directive_at: float) -> dict[str, float]:
     directive, statement = _shapes()
     found = directive.hits(text)
-    if found.keys() & _CANCELLABLE and statement.hits(text):
-        found = {k: v for k, v in found.items() if k not in _CANCELLABLE}
+    if found.keys() & _CANCELLABLE:
+        kept = {k: v for k, v in found.items() if k not in _CANCELLABLE}
+        # The document test only where it can change the class: it costs a scan per sentence.
+        if statement.hits(text) or (sum(kept.values()) < directive_at <= sum(found.values()) and _asides(text)):
+            found = kept
     return found
 
 
@@ -231,7 +313,7 @@ def typing_of(text: str, *, directive_at: float = DIRECTIVE_AT) -> Typing:
     text, reported speech blanked, and each view the injection detector derives from it)."""
     best: dict[str, float] = {}
     for i, reading in enumerate(readings(text)):
-        found = _score(_unquoted(reading) if i == 0 else reading)
+        found = _score(_unquoted(reading) if i == 0 else reading, directive_at)
         if sum(found.values()) > sum(best.values()):
             best = found
     score = round(sum(best.values()), 3)
