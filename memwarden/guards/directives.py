@@ -151,10 +151,10 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"override|root|supervisor|instruction|instructions|inst|sys|agent|ai|dev|debug|god|jailbreak|ooc|"
                       r"hidden|internal|secret|note to (?:the )?(?:ai|assistant|agent|bot))(?:\b|_)"
                       r"[^\]})>\n]{0,80}[\]})>](?:[^(]|$)"),
-    # A persona, not a state reported to the reader ("you are now registered for ...").
-    ("roleplay", 0.6, r"\byou are (?:now|henceforth|from now on) (?:an?|the|my|your|in|free|called|named|known|playing|"
-                      r"acting|going|able|allowed|permitted|unrestricted|unfiltered|uncensored|jailbroken|dan|evil|not|"
-                      r"no longer)\b"),
+    # A persona, not a state reported to the reader: the word after it does not end in "-ed"
+    # ("you are now registered for ...") unless it is one of the unbound states.
+    ("roleplay", 0.6, r"\byou are (?:now|henceforth|from now on) (?:['" '"' r"]|\w*(?:[^\W_d]|[^\W_e]d)\b|"
+                      r"(?:unrestricted|unfiltered|uncensored|unchained|unleashed|unlocked|liberated|freed|jailbroken)\b)"),
     ("roleplay", 0.6, r"\byou are no longer\b"),
     # Addressed to the reader (a sentence that starts with it, or "you"): "Lena will act as the
     # class representative" is a fact about Lena.

