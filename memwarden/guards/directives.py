@@ -21,9 +21,14 @@ reported speech, and a meeting decision ("agreed at the planning: Jonas presents
 a record of what was decided. A procedure or a preference *is* a directive; whether its writer
 may establish it is the policy's question, not the classifier's.
 
+An imperative inside documentation is addressed to its human reader: in code, or as an aside
+in a document (fewer than one prose sentence in eight), bare imperatives do not make a
+directive; the shapes addressed to agents always do.
+
 Linear time: the shapes are rules of the detector's rule subset, run on RE2 behind the
 Aho-Corasick prefilter (:mod:`memwarden.guards.ruleset`); the quote scan looks at a bounded
-window around each quote character.
+window around each quote character; the document test scans each sentence once, and its
+code-line regex is anchored with no competing quantifiers.
 """
 
 from __future__ import annotations
