@@ -34,6 +34,7 @@ from rich.table import Table
 HERE = Path(__file__).resolve().parent
 # Benchmark the working tree, not whatever memwarden happens to be installed.
 sys.path.insert(0, str(HERE.parent))
+from benchmarks.results_io import write_result  # noqa: E402
 
 from memwarden.memory.embeddings import (  # noqa: E402
     Embedder,
@@ -299,10 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
     }
     report(console, result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_suffix(".tmp")
-    partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    partial.replace(args.out)
+    write_result(result, args.out)
     console.print(f"wrote {args.out}")
     return 0
 

@@ -38,6 +38,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 # Benchmark the working tree, not whatever memwarden happens to be installed.
 sys.path.insert(0, str(HERE.parent))
+from benchmarks.results_io import write_result  # noqa: E402
 
 from benchmarks.embedding import make_sentences  # noqa: E402
 from memwarden.memory.embeddings import MiniLMEmbedding  # noqa: E402
@@ -258,10 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["arms"] = {"sentences": args.sentences, "rounds": args.rounds, "cpus": os.cpu_count(),
                       "load_average_1min_before": round(load_before, 2),
                       "load_average_1min_after": round(os.getloadavg()[0], 2), "arms": figures}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_suffix(".tmp")
-    partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    partial.replace(args.out)
+    write_result(result, args.out)
     print(f"wrote {args.out}")
     return 0
 

@@ -44,7 +44,6 @@ Usage: python benchmarks/governance.py [--probes N] [--seed S] [--quick] [--out 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -68,6 +67,7 @@ HERE = Path(__file__).resolve().parent
 # Benchmark the working tree, not whatever memwarden happens to be installed.
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
+from benchmarks.results_io import write_result  # noqa: E402
 
 from benchmarks import governance_scenarios as gs  # noqa: E402
 from benchmarks.governance_scenarios import (  # noqa: E402
@@ -842,9 +842,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     png = chart(summary, args.out / "governance.png")
     result["chart"] = Path(png).name if png else None
     out = args.out / "governance.json"
-    partial = out.with_suffix(".tmp")
-    partial.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    partial.replace(out)
+    write_result(result, out)
     console.print(f"wrote {out}" + (f" and {png}" if png else " (no chart: matplotlib is not installed)")
                   + f" in {seconds:.0f}s")
     return 1 if args.check and not check["passed"] else 0

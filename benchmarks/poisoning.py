@@ -66,6 +66,7 @@ from rich.table import Table
 HERE = Path(__file__).resolve().parent
 # Benchmark the working tree, not whatever memwarden happens to be installed.
 sys.path.insert(0, str(HERE.parent))
+from benchmarks.results_io import write_result  # noqa: E402
 
 from memwarden import Memory, Principal, WriteRejected  # noqa: E402
 from memwarden.guards.defaults import default_validators  # noqa: E402
@@ -1286,14 +1287,6 @@ def run_jailbreak(args: argparse.Namespace, console: Console, chain: Callable[[]
                     "docs_packages": sorted({p.id.split("/")[0] for p in others if p.corpus == "docs"}), "notes": notes},
         **summary,
     }
-
-
-def write_result(result: dict[str, Any], out: Path) -> None:
-    """The result as JSON at ``out``, written whole or not at all."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_suffix(".tmp")
-    partial.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    partial.replace(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

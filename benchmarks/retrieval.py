@@ -56,6 +56,7 @@ from rich.table import Table
 HERE = Path(__file__).resolve().parent
 # Benchmark the working tree, not whatever memwarden happens to be installed.
 sys.path.insert(0, str(HERE.parent))
+from benchmarks.results_io import write_result  # noqa: E402
 
 from benchmarks.embedding import BM25  # noqa: E402
 from benchmarks.governance import SharedEmbedding, _workroot  # noqa: E402
@@ -511,11 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"({result['hybrid_latency_cost']['p50_ratio']:.2f}x)")
     check = result["criteria"]
     console.print(f"criteria: {json.dumps(check)}")
-    args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / "retrieval.json"
-    partial = out.with_suffix(".tmp")
-    partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    partial.replace(out)
+    write_result(result, out)
     png = chart(result, args.out / "retrieval.png")
     console.print(f"wrote {out}" + (f" and {png}" if png else " (no chart: matplotlib is not installed)"))
     return 1 if args.check and not check["passed"] else 0

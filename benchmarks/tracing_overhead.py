@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import statistics
@@ -40,6 +39,7 @@ from rich.table import Table
 HERE = Path(__file__).resolve().parent
 # Benchmark the working tree, not whatever memwarden happens to be installed.
 sys.path.insert(0, str(HERE.parent))
+from benchmarks.results_io import write_result  # noqa: E402
 
 from opentelemetry import trace  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
@@ -238,10 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         args.records, args.pairs = 60, 40
     result = run(args.records, args.pairs, args.embedding, Console())
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_suffix(".json.tmp")
-    partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    partial.replace(args.out)
+    write_result(result, args.out)
     print(f"wrote {args.out}")
     return 0
 

@@ -139,7 +139,8 @@ def markdown(rows: list[HeldOut], pooled: Figures) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the corpus benchmark."""
-    from benchmarks.poisoning import add_arguments, calibrate, run_jailbreak, write_result
+    from benchmarks.poisoning import add_arguments, calibrate, run_jailbreak
+    from benchmarks.results_io import write_result
 
     parser = argparse.ArgumentParser(prog="poisoning.py --corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="JSON output")
