@@ -35,6 +35,7 @@ __all__ = [
     "default_embedder",
     "embed_many",
     "embed_one",
+    "embedder_dim",
     "embedder_name",
 ]
 
@@ -319,6 +320,12 @@ def embedder_name(embedder: object) -> str:
     model = getattr(embedder, "model", None)
     base = f"{cls.__module__}.{cls.__qualname__}"
     return f"{base}:{model}" if isinstance(model, str) and model else base
+
+
+def embedder_dim(embedder: object) -> int | None:
+    """The vector dimension ``embedder`` declares (its ``dim``), or None when it declares none."""
+    dim = getattr(embedder, "dim", None)
+    return dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None
 
 
 def _checked(vectors: object, rows: int, embedder: object) -> np.ndarray:
