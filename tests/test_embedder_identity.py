@@ -10,6 +10,7 @@ checks and records nothing.
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from memwarden import InvalidRequest, Memory, Principal
 from memwarden.memory.embedder_identity import EMBEDDER_DIM_KEY, EMBEDDER_KEY
-from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.memory.embeddings import HashingEmbedding, UnloadedEmbedder
 from memwarden.memory.partitioned import LAYOUT
 
 pytestmark = pytest.mark.integration
@@ -262,3 +263,37 @@ def test_an_old_server_store_records_the_first_embedder(server_database) -> None
     with pytest.raises(InvalidRequest, match="holds 256-d vectors of embedder 'hashing-256', got 64-d"):
         store.upsert(["r2"], np.ones((1, 64), dtype=np.float32), ["text"], [fresh])
     store.close()
+
+
+# -- work that embeds nothing ----------------------------------------------------------------------
+
+
+def test_a_store_of_any_model_opens_for_work_that_embeds_nothing(tmp_path: Path, policy: Path) -> None:
+    root = tmp_path / "m"
+    with _open(root, policy, Renamed()) as mem:
+        rid = mem.session(ALICE).write("Patient takes warfarin daily", NS).id
+    with _open(root, policy, UnloadedEmbedder()) as mem:
+        session = mem.session(ALICE)
+        assert session.get(rid) is not None
+        with pytest.raises(InvalidRequest, match="needs the embedder the store was written with"):
+            session.write("Patient is allergic to penicillin", NS)
+        with pytest.raises(InvalidRequest, match="needs the embedder the store was written with"):
+            session.search("warfarin", ("ward3",), k=1)
+    assert _layout_meta(root)[EMBEDDER_KEY] == "another-model-256"
+    fresh = tmp_path / "fresh"
+    with _open(fresh, policy, UnloadedEmbedder()):
+        pass
+    assert EMBEDDER_KEY not in _layout_meta(fresh)  # a stand-in never claims a store
+
+
+def test_the_cli_erases_from_a_store_written_with_a_model_it_cannot_load(tmp_path: Path,
+                                                                         policy_file: Path, capsys) -> None:
+    from memwarden.cli import main
+
+    root = tmp_path / "data"
+    with _open(root, policy_file, Renamed()) as mem:
+        mem.session(ALICE).write("Patient 1 is stable", ("ward3", "patients", "p1"), subjects=["p1"])
+    args = ["--data", str(root), "--policy", str(policy_file), "--principal", "dpo", "--subject", "p1"]
+    assert main(["erase", *args]) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 1
+    assert _layout_meta(root)[EMBEDDER_KEY] == "another-model-256"

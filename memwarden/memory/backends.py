@@ -107,9 +107,10 @@ class Backend(Protocol):
     def located(self, rid: str) -> Partition | None:
         """The partition the backend last saw ``rid`` in, if it knows (a hint)."""
 
-    def bind_embedder(self, name: str, dim: int | None, *, record: bool = True) -> None:
+    def bind_embedder(self, name: str | None, dim: int | None, *, record: bool = True) -> None:
         """Refuse (InvalidRequest) unless the stored vectors were made by embedder ``name`` of
-        ``dim`` dimensions; record it in a store that has no record yet when ``record``."""
+        ``dim`` dimensions; record it in a store that has no record yet when ``record``.
+        ``name`` None: no model is loaded (nothing will be embedded): check and record nothing."""
 
     def close(self) -> None:
         """Release resources."""
@@ -335,7 +336,7 @@ class DelegatingBackend:
         """See :meth:`Backend.partition_of` (pure: no read)."""
         return self._inner.partition_of(namespace)
 
-    def bind_embedder(self, name: str, dim: int | None, *, record: bool = True) -> None:
+    def bind_embedder(self, name: str | None, dim: int | None, *, record: bool = True) -> None:
         """See :meth:`Backend.bind_embedder`."""
         self._inner.bind_embedder(name, dim, record=record)
 

@@ -303,6 +303,6 @@ class ReadOnlyBackend(DelegatingBackend):
 
     upsert = update_metadata = delete = purge = _refuse
 
-    def bind_embedder(self, name: str, dim: int | None, *, record: bool = True) -> None:
+    def bind_embedder(self, name: str | None, dim: int | None, *, record: bool = True) -> None:
         """Check the store's embedder, never recording one (see Backend.bind_embedder)."""
         self._inner.bind_embedder(name, dim, record=False)

@@ -281,9 +281,10 @@ class PartitionedBackend:
         col = self._call(lambda: self._client.get_collection(LAYOUT, embedding_function=None))
         self._call(lambda: col.modify(metadata={**dict(col.metadata or {}), **changes}))
 
-    def bind_embedder(self, name: str, dim: int | None, *, record: bool = True) -> None:
+    def bind_embedder(self, name: str | None, dim: int | None, *, record: bool = True) -> None:
         """Check that this store's vectors were made by embedder ``name`` of ``dim`` dimensions
-        (None: not declared); raise InvalidRequest naming both embedders if not.
+        (None: not declared); raise InvalidRequest naming both embedders if not. ``name`` None:
+        no model is loaded, so nothing is checked or recorded (nothing will be embedded).
 
         A store without a record (written before they were kept) is taken to be this
         embedder's unless its rows have another dimension, and, when ``record``, the record is
@@ -296,6 +297,9 @@ class PartitionedBackend:
         # Chroma fixes a collection's dimension at its first row; empty ones have none yet.
         dims = [d for c in listed if c.name != LAYOUT
                 if (d := getattr(getattr(c, "_model", None), "dimension", None)) is not None]
+        if name is None:
+            self._identity = recorded
+            return
         settled = settle(recorded, dims, EmbedderIdentity(name=name, dim=dim), where)
         if settled is not None and record:
             self._modify_layout(settled.as_metadata())
