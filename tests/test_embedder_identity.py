@@ -297,3 +297,16 @@ def test_the_cli_erases_from_a_store_written_with_a_model_it_cannot_load(tmp_pat
     assert main(["erase", *args]) == 0
     assert json.loads(capsys.readouterr().out)["count"] == 1
     assert _layout_meta(root)[EMBEDDER_KEY] == "another-model-256"
+
+
+def test_another_applications_collection_on_the_server_does_not_count(server_database) -> None:
+    import numpy as np
+
+    from memwarden.memory.remote import RetryingPartitionedBackend
+
+    foreign = server_database().create_collection("someone-elses-vectors", embedding_function=None)
+    foreign.add(ids=["x"], embeddings=np.ones((1, 64), dtype=np.float32))
+    store = RetryingPartitionedBackend(server_database())
+    store.bind_embedder("hashing-256", 256)
+    store.close()
+    assert server_database().get_collection(LAYOUT).metadata[EMBEDDER_KEY] == "hashing-256"

@@ -294,8 +294,9 @@ class PartitionedBackend:
         listed = self._call(self._client.list_collections)
         layout = next((c for c in listed if c.name == LAYOUT), None)
         recorded = EmbedderIdentity.from_metadata(dict(layout.metadata or {}) if layout is not None else None)
-        # Chroma fixes a collection's dimension at its first row; empty ones have none yet.
-        dims = [d for c in listed if c.name != LAYOUT
+        # Chroma fixes a collection's dimension at its first row; empty ones have none yet. Only
+        # this store's partitions count: a server's database may hold other applications' too.
+        dims = [d for c in listed if _partition_from(c.metadata, self._depth) is not None
                 if (d := getattr(getattr(c, "_model", None), "dimension", None)) is not None]
         if name is None:
             self._identity = recorded
