@@ -200,8 +200,9 @@ def _connect(server, policy: Path, state: Path, embedding: object) -> Memory:
 
 
 def test_a_server_store_refuses_another_embedder(chroma_server, policy: Path, tmp_path: Path) -> None:
-    # The session's server is shared by every server test, all with HashingEmbedding(): this
-    # one writes with it first, so whichever test ran before, the store is hashing-256's.
+    # The session's server, so its store, is shared by every server test, all with a model named
+    # hashing-256 (tests/conformance/harness.py too): this one writes with it first, so whichever
+    # test ran before, the store is hashing-256's.
     tag = uuid.uuid4().hex[:8]
     with _connect(chroma_server, policy, tmp_path / "a", HashingEmbedding()) as mem:
         rid = mem.session(ALICE).write(f"Patient {tag} takes warfarin", ("ward3", tag, "p1")).id
