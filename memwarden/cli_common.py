@@ -74,14 +74,15 @@ def acting_session(args: argparse.Namespace, *, read_only: bool = False):  # (Me
     command that reads or changes records goes through the governed path, as that principal.
     ``read_only`` shares the store with a running application (docs/deployment.md)."""
     from memwarden.core.records import Principal
+    from memwarden.memory.embeddings import HashingEmbedding, UnloadedEmbedder
     from memwarden.memory.memory import Memory
 
+    # A command that embeds nothing opens any store, whatever model wrote it (the store checks
+    # the model of one that embeds: see docs/embeddings.md).
+    embedding: object = UnloadedEmbedder()
+    if getattr(args, "query", None) is not None:
+        embedding = HashingEmbedding() if args.embedding == "hashing" else None
     # A mistyped --data must not become a new, empty store that "erases" nothing successfully.
-    embedding = None
-    if getattr(args, "embedding", None) == "hashing":
-        from memwarden.memory.embeddings import HashingEmbedding
-
-        embedding = HashingEmbedding()
     memory = Memory.open(args.data, policy=args.policy, audit=args.audit, read_only=read_only,
                          create=getattr(args, "create", False), embedding=embedding)
     try:

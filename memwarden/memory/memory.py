@@ -178,7 +178,9 @@ class Memory:
             opened.append(tombstones.close)
             journal = ErasureJournal(state / JOURNAL_FILE)
             opened.append(journal.close)
-            memory = cls(backend(options), engine, log, tombstones, embedding=embedding,
+            store = backend(options)
+            opened.append(store.close)  # a store refused at open (another embedder) is released
+            memory = cls(store, engine, log, tombstones, embedding=embedding,
                          validators=_chain(validators), settings=options, journal=journal,
                          lesson_key=lessons_key(state), read_only=read_only)
             # What the storage did to open is audited, as the core's own operation; an erasure

@@ -10,7 +10,8 @@ the policy is still pushed down into the store, as a choice of collections plus 
 
 Layout of a store:
 
-- ``memwarden-layout``: an empty collection whose metadata records the partition depth and,
+- ``memwarden-layout``: an empty collection whose metadata records the partition depth, the
+  embedder the vectors were made with (see :mod:`memwarden.memory.embedder_identity`) and,
   while a migration runs, where it copies from;
 - one collection per partition, named ``mw<depth>-<hash of the partition>``, its partition
   in its metadata;
@@ -48,6 +49,7 @@ from memwarden.core.errors import InvalidRequest
 from memwarden.core.fields import Meta, ns_label
 from memwarden.memory import compaction
 from memwarden.memory.compaction import marker, scrub, versions
+from memwarden.memory.embedder_identity import EmbedderIdentity, check_dimension, settle
 from memwarden.memory.backends import (
     COLLECTION, MetaTest, RowKey, RowTest, StoredRow, Where, _rows, select_rows, subject_filter,
 )
@@ -194,6 +196,7 @@ class PartitionedBackend:
         self._known = -1                          # collections seen at the last refresh
         self._checked = 0.0                       # when that was (time.monotonic)
         self._located: dict[str, Partition] = {}  # record id -> partition (ids never move)
+        self._identity: EmbedderIdentity | None = None  # the store's embedder, once bound
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memwarden-partition") \
             if workers > 1 else None
         #: What opening did to the store, one sentence each (audited by the memory).
@@ -271,8 +274,41 @@ class PartitionedBackend:
         if create:
             self._call(lambda: self._client.get_or_create_collection(LAYOUT, embedding_function=None, metadata=meta))
         else:
-            col = self._call(lambda: self._client.get_collection(LAYOUT, embedding_function=None))
-            self._call(lambda: col.modify(metadata=meta))
+            self._modify_layout(meta)
+
+    def _modify_layout(self, changes: dict[str, Any]) -> None:
+        # Chroma's modify replaces the whole metadata: keep what this change does not touch.
+        col = self._call(lambda: self._client.get_collection(LAYOUT, embedding_function=None))
+        self._call(lambda: col.modify(metadata={**dict(col.metadata or {}), **changes}))
+
+    def bind_embedder(self, name: str | None, dim: int | None, *, record: bool = True) -> None:
+        """Check that this store's vectors were made by embedder ``name`` of ``dim`` dimensions
+        (None: not declared); raise InvalidRequest naming both embedders if not. ``name`` None:
+        no model is loaded, so nothing is checked or recorded (nothing will be embedded).
+
+        A store without a record (written before they were kept) is taken to be this
+        embedder's unless its rows have another dimension, and, when ``record``, the record is
+        written now; a read-only open passes ``record=False`` and changes nothing.
+        """
+        where = self._where()
+        listed = self._call(self._client.list_collections)
+        layout = next((c for c in listed if c.name == LAYOUT), None)
+        recorded = EmbedderIdentity.from_metadata(dict(layout.metadata or {}) if layout is not None else None)
+        # Chroma fixes a collection's dimension at its first row; empty ones have none yet. Only
+        # this store's partitions count: a server's database may hold other applications' too.
+        dims = [d for c in listed if _partition_from(c.metadata, self._depth) is not None
+                if (d := getattr(getattr(c, "_model", None), "dimension", None)) is not None]
+        if name is None:
+            self._identity = recorded
+            return
+        settled = settle(recorded, dims, EmbedderIdentity(name=name, dim=dim), where)
+        if settled is not None and record:
+            self._modify_layout(settled.as_metadata())
+        self._identity = settled or recorded
+
+    def _where(self) -> str:
+        """This store, as an error message names it."""
+        return f"at {str(self._root)!r}" if self._root is not None else "on this Chroma server"
 
     def _migrate(self, sources: list[str]) -> None:
         """Copy every row of ``sources`` into this depth's partitions, then drop the sources.
@@ -410,6 +446,9 @@ class PartitionedBackend:
     def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
                metadatas: Sequence[dict[str, Any]]) -> None:
         """Insert or replace rows, each in its namespace's partition (one call per partition)."""
+        # Here, not left to Chroma: a new partition would take vectors of any dimension.
+        if len(ids):
+            check_dimension(self._identity, int(np.shape(embeddings)[-1]), self._where())
         with self._gate.shared():
             self._upsert(ids, embeddings, documents, metadatas)
 
@@ -602,6 +641,7 @@ class PartitionedBackend:
         partition had more refused rows among its nearest than the slack; such a partition
         (its farthest candidate nearer than the k-th accepted row) is searched again, deeper.
         """
+        check_dimension(self._identity, int(np.shape(embedding)[-1]), self._where())
         with self._gate.shared():
             present = [t for t in targets if t.searched and t.partition in self._parts]
             n = k + _SLACK

@@ -47,7 +47,9 @@ from memwarden.memory.codec import from_row, stored_metadata, to_metadata
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Erase, Purge, Restate, Store, Touch, renewed
-from memwarden.memory.embeddings import Embedder, embed_many, embed_one
+from memwarden.memory.embeddings import (
+    Embedder, UnloadedEmbedder, embed_many, embed_one, embedder_dim, embedder_name,
+)
 from memwarden.memory.facts import OpFacts
 from memwarden.memory.handlers import erasure, lifecycle, reads, search, system as maintenance, writes
 from memwarden.memory.handlers.base import Handler
@@ -95,6 +97,9 @@ class Pipeline:
                  settings: Settings, core: Principal, lesson_key: bytes | None = None,
                  read_only: bool = False) -> None:
         self._embedder = embedder
+        # Vectors of another model are noise to this one: the store refuses it (a read-only open records nothing).
+        backend.bind_embedder(None if isinstance(embedder, UnloadedEmbedder) else embedder_name(embedder),
+                              embedder_dim(embedder), record=not read_only)
         # Upserts made inside one batch reach the store as one call, embedded together, after
         # the batch's audit entries are committed in one transaction.
         self._audits = AuditBatcher(audit)

@@ -32,6 +32,9 @@ class SuiteEmbeddings(Embeddings):
 
     dim = 256
     _hashing = HashingEmbedding(dim=dim)
+    # The same vectors, so the same model to a store: every server test shares one Chroma server
+    # (and so one store), which refuses a second model (docs/embeddings.md).
+    name = _hashing.name
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Each text's vector."""
