@@ -74,7 +74,7 @@ def audit_scorecard(args: argparse.Namespace, console: Console) -> int:
         if not args.dry_run:
             try:
                 posted += post_annotations(args.phoenix, annotations(trace))
-            except (urllib.error.URLError, OSError) as exc:
+            except (urllib.error.URLError, OSError, ValueError) as exc:
                 console.print(styled("error:", "red", f" cannot post annotations to {args.phoenix}: {exc}"))
                 return 2
     if not args.dry_run:

@@ -7,8 +7,9 @@ come from the audit log when it is given: each memory span names its entry
 (``memwarden.audit.seq``), a span is the log's when that entry has the span's principal and
 operation and was written while the span was open, and then the entry is what is counted. A
 trace mixing the log's spans with others stops everything; a trace with none of the log's
-spans (another store's, an earlier run's) is left out. Spans are whatever reached the
-collector, which anyone who can reach it can send; the audit log is hash-chained, MAC'd and
+spans (another store's, an earlier run's) is left out. Each entry is one span's: two spans naming
+one entry (a replayed copy, in the same trace or another) stop everything too. Spans are
+whatever reached the collector, which anyone who can reach it can send; the audit log is hash-chained, MAC'd and
 verified first. Without the log, the spans' own ``memwarden.*`` attributes are counted.
 
 :func:`annotations` turns a scorecard into annotations on the trace's root span (one per
@@ -58,7 +59,15 @@ def _base(url: str) -> str:
     return url.rstrip("/")
 
 
+#: The largest answer read from Phoenix (one page of spans is far smaller); a larger one is refused.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+#: The most pages of spans read from one project, so that a server repeating cursors cannot loop.
+MAX_PAGES = 10_000
+
+
 def _request(url: str, data: Any = None) -> Any:
+    """Phoenix's JSON answer; ValueError for one too large or not JSON (the server is not
+    trusted: it holds what anyone who can reach the collector sent)."""
     headers = {"Accept": "application/json"}
     if data is not None:
         headers["Content-Type"] = "application/json"
@@ -67,26 +76,55 @@ def _request(url: str, data: Any = None) -> Any:
     body = json.dumps(data).encode("utf-8") if data is not None else None
     request = urllib.request.Request(url, data=body, headers=headers, method="POST" if body else "GET")
     with urllib.request.urlopen(request, timeout=30) as response:  # http(s) only: _base checked it
-        return json.load(response)
+        raw = response.read(MAX_ANSWER_BYTES + 1)
+    if len(raw) > MAX_ANSWER_BYTES:
+        raise ValueError(f"the answer to {url} is larger than {MAX_ANSWER_BYTES} bytes; refused")
+    try:
+        return json.loads(raw)
+    except ValueError as exc:  # also bytes that are not UTF-8
+        raise ValueError(f"the answer to {url} is not JSON ({exc}): is this a Phoenix server?") from None
+
+
+def _span_page(page: Any, url: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The spans and next cursor of one page, checked: a span has a context with string trace
+    and span ids, and its attributes, if any, are an object (ValueError otherwise)."""
+    if not isinstance(page, dict) or not isinstance(page.get("data"), list):
+        raise ValueError(f"the answer to {url} is not a page of spans (an object with a \"data\" list)")
+    for i, span in enumerate(page["data"]):
+        context = span.get("context") if isinstance(span, dict) else None
+        if (not isinstance(context, dict) or not isinstance(context.get("trace_id"), str)
+                or not isinstance(context.get("span_id"), str)
+                or not isinstance(span.get("attributes", {}), dict | None)
+                or not isinstance(span.get("parent_id"), str | None)):
+            raise ValueError(f"span {i} of the answer to {url} is not a span (a context with string trace_id "
+                             "and span_id, an attributes object, a string parent_id)")
+    cursor = page.get("next_cursor")
+    if not isinstance(cursor, str | None):
+        raise ValueError(f"the answer to {url} has a next_cursor that is not a string")
+    return page["data"], cursor
 
 
 def fetch_spans(url: str, project: str, *, trace_ids: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Every span of ``project`` in the Phoenix at ``url`` (only those of ``trace_ids`` if given)."""
     base, wanted = _base(url), set(trace_ids)
     spans: list[dict[str, Any]] = []
-    cursor = None
-    while True:
+    cursor, seen = None, set()
+    for _ in range(MAX_PAGES):
         query: dict[str, Any] = {"limit": 1000}
         if cursor:
             query["cursor"] = cursor
         if wanted:
             query["trace_id"] = sorted(wanted)
-        page = _request(f"{base}/v1/projects/{urllib.parse.quote(project, safe='')}/spans?"
-                        + urllib.parse.urlencode(query, doseq=True))
-        spans += [s for s in page.get("data", []) if not wanted or s["context"]["trace_id"] in wanted]
-        cursor = page.get("next_cursor")
+        url_ = f"{base}/v1/projects/{urllib.parse.quote(project, safe='')}/spans?" + urllib.parse.urlencode(
+            query, doseq=True)
+        page, cursor = _span_page(_request(url_), url_)
+        spans += [s for s in page if not wanted or s["context"]["trace_id"] in wanted]
         if not cursor:
             return spans
+        if cursor in seen:
+            raise ValueError(f"the answer to {url_} repeats the cursor of an earlier page: the pages never end")
+        seen.add(cursor)
+    raise ValueError(f"project {project!r} has more than {MAX_PAGES} pages of spans; name traces with --trace")
 
 
 def trace_scorecards(spans: Iterable[Mapping[str, Any]], entries: Mapping[int, Mapping[str, Any]] | None = None,
@@ -102,6 +140,7 @@ def trace_scorecards(spans: Iterable[Mapping[str, Any]], entries: Mapping[int, M
     for span in sorted(spans, key=lambda s: str(s.get("start_time") or "")):
         traces.setdefault(span["context"]["trace_id"], []).append(span)
     out = []
+    claimed: dict[int, str] = {}  # audit entry -> the span that named it first
     for trace_id, members in traces.items():
         memory = [(s, op) for s in members if (op := op_from_span(s.get("attributes") or {})) is not None]
         if not memory:
@@ -109,6 +148,16 @@ def trace_scorecards(spans: Iterable[Mapping[str, Any]], entries: Mapping[int, M
         if entries is not None:
             audited = [(s, _entry_of(s, op, entries)) for s, op in memory]
             strangers = [(s, why) for s, (_, why) in audited if why]
+            for span, (entry, _) in audited:
+                # One operation, one span: a copy of a genuine span (in this trace or another)
+                # passes every other check and would count its entry twice.
+                if entry is None:
+                    continue
+                sid, seq = span["context"]["span_id"], span["attributes"]["memwarden.audit.seq"]
+                if seq in claimed:
+                    raise ValueError(f"span {sid} ({span.get('name')}, trace {trace_id}) names audit entry {seq}, "
+                                     f"which span {claimed[seq]} names too (replayed)")
+                claimed[seq] = sid
             if len(strangers) == len(audited) and not every_trace:
                 continue
             if strangers:
@@ -177,5 +226,8 @@ def post_annotations(url: str, payload: list[dict[str, Any]]) -> int:
     """Post span annotations to the Phoenix at ``url``; returns how many it took."""
     if not payload:
         return 0
-    answer = _request(f"{_base(url)}/v1/span_annotations?sync=true", {"data": payload})
+    where = f"{_base(url)}/v1/span_annotations?sync=true"
+    answer = _request(where, {"data": payload})
+    if not isinstance(answer, dict) or not isinstance(answer.get("data") or [], list):
+        raise ValueError(f"the answer to {where} is not Phoenix's (an object with a \"data\" list)")
     return len(answer.get("data") or ())

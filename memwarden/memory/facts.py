@@ -3,6 +3,8 @@ entry and its span attributes, so the two always say the same thing."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,3 +130,34 @@ class OpFacts:
             "memwarden.search.candidates.lexical": self.candidates.get("lexical"),
             "memwarden.search.note": self.note,
         }
+
+
+#: What stands for a subject id in an audit entry's error text.
+SUBJECT_WITHHELD = "<subject>"
+
+
+def named_subjects(op: object) -> list[str]:
+    """The subject ids an operation names as its caller gave them (``subjects``, ``subject``),
+    checked or not; only lists, tuples and strings are looked into (reading another iterable
+    would consume it)."""
+    named: list[str] = []
+    for name in ("subjects", "subject"):
+        value = getattr(op, name, None)
+        items = [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else ()
+        named += [s for s in items if isinstance(s, str) and s]
+    return named
+
+
+def error_text(exc: BaseException, subjects: Sequence[str]) -> str:
+    """An audit entry's ``error``: the exception's type and message, every spelling of the
+    ``subjects`` in it replaced by <subject>.
+
+    The message quotes what its raiser had at hand (the subject a tombstone refused, an
+    invalid subject id), and the log never holds subject ids in clear (docs/erasure.md); the
+    entry's ``subject_tags`` say which subject, for whoever holds the key."""
+    spellings = {v for s in subjects for v in (s, unicodedata.normalize("NFKC", s), repr(s)[1:-1]) if v}
+    message = str(exc)
+    for spelling in sorted(spellings, key=len, reverse=True):
+        # Not inside a longer word, so that a one-letter subject leaves the message readable.
+        message = re.sub(rf"(?<![0-9A-Za-z]){re.escape(spelling)}(?![0-9A-Za-z])", SUBJECT_WITHHELD, message)
+    return f"{type(exc).__name__}: {message[:200]}"

@@ -50,7 +50,7 @@ from memwarden.memory.effects import Effect, Erase, Purge, Restate, Store, Touch
 from memwarden.memory.embeddings import (
     Embedder, UnloadedEmbedder, embed_many, embed_one, embedder_dim, embedder_name,
 )
-from memwarden.memory.facts import OpFacts
+from memwarden.memory.facts import OpFacts, error_text, named_subjects
 from memwarden.memory.handlers import erasure, lifecycle, reads, search, system as maintenance, writes
 from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.erasure import held
@@ -333,6 +333,7 @@ class Pipeline:
     def _run_one(self, principal: Principal, op: Any, binding: Binding, handler: Any,
                  facts: OpFacts) -> tuple[Any, bool]:
         reads = OP_KINDS[facts.op].reads
+        named = named_subjects(op)  # as given: an invalid spelling is quoted by its error
         try:
             facts.subjects = self.subjects_for(principal)
             op = op.canonical()
@@ -347,7 +348,7 @@ class Pipeline:
             return result, self._backend.is_holding and any(isinstance(e, Store) for e in effects)
         except MemwardenError as exc:
             facts.outcome = GOVERNED.get(type(exc), "invalid")
-            facts.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            facts.error = error_text(exc, named)
             raise
         except BaseException as exc:  # an interrupt is audited too
             facts.outcome, facts.error = "error", type(exc).__name__

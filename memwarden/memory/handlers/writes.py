@@ -95,6 +95,7 @@ def _keyed_version(op: WriteOp, ctx: OpContext, existing: MemoryRecord, attribut
 
 def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[MemoryRecord, list[Effect]]:
     attributes = _attributes(op, ctx)
+    ctx.facts.about = list(op.subjects)  # first: a refused write's entry says which subjects too
     if ctx.is_core:
         decision = _core_write(op, ctx)
     else:
@@ -104,7 +105,7 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
     assert decision is not None
     keyed = op.key is not None
     rid = keyed_id(op.namespace, op.key) if keyed else record_id(ctx.principal_id, op.namespace, op.content)
-    ctx.facts.record_ids, ctx.facts.parents, ctx.facts.about = [rid], list(op.parents), list(op.subjects)
+    ctx.facts.record_ids, ctx.facts.parents = [rid], list(op.parents)
     existing = ctx.view.stored(rid, op.namespace)
     version = 1
     if existing is not None:
@@ -188,11 +189,12 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     # Both versions must be allowed: an update cannot move a record out of (or into) what a
     # condition covers by changing its kind or labels.
     after = ctx.require_on("update", candidate)
+    ctx.facts.about = list(candidate.subjects)
     erased = ctx.tombstoned(candidate.subjects, candidate.namespace, candidate.content)
     if erased is not None:
         raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
     new = ctx.validate(candidate, _held_by(ctx, candidate, after, before))
-    ctx.facts.record_ids, ctx.facts.about = [new.id, old.id], list(new.subjects)
+    ctx.facts.record_ids = [new.id, old.id]
     effects: list[Effect] = [Store(new)]
     # A quarantined new version leaves the old one in force until it is approved.
     if new.status is Status.ACTIVE:
