@@ -33,6 +33,7 @@ code-line regex is anchored with no competing quantifiers.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -260,8 +261,13 @@ def _unquoted(folded: str) -> str:
             i += 1
             continue
         before = folded[max(0, i - _LOOK_BACK):i].replace(":", " ").replace(",", " ").split()
+        # The closing quote is looked for only after a reporting verb: most quote characters
+        # (apostrophes, a fold's backticks) follow none.
+        if not any(w in _REPORTING for w in before[-3:]):
+            i += 1
+            continue
         end = _closing(folded, close, i + 1, min(n, i + 1 + _QUOTE_REACH))
-        if end > i and any(w in _REPORTING for w in before[-3:]):
+        if end > i:
             out.append(folded[at:i + 1])
             out.append("quoted")
             at = end
@@ -341,8 +347,16 @@ def _asides(text: str) -> bool:
     once: linear."""
     imperative = _bare_imperatives()
     sentences = _prose(text)
-    imperatives = sum(1 for s in sentences if imperative.hits(s))
-    return imperatives == 0 or (len(sentences) >= _DOC_SENTENCES and imperatives < len(sentences) * _DOC_IMPERATIVE_SHARE)
+    # The scan stops at the first imperative that decides: any one in a text too short to be
+    # a document, else the share's worth (a how-to of many short orders costs a fraction).
+    enough = 1 if len(sentences) < _DOC_SENTENCES else max(1, math.ceil(len(sentences) * _DOC_IMPERATIVE_SHARE))
+    imperatives = 0
+    for sentence in sentences:
+        if imperative.hits(sentence):
+            imperatives += 1
+            if imperatives >= enough:
+                return False
+    return True
 
 
 def _score(text: str, directive_at: float) -> dict[str, float]:
