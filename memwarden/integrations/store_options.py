@@ -58,14 +58,19 @@ class StoreOptions:
                    strict=flag_argument(strict, "strict"))
 
 
+def _config(value: object, name: str, kind: str, keys: frozenset[str] | set[str]) -> None:
+    """Refuse ``value`` unless it is a mapping of LangGraph's ``kind`` with only ``keys``."""
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(f"{name} must be a LangGraph {kind} mapping, got {type(value).__name__}")
+    unknown = sorted(set(map(str, value)) - set(keys))
+    if unknown:
+        raise InvalidRequest(f"{name} has unknown key(s) {unknown}; expected {', '.join(sorted(keys))}")
+
+
 def _index(index: object) -> tuple[str, ...]:
     if index is None:
         return ("$",)
-    if not isinstance(index, Mapping):
-        raise InvalidRequest(f"index must be a LangGraph IndexConfig mapping, got {type(index).__name__}")
-    unknown = sorted(set(map(str, index)) - _INDEX_KEYS)
-    if unknown:
-        raise InvalidRequest(f"index has unknown key(s) {unknown}; expected dims, embed, fields")
+    _config(index, "index", "IndexConfig", _INDEX_KEYS)
     dims = index.get("dims")
     if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
         raise InvalidRequest(f"index['dims'] must be a positive integer, got {shown(dims)}")
@@ -86,11 +91,7 @@ def _index(index: object) -> tuple[str, ...]:
 def _ttl(ttl: object) -> tuple[float | None, bool]:
     if ttl is None:
         return None, True
-    if not isinstance(ttl, Mapping):
-        raise InvalidRequest(f"ttl must be a LangGraph TTLConfig mapping, got {type(ttl).__name__}")
-    unknown = sorted(set(map(str, ttl)) - _TTL_KEYS)
-    if unknown:
-        raise InvalidRequest(f"ttl has unknown key(s) {unknown}; expected {', '.join(sorted(_TTL_KEYS))}")
+    _config(ttl, "ttl", "TTLConfig", _TTL_KEYS)
     default = ttl.get("default_ttl")
     if default is not None:
         minutes(default, "ttl['default_ttl']")
