@@ -31,7 +31,9 @@ from memwarden.guards.judge import _json_object
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.orchestrator.worker import _unfenced
 
-pytestmark = pytest.mark.unit
+# Every bound here is CPU or wall time: the module runs in ``make test``, where each test has a
+# process to itself, not in ``make test-fast`` beside another worker.
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 BOUND = 0.200  # seconds of CPU time per 32 KB text
 
