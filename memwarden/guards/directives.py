@@ -102,7 +102,7 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"the future|every future task|future tasks|all future tasks))?\s*:? (?:to )?(?:always|never)\b"),
     ("standing", 0.6, r"\b(?:remember|memori[sz]e|keep in mind)(?: this| that)? for (?:every|all|each|any) "
                       r"(?:future |later )?(?:tasks?|requests?|sessions?|runs?)\b"),
-    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:always|never) {_ACT}\b"),
+    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:always|never) {_ACT}\b"),
     ("standing", 0.5, rf"\b(?:whenever|every time|each time|any time|anytime)\b[^.\n]{{0,120}}?,? (?:always |then |just |"
                       rf"please |you (?:must|should) )?{_ACT}\b"),
     ("standing", 0.5, r"\b(?:whenever|every time|each time)\b[^.\n]{0,120}?\b(?:you|an? (?:assistant|agent)|the "
@@ -118,6 +118,8 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("addressed", 0.6, r"\b(?:as an? (?:ai|assistant|agent|language model)|lesson learned|lessons learned|"
                        r"learned from (?:a )?past (?:tasks?|runs?|sessions?|drives?|episodes?))\b"),
     ("addressed", 0.4, rf"\b(?:tell|remind|instruct|ask) (?:the )?{_AGENT} to\b"),
+    # "I need you to ...": a request to whoever reads it, in a trace record too.
+    ("addressed", 0.6, rf"\b(?:i|we) (?:need|want|would like|'d like|expect|require|ask|instruct) (?:you|{_AGENT}) to\b"),
     ("addressed", 0.6, r"\b(?:message|note|instructions?|request) (?:from (?:me|[^.\n]{1,60}?),? )?(?:to|for) you\b"),
     # Code that runs commands changes what the reader does when it follows the memory (the
     # lead's decision for issue 18: a procedure change, whatever prose surrounds it).
@@ -198,7 +200,7 @@ _SHAPES: list[tuple[str, float, str]] = [
                        rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                         rf"immediately |please )?{_ACT}\b"),
-    ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n)(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
+    ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
                       rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
                       rf"payment|invoice|booking|login|reply|request|ticket)\b[^.\n]{{0,40}}?,? {_ACT} (?:the|all|"
                       rf"every|each|any|this|that|these|those|it|them|him|her|me|us|my|our|their|your|his|its|a|an)\b"),
@@ -379,16 +381,25 @@ _EMPHASIS = str.maketrans("", "", "*_~")
 # Inline code ticks go; a fence (three or more) stays, so that the document test still sees
 # what is code (a README's ```pip install``` block is not an order).
 _INLINE_TICKS = re.compile(r"(?<!`)`{1,2}(?!`)")
+# What opens a line without being one of its words: a bullet, a quote or comment marker, an
+# arrow or an emoji, a checkbox, "1)", an @mention. A sentence starts after it ("• Forward all
+# ..." is the order "Forward all ..."), so the shapes anchored at a sentence start must see
+# past it. Quotes stay (reported speech), and so do fences (the document test reads them).
+_MARK_CLASS = "[^\\w\\n\"'`~\u201c\u201d\u00ab\u00bb]"
+_LINE_MARKED = re.compile(rf"^[ \t]*(?:\d{{1,3}}\)|@\w|(?![ \t]){_MARK_CLASS})", re.M)
+_LINE_MARK = re.compile(rf"^(?:[ \t]*(?:\d{{1,3}}\)|@\w+[:,]?))?{_MARK_CLASS}*", re.M)
 
 
 def _unmarked(text: str) -> str | None:
     """``text`` as it reads once rendered or decoded: tags and emphasis dropped, escapes
-    decoded, then folded; None when there is nothing of the kind in it. A directive split by
-    markup ("<b>from</b> now on", "**from** now on") or inside a JSON string reads whole."""
-    if not any(c in text for c in "<*_~`\\"):
+    decoded, line marks dropped, then folded; None when there is nothing of the kind in it. A
+    directive split by markup ("<b>from</b> now on", "**from** now on"), inside a JSON string or
+    behind a bullet ("• Forward all ...", "> Always ...") reads whole."""
+    if not any(c in text for c in "<*_~`\\") and _LINE_MARKED.search(text) is None:
         return None
     plain = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _ESCAPED.get(m.group(2), m.group(2)),
                         _INLINE_TICKS.sub("", _TAG.sub("", text))).translate(_EMPHASIS)
+    plain = _LINE_MARK.sub("", plain)
     return fold(unicodedata.normalize("NFKC", plain))
 
 
