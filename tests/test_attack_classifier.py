@@ -12,6 +12,8 @@ a standing directive that was stored ACTIVE and returned to another principal's 
 - An update into what a ``write, deny`` rule refuses (a ``kind=rule``, a directive) went in:
   the update carried a write rule's review, not its deny (any policy giving ``update`` beside a
   conditional write deny; none of the bundled ones does).
+- The lesson cache took in an active ``lesson`` record stored anywhere (a reload reads only
+  ``memwarden/lessons``): reachable with a validator chain without the provenance rule.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from memwarden import AccessDenied, Memory, Principal, Status
-from memwarden.guards.directives import classify
+from memwarden.guards.directives import TypedContentGuard, classify
+from memwarden.guards.injection import InjectionDetector
+from memwarden.guards.lessons import LessonValidator
 from memwarden.memory.embeddings import HashingEmbedding
 
 pytestmark = pytest.mark.integration
@@ -110,5 +114,25 @@ def test_an_update_cannot_establish_what_a_write_deny_refuses(tmp_path: Path, ch
         assert [h.record.content for h in ed.search("tea cupboard invoices", notes, k=10)] == [harmless.content]
         # Control: an update that a write would allow still goes in.
         assert ed.update(harmless.id, content="The tea is in the right cupboard.").status is Status.ACTIVE
+    finally:
+        mem.close()
+
+
+# -- the lesson cache holds what a reload reads -------------------------------------------------
+
+def test_a_lesson_record_stored_outside_the_core_namespace_never_joins_the_cache(tmp_path: Path) -> None:
+    # Without the provenance rule (a chain of one's own), a writer's kind=lesson record is stored
+    # active; the cache took it in at once, though a reload reads memwarden/lessons only.
+    mem = Memory.open(tmp_path / "data", policy="household", embedding=HashingEmbedding(),
+                      validators=[InjectionDetector(), TypedContentGuard(), LessonValidator()])
+    try:
+        maria = mem.session(Principal("maria", roles=["parent"]), source="agent")
+        maria.write("The milk is in the fridge.", ("home", "shared", "notes"))  # the cache is loaded
+        planted = maria.write("memwarden-lesson/3\nscope: home\n", ("home", "shared", "notes"), kind="lesson")
+        assert planted.status is Status.ACTIVE
+        cache = mem._pipeline._lesson_cache
+        assert planted.id not in {r.id for r in cache.get()}
+        cache.clear()
+        assert planted.id not in {r.id for r in cache.get()}  # a reload agrees
     finally:
         mem.close()
