@@ -195,26 +195,31 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("roleplay", 0.5, r"(?:^|[.!?;:\[{(<]\s*|\n|\byou |\bplease |\bnow |\bto )(?:act|behave|respond|answer|reply|speak) "
                       r"as (?:if you were |though you were )?(?:an? |the )"),
     # conditional procedures addressed to a reader
-    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                        rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
                        rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
-    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                         rf"immediately |please )?{_ACT}\b"),
     ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
                       rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
                       rf"payment|invoice|booking|login|reply|request|ticket)\b[^.\n]{{0,40}}?,? {_ACT} (?:the|all|"
                       rf"every|each|any|this|that|these|those|it|them|him|her|me|us|my|our|their|your|his|its|a|an)\b"),
-    ("imperative", 0.5, r"(?:^|[.!;:]\s*|\n)(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
+    ("imperative", 0.5, r"(?:^|[.!;:]\s*|\n)[\"'“]?(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
                         r"do not forget|never forget) (?:to|that you|that the|that all)\b"),
-    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
-    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )(?:please |kindly |"
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )[\"'“]?(?:please |kindly |"
                         rf"immediately |now |then |also |first,? |just |and )?"
                         rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
                         rf"your|his|its|a|an|\d)\b"),
-    ("imperative", 0.5, r"\b(?:please|kindly)\s+[a-z]"),
+    ("imperative", 0.5, r"\b(?:please|kindly|pls|plz)\s+[a-z]"),
     ("imperative", 0.5, r"(?:^|[.!?;]\s*|\n)(?:todo|to-do|to do|action required|action item for you|your task|task for you|"
                         r"instruction|instructions|next step for you)\s*:"),
-    ("procedure", 0.3, rf"(?:^|[.!?;:]\s*|\n)(?:immediately |now |then |first,? |just )?{_ACT}\b"),
+    # The same procedure stated as an obligation on what is handled ("all lab results should be
+    # forwarded to ...", "invoices must be paid to ..."): an order with its reader left out.
+    ("procedure", 0.5, r"\b(?:should|must|shall|are to|is to|needs? to|have to|has to) (?:always |only |now )?be "
+                       r"(?:sent|forwarded|routed|redirected|paid|transferred|wired|e-?mailed|mailed|cc'?d|bcc'?d|"
+                       r"copied|shared|posted|uploaded|released|disclosed|given|handed) (?:on )?(?:to|into|via|through)\b"),
+    ("procedure", 0.3, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?(?:immediately |now |then |first,? |just )?{_ACT}\b"),
     ("preference", 0.4, r"\b(?:i|we) (?:prefer|want|would like|'d like|like|need|don't want|do not want|hate|dislike)\b"),
     ("preference", 0.4, r"\b(?:my|our) (?:preference|rule|policy|standing (?:order|instruction))\b"),
 ]
@@ -239,7 +244,8 @@ _CANCELLABLE = frozenset({"procedure", "imperative"})
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u00ab": "\u00bb"}
 _REPORTING = frozenset("""says said say asked asks ask reads read wrote writes write told tell tells reminded requested
 request requests labelled labeled titled marked printed signed sign note notes noted put puts mentioned replied answered
-called named instruction text message subject caption heading warns warned shouted""".split())
+called named instruction text message subject caption heading warns warned shouted texted texts emailed
+emails messaged posted tweeted whispered""".split())
 _QUOTE_REACH, _LOOK_BACK = 300, 40
 
 
