@@ -211,6 +211,11 @@ _SHAPES: list[tuple[str, float, str]] = [
                         rf"immediately |now |then |also |first,? |just |and )?"
                         rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
                         rf"your|his|its|a|an|\d)\b"),
+    # ... after a short opening phrase ("After the shift, forward all ...", "Starting Monday,
+    # send the ..."): the order is the main clause.
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?[^,.;:!?\n]{{1,40}}, (?:please |kindly |just |also |then |now )?"
+                        rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
+                        rf"your|his|its|a|an|\d)\b"),
     ("imperative", 0.5, r"\b(?:please|kindly|pls|plz)\s+[a-z]"),
     ("imperative", 0.5, r"(?:^|[.!?;]\s*|\n)(?:todo|to-do|to do|action required|action item for you|your task|task for you|"
                         r"instruction|instructions|next step for you)\s*:"),
