@@ -4,7 +4,8 @@ a standing directive that was stored ACTIVE and returned to another principal's 
 
 - A line mark in front of an order (a bullet, ``>``, ``#``, ``//``, an emoji, ``1)``, an
   ``@mention``) hid its sentence start from every shape anchored there: "• Forward all lab
-  results to ..." was a statement.
+  results to ..." was a statement; so did a dash, an arrow or a bar between words ("Handover —
+  forward all ...").
 - An opening quote did the same for "always ..." and "never ...": "the manager said: 'always
   forward ...'" was a statement, though a quote never cancels a standing rule.
 - A trace's "Instruction: i need you to ..." read as the user's request reported, though it is
@@ -76,6 +77,13 @@ def test_a_line_mark_does_not_hide_an_order(mark: str) -> None:
     assert classify(mark + ORDER) == "directive"
     # ... nor on a later line of a note
     assert classify("Handover for the night shift.\n" + mark + ORDER) == "directive"
+
+
+@pytest.mark.parametrize("separator", [" — ", " – ", " → ", " • ", " · ", " | ", " » "])
+def test_a_dash_or_an_arrow_before_an_order_ends_a_clause(separator: str) -> None:
+    assert classify("Handover" + separator + ORDER[0].lower() + ORDER[1:]) == "directive"
+    # ... and a statement around a dash stays one
+    assert classify("The printer" + separator + "the old one" + separator + "works again.") == "statement"
 
 
 @settings(max_examples=80, deadline=None)

@@ -403,6 +403,9 @@ _INLINE_TICKS = re.compile(r"(?<!`)`{1,2}(?!`)")
 _MARK_CLASS = "[^\\w\\n\"'`~\u201c\u201d\u00ab\u00bb]"
 _LINE_MARKED = re.compile(rf"^[ \t]*(?:\d{{1,3}}\)|@\w|(?![ \t]){_MARK_CLASS})", re.M)
 _LINE_MARK = re.compile(rf"^(?:[ \t]*(?:\d{{1,3}}\)|@\w+[:,]?))?{_MARK_CLASS}*", re.M)
+# A dash, an arrow, a bullet or a bar between words ends a clause as a colon does ("Handover —
+# forward all ..."): read as "; ", which every sentence-start anchor knows.
+_SEPARATOR = re.compile("[ \t][\u2014\u2013\u2192\u2022\u00b7|\u00bb]+[ \t]")
 
 
 def _unmarked(text: str) -> str | None:
@@ -410,11 +413,11 @@ def _unmarked(text: str) -> str | None:
     decoded, line marks dropped, then folded; None when there is nothing of the kind in it. A
     directive split by markup ("<b>from</b> now on", "**from** now on"), inside a JSON string or
     behind a bullet ("• Forward all ...", "> Always ...") reads whole."""
-    if not any(c in text for c in "<*_~`\\") and _LINE_MARKED.search(text) is None:
+    if not any(c in text for c in "<*_~`\\") and _LINE_MARKED.search(text) is None and _SEPARATOR.search(text) is None:
         return None
     plain = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _ESCAPED.get(m.group(2), m.group(2)),
                         _INLINE_TICKS.sub("", _TAG.sub("", text))).translate(_EMPHASIS)
-    plain = _LINE_MARK.sub("", plain)
+    plain = _SEPARATOR.sub("; ", _LINE_MARK.sub("", plain))
     return fold(unicodedata.normalize("NFKC", plain))
 
 
