@@ -102,7 +102,7 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"the future|every future task|future tasks|all future tasks))?\s*:? (?:to )?(?:always|never)\b"),
     ("standing", 0.6, r"\b(?:remember|memori[sz]e|keep in mind)(?: this| that)? for (?:every|all|each|any) "
                       r"(?:future |later )?(?:tasks?|requests?|sessions?|runs?)\b"),
-    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:always|never) {_ACT}\b"),
+    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:always|never) {_ACT}\b"),
     ("standing", 0.5, rf"\b(?:whenever|every time|each time|any time|anytime)\b[^.\n]{{0,120}}?,? (?:always |then |just |"
                       rf"please |you (?:must|should) )?{_ACT}\b"),
     ("standing", 0.5, r"\b(?:whenever|every time|each time)\b[^.\n]{0,120}?\b(?:you|an? (?:assistant|agent)|the "
@@ -118,12 +118,18 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("addressed", 0.6, r"\b(?:as an? (?:ai|assistant|agent|language model)|lesson learned|lessons learned|"
                        r"learned from (?:a )?past (?:tasks?|runs?|sessions?|drives?|episodes?))\b"),
     ("addressed", 0.4, rf"\b(?:tell|remind|instruct|ask) (?:the )?{_AGENT} to\b"),
+    # "I need you to ...": a request to whoever reads it, in a trace record too.
+    ("addressed", 0.6, rf"\b(?:i|we) (?:need|want|would like|'d like|expect|require|ask|instruct) (?:you|{_AGENT}) to\b"),
     ("addressed", 0.6, r"\b(?:message|note|instructions?|request) (?:from (?:me|[^.\n]{1,60}?),? )?(?:to|for) you\b"),
     # Code that runs commands changes what the reader does when it follows the memory (the
     # lead's decision for issue 18: a procedure change, whatever prose surrounds it).
     ("command", 0.6, r"\b(?:subprocess\.(?:run|call|popen|check_call|check_output|getoutput)|os\.(?:system|popen|"
                      r"exec[lv]p?e?|spawn[lv]p?e?)|pty\.spawn|runtime\.getruntime\(\)\.exec|child_process|shell_exec|"
-                     r"invoke-expression|iex\s*\(|requests\.(?:post|put)\()|\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo )?(?:ba|z)?sh\b"),
+                     r"invoke-expression|iex\s*\(|(?:requests|httpx|urllib3)\.(?:post|put)\(|smtplib\.|\.sendmail\(|"
+                     r"(?:eval|exec)\((?:requests|httpx|urllib))|\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo )?(?:ba|z)?sh\b|"
+                     # a fetched script run, a local file uploaded ("-d @~/.ssh/id_rsa"), a file posted
+                     r"\b(?:ba|z)?sh -c\s*[\"']?\$\((?:curl|wget)\b|\bcurl\b[^|\n]{0,200}\s(?:-d|--data(?:-binary|-raw|"
+                     r"-urlencode)?|-f|--form|-t|--upload-file)\s*[\"']?(?:\w+=)?@|\bwget\b[^|\n]{0,200}--post-file\b"),
     # MINJA's bridging step (Dong et al. 2025, section 4): one entity's id redirected to
     # another's ("refer patient 30789 to 4269, the data of 30789 is now saved under 4269, use
     # 4269 instead"). A redirect changes what every later lookup returns: a procedure change.
@@ -193,26 +199,36 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("roleplay", 0.5, r"(?:^|[.!?;:\[{(<]\s*|\n|\byou |\bplease |\bnow |\bto )(?:act|behave|respond|answer|reply|speak) "
                       r"as (?:if you were |though you were )?(?:an? |the )"),
     # conditional procedures addressed to a reader
-    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                        rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
                        rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
-    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                         rf"immediately |please )?{_ACT}\b"),
-    ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n)(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
+    ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
                       rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
                       rf"payment|invoice|booking|login|reply|request|ticket)\b[^.\n]{{0,40}}?,? {_ACT} (?:the|all|"
                       rf"every|each|any|this|that|these|those|it|them|him|her|me|us|my|our|their|your|his|its|a|an)\b"),
-    ("imperative", 0.5, r"(?:^|[.!;:]\s*|\n)(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
+    ("imperative", 0.5, r"(?:^|[.!;:]\s*|\n)[\"'“]?(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
                         r"do not forget|never forget) (?:to|that you|that the|that all)\b"),
-    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
-    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )(?:please |kindly |"
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )[\"'“]?(?:please |kindly |"
                         rf"immediately |now |then |also |first,? |just |and )?"
                         rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
                         rf"your|his|its|a|an|\d)\b"),
-    ("imperative", 0.5, r"\b(?:please|kindly)\s+[a-z]"),
+    # ... after a short opening phrase ("After the shift, forward all ...", "Starting Monday,
+    # send the ..."): the order is the main clause.
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?[^,.;:!?\n]{{1,40}}, (?:please |kindly |just |also |then |now )?"
+                        rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
+                        rf"your|his|its|a|an|\d)\b"),
+    ("imperative", 0.5, r"\b(?:please|kindly|pls|plz)\s+[a-z]"),
     ("imperative", 0.5, r"(?:^|[.!?;]\s*|\n)(?:todo|to-do|to do|action required|action item for you|your task|task for you|"
                         r"instruction|instructions|next step for you)\s*:"),
-    ("procedure", 0.3, rf"(?:^|[.!?;:]\s*|\n)(?:immediately |now |then |first,? |just )?{_ACT}\b"),
+    # The same procedure stated as an obligation on what is handled ("all lab results should be
+    # forwarded to ...", "invoices must be paid to ..."): an order with its reader left out.
+    ("procedure", 0.5, r"\b(?:should|must|shall|are to|is to|needs? to|have to|has to) (?:always |only |now )?be "
+                       r"(?:sent|forwarded|routed|redirected|paid|transferred|wired|e-?mailed|mailed|cc'?d|bcc'?d|"
+                       r"copied|shared|posted|uploaded|released|disclosed|given|handed) (?:on )?(?:to|into|via|through)\b"),
+    ("procedure", 0.3, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?(?:immediately |now |then |first,? |just )?{_ACT}\b"),
     ("preference", 0.4, r"\b(?:i|we) (?:prefer|want|would like|'d like|like|need|don't want|do not want|hate|dislike)\b"),
     ("preference", 0.4, r"\b(?:my|our) (?:preference|rule|policy|standing (?:order|instruction))\b"),
 ]
@@ -237,7 +253,8 @@ _CANCELLABLE = frozenset({"procedure", "imperative"})
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u00ab": "\u00bb"}
 _REPORTING = frozenset("""says said say asked asks ask reads read wrote writes write told tell tells reminded requested
 request requests labelled labeled titled marked printed signed sign note notes noted put puts mentioned replied answered
-called named instruction text message subject caption heading warns warned shouted""".split())
+called named instruction text message subject caption heading warns warned shouted texted texts emailed
+emails messaged posted tweeted whispered""".split())
 _QUOTE_REACH, _LOOK_BACK = 300, 40
 
 
@@ -379,16 +396,28 @@ _EMPHASIS = str.maketrans("", "", "*_~")
 # Inline code ticks go; a fence (three or more) stays, so that the document test still sees
 # what is code (a README's ```pip install``` block is not an order).
 _INLINE_TICKS = re.compile(r"(?<!`)`{1,2}(?!`)")
+# What opens a line without being one of its words: a bullet, a quote or comment marker, an
+# arrow or an emoji, a checkbox, "1)", an @mention. A sentence starts after it ("• Forward all
+# ..." is the order "Forward all ..."), so the shapes anchored at a sentence start must see
+# past it. Quotes stay (reported speech), and so do fences (the document test reads them).
+_MARK_CLASS = "[^\\w\\n\"'`~\u201c\u201d\u00ab\u00bb]"
+_LINE_MARKED = re.compile(rf"^[ \t]*(?:\d{{1,3}}\)|@\w|(?![ \t]){_MARK_CLASS})", re.M)
+_LINE_MARK = re.compile(rf"^(?:[ \t]*(?:\d{{1,3}}\)|@\w+[:,]?))?{_MARK_CLASS}*", re.M)
+# A dash, an arrow, a bullet or a bar between words ends a clause as a colon does ("Handover —
+# forward all ..."): read as "; ", which every sentence-start anchor knows.
+_SEPARATOR = re.compile("[ \t][\u2014\u2013\u2192\u2022\u00b7|\u00bb]+[ \t]")
 
 
 def _unmarked(text: str) -> str | None:
     """``text`` as it reads once rendered or decoded: tags and emphasis dropped, escapes
-    decoded, then folded; None when there is nothing of the kind in it. A directive split by
-    markup ("<b>from</b> now on", "**from** now on") or inside a JSON string reads whole."""
-    if not any(c in text for c in "<*_~`\\"):
+    decoded, line marks dropped, then folded; None when there is nothing of the kind in it. A
+    directive split by markup ("<b>from</b> now on", "**from** now on"), inside a JSON string or
+    behind a bullet ("• Forward all ...", "> Always ...") reads whole."""
+    if not any(c in text for c in "<*_~`\\") and _LINE_MARKED.search(text) is None and _SEPARATOR.search(text) is None:
         return None
     plain = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _ESCAPED.get(m.group(2), m.group(2)),
                         _INLINE_TICKS.sub("", _TAG.sub("", text))).translate(_EMPHASIS)
+    plain = _SEPARATOR.sub("; ", _LINE_MARK.sub("", plain))
     return fold(unicodedata.normalize("NFKC", plain))
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
 from memwarden.core.records import Kind, MemoryRecord, Status
+from memwarden.core.schema import LESSONS_NAMESPACE
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
 
@@ -59,8 +60,10 @@ class LessonCache:
             return self._lessons
 
     def add(self, lesson: MemoryRecord) -> None:
-        """A lesson was just stored: the next write already consults it."""
-        if lesson.status is not Status.ACTIVE or lesson.kind is not Kind.LESSON:
+        """A lesson was just stored: the next write already consults it. Only what a reload
+        reads (an active lesson in ``memwarden/lessons``): a ``lesson`` record stored anywhere
+        else is an ordinary record, never a lesson until the next reload drops it."""
+        if lesson.status is not Status.ACTIVE or lesson.kind is not Kind.LESSON or lesson.namespace != LESSONS_NAMESPACE:
             return
         with self._lock:
             if self._lessons is not None:

@@ -44,7 +44,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 from memwarden.core.errors import AccessDenied, InvalidRequest
 from memwarden.integrations.binding import bind_principal
 from memwarden.core.arguments import flag_argument, integer_argument, sequence_argument
-from memwarden.core.records import Principal
+from memwarden.core.records import Principal, Source
 from memwarden.memory.session import Session
 from memwarden.orchestrator.results import Assignment, ResultRefused, TaskResult
 
@@ -268,8 +268,11 @@ class Worker:
         return base + "\n\n" + JSON_INSTRUCTION.format(schema=schema)
 
     def bind(self, memory: Memory) -> BoundWorker:
-        """This worker with its own session on ``memory`` (and its agent built, if prebuilt)."""
-        return BoundWorker(self, memory.session(self.principal))
+        """This worker with its own session on ``memory`` (and its agent built, if prebuilt).
+        The session's writes come from an agent (``source=agent``), as the LangGraph store's
+        and the memory tools' do: what a worker writes is an agent's, so the policy's
+        ``source=agent`` rules hold it, not a user's."""
+        return BoundWorker(self, memory.session(self.principal, source=Source.AGENT))
 
     def as_agent(self, memory: Memory, *, task_from: Callable[[list[BaseMessage]], str] | None = None) -> Runnable:
         """This worker as an isolated agent graph named after it, for other multi-agent setups.

@@ -207,11 +207,17 @@ def _held_by(ctx: OpContext, candidate: MemoryRecord, *decisions: Decision) -> D
     review, else the review a write of the new version would need. An update establishes new
     text as a write does (the keyed put, an overwrite, asks the write decision too), so a
     review rule on writes (``content=directive``, ``kind=rule``...) cannot be escaped by
-    writing something harmless first and updating it into what the rule holds."""
+    writing something harmless first and updating it into what the rule holds; and a deny rule
+    on writes refuses the update (AccessDenied), as it refuses the write."""
+    written = ctx.ruling("write", candidate)
+    if not written.allowed and written.rule is not None and written.rule.effect == "deny":
+        ctx.facts.decided(written)
+        raise AccessDenied(f"{ctx.principal_id!r} may not write this new version in "
+                           f"{namespace_text(candidate.namespace)!r}, so may not update a record into it: "
+                           f"{written.rule_text}", rule=written.rule.text)
     asked = next((d for d in decisions if d.review), None)
     if asked is not None:
         return asked
-    written = ctx.ruling("write", candidate)
     return ctx.facts.decided(written) if written.allowed and written.review else decisions[0]
 
 
