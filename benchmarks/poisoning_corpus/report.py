@@ -34,6 +34,8 @@ from benchmarks.poisoning_corpus.records import CorpusRecord, load_corpus
 from benchmarks.poisoning_corpus.upstream import stable
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+# The jailbreak corpora's policy arm for each --defences choice that changes the policy.
+JAILBREAK_ARMS = {"review-heavy": "review-heavy"}
 QUICK_PER_LABEL = 12
 
 
@@ -144,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="poisoning.py --corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="JSON output")
-    parser.add_argument("--defences", default="directives", choices=sorted(DEFENCES), help="the defences measured")
+    parser.add_argument("--defences", default="directives", choices=sorted(DEFENCES),
+                        help="the defences measured (review-heavy: the directives chain with the review-heavy "
+                             "policy arm, deploy.REVIEW_HEAVY)")
     parser.add_argument("--sources", nargs="*", default=None, help="only these sources (default: all)")
     parser.add_argument("--per-label", type=int, default=None,
                         help=f"at most N malicious and N benign records per source (--quick: {QUICK_PER_LABEL})")
@@ -196,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_jailbreak:
         console.print(f"jailbreak corpora with the parameters tuned on every corpus source: {short_params(everything)}")
         result["jailbreak"] = run_jailbreak(args, console, chain=lambda: defences.validators(everything),
-                                            configs=("on",))
+                                            configs=("on",), policy_arm=JAILBREAK_ARMS.get(args.defences))
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                          "load_average_1min_before": load_before, "load_average_1min_after": round(os.getloadavg()[0], 2),
