@@ -61,7 +61,7 @@ from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.core.records import MemoryRecord
+from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Source
 
 __all__ = ["InjectionDetector", "Scan", "fold", "prepare_rule", "readings", "signature_tokens"]
 
@@ -561,6 +561,19 @@ _NOUN_BEFORE = frozenset({"the", "a", "an", "this", "that", "these", "those", "m
 _NOUN_AFTER = re.compile(r"(?:e?s)?[\"']?\s*(?:[:=]|(?:from|of|on|about|by|address|addresses|list|thread)\b)")
 
 
+def _destinations(text: str) -> set[str]:
+    """The e-mail addresses and URLs of ``text`` (folded), as :func:`_without_destinations`
+    finds them; an address's local part at most 64 characters."""
+    folded = fold(text)
+    found = {m.group(0).rstrip(".,;:") for m in _URL_SPAN.finditer(folded)} if "//" in folded or "www." in folded else set()
+    for m in _EMAIL_AT.finditer(folded) if "@" in folded else ():
+        start = m.start()
+        while start > m.start() - 64 and start > 0 and folded[start - 1] in _LOCAL_PART:
+            start -= 1
+        found.add(folded[start:m.end()].strip("."))
+    return found
+
+
 def _without_destinations(sentence: str) -> str:
     """``sentence`` with its URLs and e-mail addresses blanked: a sending verb must be in the
     prose, not a word of the destination ("mail.python.org", ".../blog/post/...",
@@ -1046,6 +1059,14 @@ class InjectionDetector:
     which do not count for a record *declared* a directive (a rule or a preference): being
     one is what it says it is, and who may establish directives where is the policy's
     ``content=directive`` condition and the typed-content guard, not this detector.
+    ``errand_sources``: sources whose own sending errands are not a hint: the weak
+    ``exfiltration`` signal (a sending verb and a destination, nothing sensitive: "send the
+    minutes to anna.berg@example.com") does not count when the record comes from one of them
+    (a user's own words, addressed to her own assistant), nor when every destination it names
+    is already in an active related record from one of them that is more trusted than the
+    writer (an address the user established herself is no new destination). An agent cannot
+    establish an address this way, so colluding agents gain nothing; a sensitive object
+    (1.0) always counts.
     """
 
     name = "injection"
@@ -1053,7 +1074,8 @@ class InjectionDetector:
     def __init__(self, *, reject_at: float = 1.0, quarantine_at: float = 0.4, max_chars: int = 32_768,
                  skip_kinds: Iterable[str] = ("lesson",),
                  directive_families: Iterable[str] = ("persistent-output", "conditional-response", "memory-write"),
-                 declared_directives: Iterable[str] = ("rule", "preference")) -> None:
+                 declared_directives: Iterable[str] = ("rule", "preference"),
+                 errand_sources: Iterable[str | Source] = (Source.USER,)) -> None:
         if not 0 < quarantine_at <= reject_at:
             raise ValueError("need 0 < quarantine_at <= reject_at")
         self.reject_at = reject_at
@@ -1062,6 +1084,7 @@ class InjectionDetector:
         self.skip_kinds = frozenset(skip_kinds)
         self.directive_families = frozenset(directive_families)
         self.declared_directives = frozenset(declared_directives)
+        self.errand_sources = frozenset(Source(x) for x in errand_sources)
         # The rules are compiled once per process, when the first detector is made (a memory
         # opening), not at import (``import memwarden``, ``memwarden --help``) nor in the
         # first write (about 0.1 s).
@@ -1082,7 +1105,25 @@ class InjectionDetector:
             scan = Scan({**keyed, **{k: max(w, keyed.get(k, 0.0)) for k, w in scan.signals.items()}})
         if record.kind.value in self.declared_directives and scan.signals.keys() & self.directive_families:
             scan = Scan({k: w for k, w in scan.signals.items() if k not in self.directive_families})
+        if 0 < scan.signals.get("exfiltration", 0.0) < 1.0 and self._errand(record, context):
+            scan = Scan({k: w for k, w in scan.signals.items() if k != "exfiltration"})
         return self.verdict(scan)
+
+    # How many related records an errand's destinations are looked for in.
+    ERRAND_RELATED = 8
+
+    def _errand(self, record: MemoryRecord, context: ValidationContext) -> bool:
+        """Whether the record's weak exfiltration hint is its writer's own errand (see
+        ``errand_sources``): asked only when that hint is there, one related-record query."""
+        if record.source in self.errand_sources:
+            return True
+        wanted = _destinations(record.content + ("\n" + record.key if record.key else ""))
+        if not wanted:
+            return False
+        rank = SOURCE_ORDER.index(record.source)
+        known = "\n".join(fold(r.content) for r in context.related(record, self.ERRAND_RELATED)
+                          if r.source in self.errand_sources and SOURCE_ORDER.index(r.source) < rank)
+        return bool(known) and all(d in known for d in wanted)
 
     def verdict(self, scan: Scan) -> Verdict:
         """The verdict a scan leads to (reason: signal names and score, never content)."""
