@@ -1213,11 +1213,18 @@ class InjectionDetector:
         found.update(_rule_set().hits(text, only, budget))
         if budget is not None and sum(found.values()) >= budget:
             return found
-        # Exfiltration: per sentence, a send verb + a destination (+ something sensitive).
+        # Exfiltration: per sentence, a send verb + a destination (+ something sensitive). With
+        # something sensitive, any sending word counts, a noun too ("a copy of the customer
+        # database goes to ..." is a data flow whatever its grammar); without, the weak hint
+        # needs a verb in the prose (_sends).
         if _has_destination(text):
             for sentence in _SENTENCE_SPLIT.split(text):
-                if _has_destination(sentence) and _sends(sentence):
-                    put("exfiltration", 1.0 if _SENSITIVE.search(sentence) else 0.3)
+                if not _has_destination(sentence):
+                    continue
+                if _SENSITIVE.search(sentence) and _SEND.search(sentence):
+                    put("exfiltration", 1.0)
+                elif _sends(sentence):
+                    put("exfiltration", 0.3)
         self._links(raw if raw is not None else text, put)
         return found
 
