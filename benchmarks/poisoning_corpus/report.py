@@ -155,10 +155,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--grid", type=int, default=None, help="only the first N candidate settings (--quick: 2)")
     parser.add_argument("--no-jailbreak", action="store_true", help="skip the jailbreak-corpus figures")
     parser.add_argument("--markdown", action="store_true", help="print the table in Markdown too")
+    parser.add_argument("--jailbreak-only", metavar="PARAMS", default=None,
+                        help="only the jailbreak corpora, at these parameters (JSON, e.g. "
+                             "'{\"injection.quarantine_at\": 0.3, \"contradiction.min_shared\": 2}': what a full "
+                             "run tuned); default output poisoning_corpus_jailbreak.json")
     add_arguments(parser)
     args = parser.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 200)
     defences = DEFENCES[args.defences]
+    if args.jailbreak_only is not None:
+        import json
+
+        params = json.loads(args.jailbreak_only)
+        result = run_jailbreak(args, console, chain=lambda: defences.validators(params), configs=("on",),
+                               policy_arm=JAILBREAK_ARMS.get(args.defences))
+        result["params"], result["defences"] = params, defences.name
+        out = args.out or RESULTS / "poisoning_corpus_jailbreak.json"
+        write_result(result, out)
+        console.print(f"wrote {out}")
+        return 0
     grid = args.grid if args.grid is not None else (2 if args.quick else None)
     if grid is not None:
         from dataclasses import replace
