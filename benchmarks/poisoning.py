@@ -508,6 +508,20 @@ g, victim, staff
 g, cleaner, staff
 g, mallory, contributor
 """
+# The review-heavy policy arm (``--corpus --defences review-heavy``, issue 18): every record an
+# agent, a tool or an outside source writes into a shared namespace waits for review. Appended
+# to POLICY for the jailbreak corpora of that arm (the corpus deployment's lines are
+# benchmarks/poisoning_corpus/deploy.py REVIEW_HEAVY).
+POLICY_ARMS = {"review-heavy": """
+p, staff, ward3/shared/**, write, review, source=agent|tool|external
+p, staff, office/shared/**, write, review, source=agent|tool|external
+p, staff, home/shared/**, write, review, source=agent|tool|external
+p, staff, school/shared/**, write, review, source=agent|tool|external
+p, contributor, ward3/shared/**, write, review, source=agent|tool|external
+p, contributor, office/shared/**, write, review, source=agent|tool|external
+p, contributor, home/shared/**, write, review, source=agent|tool|external
+p, contributor, school/shared/**, write, review, source=agent|tool|external
+"""}
 
 
 def _fill(template: str, lang: str, rng: random.Random) -> tuple[str, dict[str, str]]:
@@ -964,9 +978,9 @@ def _first_flag(verdicts: Sequence[Any]) -> str | None:
 
 def memory_pass(config: str, benign: list[dict], others: list[Payload], payloads: list[Payload],
                 embedding: Any, progress: Progress,
-                chain: Callable[[], list[Any]] = default_validators) -> dict[str, Any]:
+                chain: Callable[[], list[Any]] = default_validators, policy_text: str = POLICY) -> dict[str, Any]:
     """Benign writes, then one attack per payload, through a real Memory (``chain`` builds the
-    validators of the ``on`` configuration)."""
+    validators of the ``on`` configuration; ``policy_text`` is the policy of both)."""
     times: dict[str, list[int]] = defaultdict(list)
     trace: list = []
     clock = Clock()
@@ -976,7 +990,7 @@ def memory_pass(config: str, benign: list[dict], others: list[Payload], payloads
     chain_benign: list[bool] = []
     with tempfile.TemporaryDirectory(prefix=f"mw-poison-{config}-") as tmp:
         policy = Path(tmp) / "policy.csv"
-        policy.write_text(POLICY, encoding="utf-8")
+        policy.write_text(policy_text, encoding="utf-8")
         mem = Memory.open(Path(tmp) / "data", policy=policy, embedding=embedding, validators=validators,
                           lessons=config == "on")
         try:
@@ -1224,8 +1238,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_jailbreak(args: argparse.Namespace, console: Console, chain: Callable[[], list[Any]] = default_validators,
-                  configs: Sequence[str] = ("off", "on")) -> dict[str, Any]:
-    """The jailbreak-corpus benchmark (everything but writing the files): its result dict."""
+                  configs: Sequence[str] = ("off", "on"), policy_arm: str | None = None) -> dict[str, Any]:
+    """The jailbreak-corpus benchmark (everything but writing the files): its result dict
+    (``policy_arm``: a key of :data:`POLICY_ARMS` whose lines are appended to the policy)."""
+    policy_text = POLICY + (POLICY_ARMS[policy_arm] if policy_arm else "")
     benign = load_benign(args.regen_benign)
     mal, bastion_benign = load_bastion()
     others = bastion_benign + load_paraphrase() + long_notes(benign) + load_docs()
@@ -1269,7 +1285,8 @@ def run_jailbreak(args: argparse.Namespace, console: Console, chain: Callable[[]
     with Progress(*columns, console=console) as progress:
         det = detector_pass(benign, others, payloads, progress)
         runs = {} if args.detector_only else {
-            config: memory_pass(config, benign, others, payloads, embedding, progress, chain) for config in configs}
+            config: memory_pass(config, benign, others, payloads, embedding, progress, chain, policy_text)
+            for config in configs}
     summary = summarise(det, runs)
     summary["calibration_ms"] = calibration
     report(console, summary)
@@ -1278,6 +1295,7 @@ def run_jailbreak(args: argparse.Namespace, console: Console, chain: Callable[[]
         "detector_only": args.detector_only,
         "embedding": "HashingEmbedding" if args.quick else "MiniLM (bundled default)",
         "top_k": TOP_K,
+        "policy_arm": policy_arm or "default",
         "seconds": round(time.perf_counter() - started, 1),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
                     "load_average_1min_before": load_before, "load_average_1min_after": round(os.getloadavg()[0], 2),

@@ -179,6 +179,24 @@ def test_the_document_and_quote_scans_of_adversarial_32kb_texts_are_within_the_b
     assert spent < BOUND, f"{name}: {spent * 1000:.0f} ms of CPU"
 
 
+# The exfiltration test's reading of a sentence (inj._sends): destinations blanked (URL spans,
+# an address's local part walked back from each "@"), then each sending verb's neighbours; and
+# the destinations an errand names (inj._destinations), looked for in established records.
+SEND_TEXTS = {
+    "addresses": fill("send a@b.cc "), "local parts": fill("a" * 70 + "@b.cc "), "at signs": fill("@b.c"),
+    "urls": fill("send http://a.b/post "), "url schemes": fill("a://"), "nouns": fill("the email from "),
+    "verbs": fill("post post "), "one sentence of words": "send " + fill("report ", SIZE - 20) + "@b.cc",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEND_TEXTS))
+def test_the_sending_verb_reading_of_adversarial_32kb_texts_is_within_the_bound(name: str) -> None:
+    text = SEND_TEXTS[name]
+    inj._sends("warm-up: send it to a@b.cc")
+    spent = _cpu(lambda t: (inj._sends(t), inj._destinations(t)), text)
+    assert spent < BOUND, f"{name}: {spent * 1000:.0f} ms of CPU"
+
+
 @pytest.mark.parametrize("category", [*SHAPE_CATEGORIES, "value texts"])
 def test_procedure_values_of_adversarial_32kb_texts_within_the_bound(category: str) -> None:
     texts = VALUE_TEXTS if category == "value texts" else SHAPE_TEXTS[category]

@@ -9,10 +9,12 @@ own (``DEFENCES``), with their validators, grid, policy lines and, if they want,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from memwarden.guards.defaults import default_validators
 
+from benchmarks.poisoning_corpus.deploy import REVIEW_HEAVY
 from benchmarks.poisoning_corpus.loso import Defences, Params
 
 
@@ -54,4 +56,10 @@ DIRECTIVES = Defences(
           {"injection.quarantine_at": 0.4, "contradiction.min_shared": 3}),
 )
 
-DEFENCES = {"today": TODAY, "directives": DIRECTIVES}
+# The review-heavy policy arm: the same chain and grid, and the deployment policy with
+# deploy.REVIEW_HEAVY appended (every agent-, tool- or externally-written record into a shared
+# knowledge namespace waits for review). Tuned afresh, leave-one-source-out, like the others.
+REVIEW_HEAVY_ARM = replace(DIRECTIVES, name="typed directives, provenance trust, review-heavy policy",
+                           policy=lambda params: REVIEW_HEAVY)
+
+DEFENCES = {"today": TODAY, "directives": DIRECTIVES, "review-heavy": REVIEW_HEAVY_ARM}

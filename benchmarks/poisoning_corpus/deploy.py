@@ -99,6 +99,37 @@ p, bench_cleaner, agents/**, forget
 g, bench-cleaner, bench_cleaner
 """
 
+# The review-heavy arm (issue 18, the decision asked of the lead; docs/policies.md "Review
+# every agent-written statement"): every record an agent, a tool or an outside source writes
+# into a shared knowledge namespace waits for review, statement or directive. The namespaces
+# and roles are those of the content=directive review lines above and in the bundled policies;
+# a user's own space (assist/emma, assist/liam) is left out, as her assistant writes there for
+# her. A review line also grants the write it holds, so each one repeats the pattern of a write
+# its role is already allowed (the assistant: the calendar and the shopping list, not all of
+# home/shared): the arm holds writes, it never admits one. Policy data only: the lines are
+# appended to the benchmark policy.
+REVIEW_HEAVY = """
+# --- the review-heavy arm: agent-, tool- and externally-sourced writes into shared knowledge ---
+p, nurse, ward3/patients/*, write, review, source=agent|tool|external
+p, nurse, ward3/notes/**, write, review, source=agent|tool|external
+p, physician, ward3/patients/*, write, review, source=agent|tool|external
+p, physician, ward3/rules/**, write, review, source=agent|tool|external
+p, assistant, home/shared/calendar/*, write, review, source=agent|tool|external
+p, assistant, home/shared/shopping/*, write, review, source=agent|tool|external
+p, family, home/shared/**, write, review, source=agent|tool|external
+p, employee, office/projects/*/notes, write, review, source=agent|tool|external
+p, manager, office/projects/**, write, review, source=agent|tool|external
+p, hr, office/handbook/**, write, review, source=agent|tool|external
+p, it_admin, office/it/**, write, review, source=agent|tool|external
+p, kb_ingest, kb/**, write, review, source=agent|tool|external
+p, kb_curator, kb/**, write, review, source=agent|tool|external
+p, teammate, assist/team/**, write, review, source=agent|tool|external
+p, ehr_agent, agents/ehr/**, write, review, source=agent|tool|external
+p, shop_agent, agents/shop/**, write, review, source=agent|tool|external
+p, qa_agent, agents/qa/**, write, review, source=agent|tool|external
+p, driving_agent, agents/driving/**, write, review, source=agent|tool|external
+"""
+
 CLEANER = Principal("bench-cleaner")
 WARMUP_NAMESPACE = ("bench", "warmup")
 

@@ -34,6 +34,8 @@ from benchmarks.poisoning_corpus.records import CorpusRecord, load_corpus
 from benchmarks.poisoning_corpus.upstream import stable
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+# The jailbreak corpora's policy arm for each --defences choice that changes the policy.
+JAILBREAK_ARMS = {"review-heavy": "review-heavy"}
 QUICK_PER_LABEL = 12
 
 
@@ -144,17 +146,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="poisoning.py --corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="JSON output")
-    parser.add_argument("--defences", default="directives", choices=sorted(DEFENCES), help="the defences measured")
+    parser.add_argument("--defences", default="directives", choices=sorted(DEFENCES),
+                        help="the defences measured (review-heavy: the directives chain with the review-heavy "
+                             "policy arm, deploy.REVIEW_HEAVY)")
     parser.add_argument("--sources", nargs="*", default=None, help="only these sources (default: all)")
     parser.add_argument("--per-label", type=int, default=None,
                         help=f"at most N malicious and N benign records per source (--quick: {QUICK_PER_LABEL})")
     parser.add_argument("--grid", type=int, default=None, help="only the first N candidate settings (--quick: 2)")
     parser.add_argument("--no-jailbreak", action="store_true", help="skip the jailbreak-corpus figures")
     parser.add_argument("--markdown", action="store_true", help="print the table in Markdown too")
+    parser.add_argument("--jailbreak-only", metavar="PARAMS", default=None,
+                        help="only the jailbreak corpora, at these parameters (JSON, e.g. "
+                             "'{\"injection.quarantine_at\": 0.3, \"contradiction.min_shared\": 2}': what a full "
+                             "run tuned); default output poisoning_corpus_jailbreak.json")
     add_arguments(parser)
     args = parser.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 200)
     defences = DEFENCES[args.defences]
+    if args.jailbreak_only is not None:
+        import json
+
+        params = json.loads(args.jailbreak_only)
+        result = run_jailbreak(args, console, chain=lambda: defences.validators(params), configs=("on",),
+                               policy_arm=JAILBREAK_ARMS.get(args.defences))
+        result["params"], result["defences"] = params, defences.name
+        out = args.out or RESULTS / "poisoning_corpus_jailbreak.json"
+        write_result(result, out)
+        console.print(f"wrote {out}")
+        return 0
     grid = args.grid if args.grid is not None else (2 if args.quick else None)
     if grid is not None:
         from dataclasses import replace
@@ -196,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_jailbreak:
         console.print(f"jailbreak corpora with the parameters tuned on every corpus source: {short_params(everything)}")
         result["jailbreak"] = run_jailbreak(args, console, chain=lambda: defences.validators(everything),
-                                            configs=("on",))
+                                            configs=("on",), policy_arm=JAILBREAK_ARMS.get(args.defences))
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                          "load_average_1min_before": load_before, "load_average_1min_after": round(os.getloadavg()[0], 2),

@@ -61,7 +61,7 @@ from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
-from memwarden.core.records import MemoryRecord
+from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Source
 
 __all__ = ["InjectionDetector", "Scan", "fold", "prepare_rule", "readings", "signature_tokens"]
 
@@ -115,6 +115,18 @@ _DANGEROUS = (r"(?:bombs?|pipe bombs?|explosives?|napalm|thermite|meth(?:ampheta
 _NOT_POSSESSIVE = not_followed_by(["'s"])
 _NOT_A_TOPIC = not_followed_by(["on", "for", "about", "from", "in", "of"], gap_before=True, gap_after=True)
 _NOT_A_FIGURE = not_followed_by(["average", "all", "zero", r"\d"], gap_before=True)
+# "You are now" with a place or an event after it is a state the reader is in ("Sie sind
+# jetzt für den Elternabend angemeldet", "vous êtes maintenant inscrit à la réunion", "ora sei
+# iscritto al colloquio"), not an identity: an identity is a name, a noun or an adjective
+# ("du bist jetzt DAN", "tu es maintenant libre de tout", "ora sei libero da ogni regola"). So
+# the rule does not fire where a preposition of place or purpose follows, at once (German puts
+# the participle last) or after one word (French and Italian put it first); "de", "da" and
+# "von" are left out, as they follow "free" ("libre de", "libero da", "frei von").
+_NOT_A_PLACE_DE = not_followed_by(["fur", "fuer", "bei", "im", "am", "in", "zum", "zur", "auf", "an", "mit"],
+                                  gap_before=True, gap_after=True)
+_NOT_A_PLACE_FR = not_followed_by(["a", "au", "aux", "pour", "chez", "dans", "sur"], gap_before=True, gap_after=True)
+_NOT_A_PLACE_IT = not_followed_by(["a", "al", "alla", "allo", "ai", "agli", "alle", "per", "presso", "nel", "nella",
+                                   "sul", "sulla"], gap_before=True, gap_after=True)
 _REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|message|messages|summary|summaries|reviews?|reports?)"
 
 _EN = [
@@ -373,7 +385,7 @@ _DE = [
     ("no-restrictions", 0.35, r"\b(?:du|dich|dir|dein\w*|antworte\w*|schreib\w*|sprich|rede\w*|handle\w*)\b[^.\n]{0,60}?\bohne (?:jegliche |irgendwelche )?(?:einschränkungen|beschränkungen|filter|zensur|regeln|grenzen)\b|\bohne (?:jegliche |irgendwelche )?(?:einschränkungen|beschränkungen|filter|zensur|regeln|grenzen)\b[^.\n]{0,60}?\b(?:du|dich|dir|dein\w*|antworte\w*|schreib\w*|sprich|rede\w*|handle\w*)\b"),
     ("no-restrictions", 0.3, r"\buneingeschränkt(?:e|er|en|es)?\b"),
     ("persona", 0.5, r"\b(?:entwickler|developer|jailbreak|gott)-?modus\b"),
-    ("persona", 0.3, r"\b(?:du bist|sie sind) (?:jetzt|nun|ab sofort|ab jetzt)\b"),
+    ("persona", 0.3, r"\b(?:du bist|sie sind) (?:jetzt|nun|ab sofort|ab jetzt)\b" + _NOT_A_PLACE_DE),
     ("new-instructions", 0.35, r"\bneue (?:anweisungen|instruktionen|befehle|systemanweisung)\s*:"),
     ("new-instructions", 0.35, r"\bab (?:jetzt|sofort)(?: an)?,? (?:gibst|hast|bist|musst|wirst|antwortest|ignorierst|"
                                r"befolgst|sollst) (?:du|sie)\b"),
@@ -417,7 +429,7 @@ _FR = [
     ("no-restrictions", 0.35, r"\b(?:tu|te|toi|vous|reponds|repondez|ecris|ecrivez|agis|agissez|parle|parlez)\b[^.\n]{0,60}?\bsans (?:aucune )?(?:restrictions?|filtres?|censure|limites?)\b|\bsans (?:aucune )?(?:restrictions?|filtres?|censure|limites?)\b[^.\n]{0,60}?\b(?:tu|te|toi|vous|reponds|repondez|ecris|ecrivez|agis|agissez|parle|parlez)\b"),
     ("persona", 0.5, r"\bmode (?:developpeur|dev|sans restrictions?|jailbreak|dieu)\b"),
     ("persona", 0.3, r"\b(?:fais|faites) semblant d'etre\b|\bjoue[rz]? le role d(?:e|')|\b(?:tu es|vous etes) (?:desormais|"
-                     r"maintenant|a present|dorenavant)\b"),
+                     r"maintenant|a present|dorenavant)(?:[^\w\s]|\s*\Z|\s+\w+\b" + _NOT_A_PLACE_FR + ")"),
     ("new-instructions", 0.35, r"\bnouvelles? (?:instructions|consignes)\s*:|\b(?:a partir de maintenant|desormais|"
                                r"dorenavant),? (?:tu|vous) (?:dois|devez|vas|allez|es|etes|ignores|ignorez)\b"),
     ("prompt-leak", 1.0, r"\b(?:revele[rz]?|montre[rz]?|affiche[rz]?|donne[rz]?|dis|dites|repete[rz]?|imprime[rz]?|"
@@ -489,7 +501,7 @@ _IT = [
                              r"censura)"),
     ("no-restrictions", 0.35, r"\b(?:tu|ti|rispondi|risponda|scrivi|scriva|agisci|parla)\b[^.\n]{0,60}?\bsenza (?:alcuna |alcun )?(?:restrizioni|filtri|censura|limiti)\b|\bsenza (?:alcuna |alcun )?(?:restrizioni|filtri|censura|limiti)\b[^.\n]{0,60}?\b(?:tu|ti|rispondi|risponda|scrivi|scriva|agisci|parla)\b"),
     ("persona", 0.5, r"\bmodalita (?:sviluppatore|developer|dio|jailbreak)\b"),
-    ("persona", 0.3, r"\b(?:fingi|finga|immagina) di essere\b|\b(?:ora|adesso) sei\b"),
+    ("persona", 0.3, r"\b(?:fingi|finga|immagina) di essere\b|\b(?:ora|adesso) sei(?:[^\w\s]|\s*\Z|\s+\w+\b" + _NOT_A_PLACE_IT + ")"),
     ("new-instructions", 0.35, r"\bnuove istruzioni\s*:|\bd'ora in poi,? (?:tu )?(?:sei|devi|hai|risponderai|ignorerai)\b"),
     ("prompt-leak", 1.0, r"\b(?:rivela|rivelami|mostra|mostrami|dimmi|stampa|ripeti|dammi|scrivi|condividi)(?: mi)? "
                          r"(?:(?:il tuo|la tua|i tuoi|le tue) (?:prompt|istruzioni|indicazioni|messaggio di sistema)|"
@@ -531,6 +543,65 @@ def _has_destination(text: str) -> bool:
     """An e-mail address, a URL or an 'external address' phrase occurs in ``text``."""
     return bool(("@" in text and _EMAIL_AT.search(text)) or "://" in text or "www." in text
                 or _EXTERNAL.search(text))
+
+
+# A URL (up to its first space or bracket) and an e-mail address's local part (at most 64
+# characters, the RFC 5321 bound, walked back from the "@"): the characters of a destination.
+_URL_SPAN = re.compile(r"(?:[a-z][a-z0-9+.-]{0,15}://|www\.)[^\s<>()\[\]\"']*")
+_LOCAL_PART = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._%+-")
+# The English sending verbs that are also nouns ("an email from", "the blog post", "a report
+# on"): a noun when a determiner or a modifier comes before it or a preposition or a colon
+# after it, or a key's "=" or ":" (``email=``, ``"email":``). A noun names a message or a field;
+# it asks nobody to send anything.
+_NOUN_VERBS = frozenset({"email", "e-mail", "mail", "post", "report", "copy", "share", "push", "sync", "export",
+                         "forward", "submit"})
+_NOUN_BEFORE = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your", "his", "her", "our",
+                          "their", "its", "latest", "last", "recent", "new", "next", "first", "blog", "every", "each",
+                          "weekly", "daily", "monthly", "annual", "status", "bug", "security", "same"})
+_NOUN_AFTER = re.compile(r"(?:e?s)?[\"']?\s*(?:[:=]|(?:from|of|on|about|by|address|addresses|list|thread)\b)")
+
+
+def _destinations(text: str) -> set[str]:
+    """The e-mail addresses and URLs of ``text`` (folded), as :func:`_without_destinations`
+    finds them; an address's local part at most 64 characters."""
+    folded = fold(text)
+    found = {m.group(0).rstrip(".,;:") for m in _URL_SPAN.finditer(folded)} if "//" in folded or "www." in folded else set()
+    for m in _EMAIL_AT.finditer(folded) if "@" in folded else ():
+        start = m.start()
+        while start > m.start() - 64 and start > 0 and folded[start - 1] in _LOCAL_PART:
+            start -= 1
+        found.add(folded[start:m.end()].strip("."))
+    return found
+
+
+def _without_destinations(sentence: str) -> str:
+    """``sentence`` with its URLs and e-mail addresses blanked: a sending verb must be in the
+    prose, not a word of the destination ("mail.python.org", ".../blog/post/...",
+    "report@example.com"). Each character is looked at a bounded number of times: linear."""
+    text = _URL_SPAN.sub(" ", sentence) if ("//" in sentence or "www." in sentence) else sentence
+    if "@" not in text:
+        return text
+    out, end = [], 0
+    for m in _EMAIL_AT.finditer(text):
+        start = m.start()
+        while start > max(end, m.start() - 64) and text[start - 1] in _LOCAL_PART:
+            start -= 1
+        out += [text[end:start], " "]
+        end = m.end()
+    return "".join([*out, text[end:]])
+
+
+def _sends(sentence: str) -> bool:
+    """A sending verb occurs in the prose of ``sentence`` (folded) read as a verb."""
+    prose = _without_destinations(sentence)
+    for m in _SEND.finditer(prose):
+        word = m.group(0)
+        if word not in _NOUN_VERBS:
+            return True
+        before = prose[max(0, m.start() - 16):m.start()].split()
+        if not ((before and before[-1].lstrip("[(<*_\"'") in _NOUN_BEFORE) or _NOUN_AFTER.match(prose, m.end())):
+            return True
+    return False
 
 
 _SENSITIVE = re.compile(prepare_rule(
@@ -988,6 +1059,14 @@ class InjectionDetector:
     which do not count for a record *declared* a directive (a rule or a preference): being
     one is what it says it is, and who may establish directives where is the policy's
     ``content=directive`` condition and the typed-content guard, not this detector.
+    ``errand_sources``: sources whose own sending errands are not a hint: the weak
+    ``exfiltration`` signal (a sending verb and a destination, nothing sensitive: "send the
+    minutes to anna.berg@example.com") does not count when the record comes from one of them
+    (a user's own words, addressed to her own assistant), nor when every destination it names
+    is already in an active related record from one of them that is more trusted than the
+    writer (an address the user established herself is no new destination). An agent cannot
+    establish an address this way, so colluding agents gain nothing; a sensitive object
+    (1.0) always counts.
     """
 
     name = "injection"
@@ -995,7 +1074,8 @@ class InjectionDetector:
     def __init__(self, *, reject_at: float = 1.0, quarantine_at: float = 0.4, max_chars: int = 32_768,
                  skip_kinds: Iterable[str] = ("lesson",),
                  directive_families: Iterable[str] = ("persistent-output", "conditional-response", "memory-write"),
-                 declared_directives: Iterable[str] = ("rule", "preference")) -> None:
+                 declared_directives: Iterable[str] = ("rule", "preference"),
+                 errand_sources: Iterable[str | Source] = (Source.USER,)) -> None:
         if not 0 < quarantine_at <= reject_at:
             raise ValueError("need 0 < quarantine_at <= reject_at")
         self.reject_at = reject_at
@@ -1004,6 +1084,7 @@ class InjectionDetector:
         self.skip_kinds = frozenset(skip_kinds)
         self.directive_families = frozenset(directive_families)
         self.declared_directives = frozenset(declared_directives)
+        self.errand_sources = frozenset(Source(x) for x in errand_sources)
         # The rules are compiled once per process, when the first detector is made (a memory
         # opening), not at import (``import memwarden``, ``memwarden --help``) nor in the
         # first write (about 0.1 s).
@@ -1024,7 +1105,25 @@ class InjectionDetector:
             scan = Scan({**keyed, **{k: max(w, keyed.get(k, 0.0)) for k, w in scan.signals.items()}})
         if record.kind.value in self.declared_directives and scan.signals.keys() & self.directive_families:
             scan = Scan({k: w for k, w in scan.signals.items() if k not in self.directive_families})
+        if 0 < scan.signals.get("exfiltration", 0.0) < 1.0 and self._errand(record, context):
+            scan = Scan({k: w for k, w in scan.signals.items() if k != "exfiltration"})
         return self.verdict(scan)
+
+    # How many related records an errand's destinations are looked for in.
+    ERRAND_RELATED = 8
+
+    def _errand(self, record: MemoryRecord, context: ValidationContext) -> bool:
+        """Whether the record's weak exfiltration hint is its writer's own errand (see
+        ``errand_sources``): asked only when that hint is there, one related-record query."""
+        if record.source in self.errand_sources:
+            return True
+        wanted = _destinations(record.content + ("\n" + record.key if record.key else ""))
+        if not wanted:
+            return False
+        rank = SOURCE_ORDER.index(record.source)
+        known = "\n".join(fold(r.content) for r in context.related(record, self.ERRAND_RELATED)
+                          if r.source in self.errand_sources and SOURCE_ORDER.index(r.source) < rank)
+        return bool(known) and all(d in known for d in wanted)
 
     def verdict(self, scan: Scan) -> Verdict:
         """The verdict a scan leads to (reason: signal names and score, never content)."""
@@ -1114,11 +1213,18 @@ class InjectionDetector:
         found.update(_rule_set().hits(text, only, budget))
         if budget is not None and sum(found.values()) >= budget:
             return found
-        # Exfiltration: per sentence, a send verb + a destination (+ something sensitive).
+        # Exfiltration: per sentence, a send verb + a destination (+ something sensitive). With
+        # something sensitive, any sending word counts, a noun too ("a copy of the customer
+        # database goes to ..." is a data flow whatever its grammar); without, the weak hint
+        # needs a verb in the prose (_sends).
         if _has_destination(text):
             for sentence in _SENTENCE_SPLIT.split(text):
-                if _has_destination(sentence) and _SEND.search(sentence):
-                    put("exfiltration", 1.0 if _SENSITIVE.search(sentence) else 0.3)
+                if not _has_destination(sentence):
+                    continue
+                if _SENSITIVE.search(sentence) and _SEND.search(sentence):
+                    put("exfiltration", 1.0)
+                elif _sends(sentence):
+                    put("exfiltration", 0.3)
         self._links(raw if raw is not None else text, put)
         return found
 
