@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from memwarden.core.records import MemoryRecord, Principal, Source
-from memwarden.guards.injection import InjectionDetector, _sends, fold
+from memwarden.guards.injection import InjectionDetector, fold
+from memwarden.guards.sending import sends as _sends
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.policies.subjects import Subjects
 

@@ -22,7 +22,7 @@ import pytest
 
 from benchmarks.adversarial_inputs import SIZE, adversarial_texts, fill
 from memwarden import Memory, Principal, WriteRejected
-from memwarden.guards import directives, injection as inj, values
+from memwarden.guards import directives, injection as inj, sending, values
 from memwarden.guards.contradiction import ContradictionCheck
 from memwarden.guards.validators import ValidationContext
 from memwarden.core.records import MemoryRecord, Principal as P, Source
@@ -179,9 +179,9 @@ def test_the_document_and_quote_scans_of_adversarial_32kb_texts_are_within_the_b
     assert spent < BOUND, f"{name}: {spent * 1000:.0f} ms of CPU"
 
 
-# The exfiltration test's reading of a sentence (inj._sends): destinations blanked (URL spans,
+# The exfiltration test's reading of a sentence (sending.sends): destinations blanked (URL spans,
 # an address's local part walked back from each "@"), then each sending verb's neighbours; and
-# the destinations an errand names (inj._destinations), looked for in established records.
+# the destinations an errand names (sending.destinations), looked for in established records.
 SEND_TEXTS = {
     "addresses": fill("send a@b.cc "), "local parts": fill("a" * 70 + "@b.cc "), "at signs": fill("@b.c"),
     "urls": fill("send http://a.b/post "), "url schemes": fill("a://"), "nouns": fill("the email from "),
@@ -192,8 +192,8 @@ SEND_TEXTS = {
 @pytest.mark.parametrize("name", sorted(SEND_TEXTS))
 def test_the_sending_verb_reading_of_adversarial_32kb_texts_is_within_the_bound(name: str) -> None:
     text = SEND_TEXTS[name]
-    inj._sends("warm-up: send it to a@b.cc")
-    spent = _cpu(lambda t: (inj._sends(t), inj._destinations(t)), text)
+    sending.sends("warm-up: send it to a@b.cc")
+    spent = _cpu(lambda t: (sending.sends(t), sending.destinations(t)), text)
     assert spent < BOUND, f"{name}: {spent * 1000:.0f} ms of CPU"
 
 

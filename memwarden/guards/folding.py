@@ -8,7 +8,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["BIDI_RE", "COMBINING_RE", "CONFUSABLES", "CONFUSABLES_RE", "ZERO_WIDTH_RE", "fold", "fold_run",
+__all__ = ["BIDI_RE", "COMBINING_RE", "CONFUSABLES", "CONFUSABLES_RE", "ZERO_WIDTH_RE", "fold", "fold_run", "prepare_rule",
            "signature_tokens"]
 
 # Look-alike letters that NFKC leaves alone: Cyrillic and Greek letters drawn like Latin ones,
@@ -92,3 +92,16 @@ def signature_tokens(text: str, *, folded: bool = False) -> list[str]:
     token or order number does not change the signature). Used by the lesson validator.
     ``folded``: ``text`` is already folded."""
     return _WORD_RE.findall(_DIGITS_RE.sub("#", text if folded else fold(text)))
+
+
+_UMLAUTS = {"ä": "(?:ae|a)", "ö": "(?:oe|o)", "ü": "(?:ue|u)"}
+
+
+def prepare_rule(source: str) -> str:
+    """Pattern source as written (accents, spaces) -> source that matches folded text."""
+    for letter, alt in _UMLAUTS.items():
+        source = source.replace(letter, alt)
+    source = COMBINING_RE.sub("", unicodedata.normalize("NFKD", source))
+    for spaced, regex in ((" ?", r"\s*"), (" *", r"\s*"), (" +", r"\s+"), (" ", r"\s+")):
+        source = source.replace(spaced, regex)
+    return source
