@@ -1019,9 +1019,13 @@ class InjectionDetector:
         if not wanted:
             return False
         rank = SOURCE_ORDER.index(record.source)
-        known = "\n".join(fold(r.content) for r in context.related(record, self.ERRAND_RELATED)
-                          if r.source in self.errand_sources and SOURCE_ORDER.index(r.source) < rank)
-        return bool(known) and all(d in known for d in wanted)
+        # Whole destinations, compared exactly: a substring test took "bob@company.com" for
+        # the established "bob@company.com.au", another domain.
+        known: set[str] = set()
+        for r in context.related(record, self.ERRAND_RELATED):
+            if r.source in self.errand_sources and SOURCE_ORDER.index(r.source) < rank:
+                known |= destinations(r.content + ("\n" + r.key if r.key else ""))
+        return wanted <= known
 
     def verdict(self, scan: Scan) -> Verdict:
         """The verdict a scan leads to (reason: signal names and score, never content)."""
