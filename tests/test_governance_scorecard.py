@@ -120,7 +120,7 @@ def test_annotations_carry_principals_and_counts_only() -> None:
 
 
 class _FakePhoenix(BaseHTTPRequestHandler):
-    spans: list[dict[str, Any]] = []
+    spans: list[dict[str, Any]] | None = []
     posted: list[dict[str, Any]] = []
 
     def log_message(self, *args: Any) -> None:
@@ -134,6 +134,9 @@ class _FakePhoenix(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:  # the name http.server calls
+        if self.spans is None:  # as Phoenix answers for a project no span has been filed under yet
+            self.send_error(404, "Project with name memwarden-demo not found")
+            return
         self._send({"data": self.spans, "next_cursor": None})
 
     def do_POST(self) -> None:
@@ -201,6 +204,14 @@ def test_an_unreachable_phoenix_is_a_clear_error(tmp_path: Path, capsys: pytest.
     assert "cannot read spans" in capsys.readouterr().out
     assert main(["audit", "scorecard", "--phoenix", "file:///etc/passwd"]) == 2
     assert "not an http(s) URL" in capsys.readouterr().out
+
+
+def test_a_project_phoenix_does_not_have_yet_is_a_clear_error(phoenix: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _FakePhoenix.spans = None
+    assert main(["audit", "scorecard", "--phoenix", phoenix, "--dry-run"]) == 2
+    out = capsys.readouterr().out
+    assert "has no project 'memwarden-demo'" in out and "check --project" in out and "404" not in out
 
 
 def test_the_root_span_carries_the_scorecard_for_any_backend() -> None:

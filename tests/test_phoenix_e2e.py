@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime, timedelta, timezone
@@ -44,7 +45,14 @@ def _spans(since: datetime) -> list[dict]:
         query: dict[str, object] = {"limit": 1000, "start_time": since.isoformat()}
         if cursor:
             query["cursor"] = cursor
-        page = _get(f"/v1/projects/{urllib.parse.quote(PROJECT)}/spans", **query)
+        try:
+            page = _get(f"/v1/projects/{urllib.parse.quote(PROJECT)}/spans", **query)
+        except urllib.error.HTTPError as exc:
+            # Phoenix makes the project when its first span is ingested, which it does
+            # asynchronously after the export returned: until then the project is not found.
+            if exc.code == 404 and not spans:
+                return []
+            raise
         spans += page.get("data", [])
         cursor = page.get("next_cursor")
         if not cursor:

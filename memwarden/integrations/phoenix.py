@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
@@ -117,7 +118,17 @@ def fetch_spans(url: str, project: str, *, trace_ids: Iterable[str] = ()) -> lis
             query["trace_id"] = sorted(wanted)
         url_ = f"{base}/v1/projects/{urllib.parse.quote(project, safe='')}/spans?" + urllib.parse.urlencode(
             query, doseq=True)
-        page, cursor = _span_page(_request(url_), url_)
+        try:
+            answer = _request(url_)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+            # Phoenix makes a project when the first span filed under it arrives, and ingests
+            # asynchronously: right after a run, or with a misspelt --project, there is none.
+            raise ValueError(f"Phoenix at {base} has no project {project!r} (it makes one when the "
+                             "project's first span arrives, a few seconds after the run that sent "
+                             "it; check --project)") from None
+        page, cursor = _span_page(answer, url_)
         spans += [s for s in page if not wanted or s["context"]["trace_id"] in wanted]
         if not cursor:
             return spans
