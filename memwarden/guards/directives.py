@@ -66,6 +66,9 @@ _ACT = (r"(?:send|forward|transfer|wire|pay|route|redirect|email|e-mail|mail|cc|
 _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confirming|confirm|approval|approving|sign-?off|"
           r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|callback|audit(?:ing)?|"
           r"logging|logs|double-check|second check|clinician|physician|prescriber|manager|owner)")
+#: An optional opening quote after a sentence start: an order is still an order inside quotation
+#: marks ("\"Always forward ...\"").
+_OPEN_QUOTE = r"[\"'“]?"
 # When a change starts: alone, it dates a fact ("from now on, Mia walks the dog").
 _FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
              r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
@@ -102,7 +105,7 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"the future|every future task|future tasks|all future tasks))?\s*:? (?:to )?(?:always|never)\b"),
     ("standing", 0.6, r"\b(?:remember|memori[sz]e|keep in mind)(?: this| that)? for (?:every|all|each|any) "
                       r"(?:future |later )?(?:tasks?|requests?|sessions?|runs?)\b"),
-    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:always|never) {_ACT}\b"),
+    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:always|never) {_ACT}\b"),
     ("standing", 0.5, rf"\b(?:whenever|every time|each time|any time|anytime)\b[^.\n]{{0,120}}?,? (?:always |then |just |"
                       rf"please |you (?:must|should) )?{_ACT}\b"),
     ("standing", 0.5, r"\b(?:whenever|every time|each time)\b[^.\n]{0,120}?\b(?:you|an? (?:assistant|agent)|the "
@@ -199,25 +202,25 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("roleplay", 0.5, r"(?:^|[.!?;:\[{(<]\s*|\n|\byou |\bplease |\bnow |\bto )(?:act|behave|respond|answer|reply|speak) "
                       r"as (?:if you were |though you were )?(?:an? |the )"),
     # conditional procedures addressed to a reader
-    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                        rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
                        rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
-    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                         rf"immediately |please )?{_ACT}\b"),
-    ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
+    ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n){_OPEN_QUOTE}(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
                       rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
                       rf"payment|invoice|booking|login|reply|request|ticket)\b[^.\n]{{0,40}}?,? {_ACT} (?:the|all|"
                       rf"every|each|any|this|that|these|those|it|them|him|her|me|us|my|our|their|your|his|its|a|an)\b"),
-    ("imperative", 0.5, r"(?:^|[.!;:]\s*|\n)[\"'“]?(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
+    ("imperative", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
                         r"do not forget|never forget) (?:to|that you|that the|that all)\b"),
-    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n)[\"'“]?(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
-    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band )[\"'“]?(?:please |kindly |"
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band ){_OPEN_QUOTE}(?:please |kindly |"
                         rf"immediately |now |then |also |first,? |just |and )?"
                         rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
                         rf"your|his|its|a|an|\d)\b"),
     # ... after a short opening phrase ("After the shift, forward all ...", "Starting Monday,
     # send the ..."): the order is the main clause.
-    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?[^,.;:!?\n]{{1,40}}, (?:please |kindly |just |also |then |now )?"
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n){_OPEN_QUOTE}[^,.;:!?\n]{{1,40}}, (?:please |kindly |just |also |then |now )?"
                         rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
                         rf"your|his|its|a|an|\d)\b"),
     ("imperative", 0.5, r"\b(?:please|kindly|pls|plz)\s+[a-z]"),
@@ -228,7 +231,7 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("procedure", 0.5, r"\b(?:should|must|shall|are to|is to|needs? to|have to|has to) (?:always |only |now )?be "
                        r"(?:sent|forwarded|routed|redirected|paid|transferred|wired|e-?mailed|mailed|cc'?d|bcc'?d|"
                        r"copied|shared|posted|uploaded|released|disclosed|given|handed) (?:on )?(?:to|into|via|through)\b"),
-    ("procedure", 0.3, rf"(?:^|[.!?;:]\s*|\n)[\"'“]?(?:immediately |now |then |first,? |just )?{_ACT}\b"),
+    ("procedure", 0.3, rf"(?:^|[.!?;:]\s*|\n){_OPEN_QUOTE}(?:immediately |now |then |first,? |just )?{_ACT}\b"),
     ("preference", 0.4, r"\b(?:i|we) (?:prefer|want|would like|'d like|like|need|don't want|do not want|hate|dislike)\b"),
     ("preference", 0.4, r"\b(?:my|our) (?:preference|rule|policy|standing (?:order|instruction))\b"),
 ]
