@@ -263,6 +263,9 @@ class TestAsEmbedder:
 
     def test_object_without_methods_is_rejected(self) -> None:
         with pytest.raises(TypeError, match=r"lacks embed_documents, embed_query"):
+            as_embedder(3)
+        # A model's name is not a model: memwarden never fetches one.
+        with pytest.raises(TypeError, match=r"provider string"):
             as_embedder("all-MiniLM-L6-v2")
 
     def test_names_only_the_missing_method(self) -> None:

@@ -85,7 +85,8 @@ class GovernedStore(BaseStore):
     def __init__(self, memory: mw.OpRunner, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
                  search: str = "dense", strict: bool = False) -> None:
         self._memory = memory
-        self._options = StoreOptions.of(index=index, ttl=ttl, search=search, strict=strict)
+        self._options = StoreOptions.of(index=index, ttl=ttl, search=search, strict=strict,
+                                        embedder=getattr(memory, "embedder", None))
         self._strict = self._options.strict
         # BaseStore's own attributes, read by LangGraph (and by code that inspects a store).
         self.index_config = dict(index) if index is not None else None

@@ -1,11 +1,17 @@
 """The options of a governed LangGraph store: LangGraph's ``index`` and ``ttl`` configurations,
 memwarden's search mode and strictness, checked once, when the store is built.
 
-- ``index`` is LangGraph's IndexConfig: ``dims``, ``embed`` and ``fields``. The store embeds
-  with the memory's embedder (``Memory.open(embedding=...)``), so ``embed`` is refused (with a
-  message saying where the embeddings go), and ``dims`` must be a positive integer. ``fields``
-  are the paths (LangGraph's syntax) whose texts are embedded, joined into one text: one vector
-  per item, where LangGraph embeds each field apart (docs/langgraph.md, "Divergences").
+- ``index`` is LangGraph's IndexConfig: ``dims``, ``embed`` and ``fields``, and the keys
+  LangGraph's SQLite and Postgres stores add: ``text_fields`` (the SQLite store's name for
+  ``fields``), ``distance_type`` and ``ann_index_config``. The store embeds with the memory's
+  embedder (``Memory.open(embedding=...)``): ``embed`` may name that embedder (or the function
+  it wraps) and nothing else, since vectors of two models in one index would rank nonsense and
+  send the text to a second provider; ``dims`` must be a positive integer, the embedder's own
+  when it declares one. ``distance_type`` may only be "cosine" (the score is the cosine
+  similarity); ``ann_index_config`` (pgvector's index kind) is accepted and not used: memwarden
+  chooses its own index. ``fields`` are the paths (LangGraph's syntax) whose texts are
+  embedded, joined into one text: one vector per item, where LangGraph embeds each field apart
+  (docs/langgraph.md, "Divergences").
 - ``ttl`` is LangGraph's TTLConfig: ``default_ttl`` (minutes, for a put that gives none),
   ``refresh_on_read`` (the default of ``refresh_ttl`` on get and search) and
   ``sweep_interval_minutes`` (accepted: an expired item is invisible at once, and its row is
@@ -24,6 +30,7 @@ from typing import Any
 from memwarden.core.arguments import flag_argument, shown
 from memwarden.core.errors import InvalidRequest
 from memwarden.core import ops as mw
+from memwarden.memory.embeddings import FunctionEmbedding, embedder_dim, embedder_name
 
 __all__ = ["SEARCH_MODES", "UNINDEXED", "StoreOptions"]
 
@@ -32,7 +39,7 @@ SEARCH_MODES = ("dense", "hybrid")
 #: The label a put with ``index=False`` carries: a query never ranks the item, as in LangGraph.
 UNINDEXED = "store_unindexed"
 
-_INDEX_KEYS = {"dims", "embed", "fields"}
+_INDEX_KEYS = {"dims", "embed", "fields", "text_fields", "distance_type", "ann_index_config"}
 _TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
 
 
@@ -48,11 +55,12 @@ class StoreOptions:
 
     @classmethod
     def of(cls, *, index: object = None, ttl: object = None, search: object = "dense",
-           strict: object = False) -> StoreOptions:
-        """The options from ``as_store``'s arguments; InvalidRequest naming what is wrong."""
+           strict: object = False, embedder: object = None) -> StoreOptions:
+        """The options from ``as_store``'s arguments; InvalidRequest naming what is wrong.
+        ``embedder``: the memory's, which ``index['embed']`` and ``index['dims']`` must match."""
         if not isinstance(search, str) or search not in SEARCH_MODES:
             raise InvalidRequest(f"search must be one of {', '.join(SEARCH_MODES)}, got {shown(search)}")
-        fields = _index(index)
+        fields = _index(index, embedder)
         default_ttl, refresh = _ttl(ttl)
         return cls(default_ttl=default_ttl, refresh_on_read=refresh, fields=fields, search=search,
                    strict=flag_argument(strict, "strict"))
@@ -67,24 +75,48 @@ def _config(value: object, name: str, kind: str, keys: frozenset[str] | set[str]
         raise InvalidRequest(f"{name} has unknown key(s) {unknown}; expected {', '.join(sorted(keys))}")
 
 
-def _index(index: object) -> tuple[str, ...]:
+def _index(index: object, embedder: object) -> tuple[str, ...]:
     if index is None:
         return ("$",)
     _config(index, "index", "IndexConfig", _INDEX_KEYS)
     dims = index.get("dims")
     if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
         raise InvalidRequest(f"index['dims'] must be a positive integer, got {shown(dims)}")
-    if index.get("embed") is not None:
+    if dims is not None and (own := embedder_dim(embedder)) is not None and dims != own:
+        raise InvalidRequest(f"index['dims'] is {dims}, but the memory's embeddings ({embedder_name(embedder)}) "
+                             f"have {own} dimensions")
+    embed = index.get("embed")
+    if embed is not None and embed is not embedder and not (isinstance(embedder, FunctionEmbedding)
+                                                              and embed is embedder.func):
         # Embedding with another model than the memory's would put vectors of two spaces in
         # one index (and send the text to a second provider): refused, never done quietly.
-        raise InvalidRequest("index['embed']: the store embeds with the memory's embeddings; pass them to "
-                             "Memory.open(..., embedding=...) and leave 'embed' out of the index config")
-    fields = index.get("fields", ["$"])
+        raise InvalidRequest("index['embed'] is not the memory's embeddings: the store embeds with those; pass "
+                             "the same object to Memory.open(..., embedding=...), or leave 'embed' out")
+    distance = index.get("distance_type", "cosine")
+    if distance != "cosine":
+        raise InvalidRequest(f"index['distance_type'] must be 'cosine' (scores are cosine similarities), "
+                             f"got {shown(distance)}")
+    if not isinstance(index.get("ann_index_config", {}), Mapping):
+        raise InvalidRequest(f"index['ann_index_config'] must be a mapping, got {shown(index['ann_index_config'])}")
+    fields = _fields(index, "fields")
+    text_fields = _fields(index, "text_fields")
+    if fields is not None and text_fields is not None and fields != text_fields:
+        raise InvalidRequest(f"index['fields'] {list(fields)} and index['text_fields'] {list(text_fields)} differ; "
+                             "give one")
+    return fields or text_fields or ("$",)
+
+
+def _fields(index: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+    """The field paths at ``index[key]`` (None when absent); the SQLite store's
+    ``text_fields`` may be one path, as there."""
+    fields = index.get(key)
     if fields is None:
-        return ("$",)
+        return None
+    if key == "text_fields" and isinstance(fields, str):
+        fields = [fields]
     if isinstance(fields, str) or not isinstance(fields, (list, tuple)) or not fields \
             or not all(isinstance(f, str) and f for f in fields):
-        raise InvalidRequest(f"index['fields'] must be a non-empty list of field paths, got {shown(fields)}")
+        raise InvalidRequest(f"index['{key}'] must be a non-empty list of field paths, got {shown(fields)}")
     return tuple(fields)
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import inspect
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Embedder",
+    "FunctionEmbedding",
     "HashingEmbedding",
     "MiniLMEmbedding",
     "UnloadedEmbedder",
@@ -296,6 +298,24 @@ class UnloadedEmbedder:
         return self.embed_documents([text])[0]
 
 
+class FunctionEmbedding:
+    """An embedding function ``f(texts) -> vectors`` (LangGraph's ``EmbeddingsFunc``) as an
+    embedder. Named after the function, so a store records which one its vectors came from
+    (LangGraph's own wrapper has one class name for every function)."""
+
+    def __init__(self, func: Callable[[Sequence[str]], Sequence[Sequence[float]]]) -> None:
+        self.func = func
+        self.name = f"function:{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', type(func).__name__)}"
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """The function's vectors for ``texts``."""
+        return [list(v) for v in self.func(list(texts))]
+
+    def embed_query(self, text: str) -> list[float]:
+        """The function's vector for one text (it has no query mode of its own)."""
+        return self.embed_documents([text])[0]
+
+
 _default: MiniLMEmbedding | None = None
 _default_lock = threading.Lock()
 
@@ -317,16 +337,29 @@ def as_embedder(obj: object | None) -> Embedder:
     """Resolve the user's ``embedding=`` argument to an embedder.
 
     ``None`` gives :func:`default_embedder`; any object with callable ``embed_documents`` and
-    ``embed_query`` (every LangChain ``Embeddings``) is returned unchanged. Anything else
-    raises ``TypeError`` naming the missing methods.
+    ``embed_query`` (every LangChain ``Embeddings``) is returned unchanged; a plain function of
+    a list of texts (LangGraph's ``EmbeddingsFunc``) is wrapped in :class:`FunctionEmbedding`.
+    Anything else raises ``TypeError`` saying what is accepted: a provider string such as
+    ``"openai:text-embedding-3-small"`` too, because memwarden never reaches a provider or a
+    model hub on its own, and an async function, because the governed path embeds synchronously.
     """
     if obj is None:
         return default_embedder()
     missing = [m for m in ("embed_documents", "embed_query") if not callable(getattr(obj, m, None))]
+    if isinstance(obj, str):
+        raise TypeError(f"embedding={obj!r}: memwarden does not build embeddings from a provider string (it "
+                        "never calls a provider or a model hub on its own); build them, e.g. with LangChain's "
+                        "init_embeddings(...), and pass the object")
+    if missing and callable(obj):
+        if inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None)):
+            raise TypeError("embedding: an async embedding function cannot be used (memwarden embeds "
+                            "synchronously, in the governed path); pass a sync function of a list of texts, or "
+                            "an Embeddings object")
+        return FunctionEmbedding(cast(Callable[[Sequence[str]], Sequence[Sequence[float]]], obj))
     if missing:
         raise TypeError(
-            f"embedding must provide embed_documents(texts) and embed_query(text) like a LangChain "
-            f"Embeddings; {type(obj).__module__}.{type(obj).__qualname__} lacks {', '.join(missing)}"
+            f"embedding must be a LangChain Embeddings (embed_documents(texts) and embed_query(text)) or a "
+            f"function of a list of texts; {type(obj).__module__}.{type(obj).__qualname__} lacks {', '.join(missing)}"
         )
     return cast(Embedder, obj)
 

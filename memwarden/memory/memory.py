@@ -23,7 +23,7 @@ from memwarden.memory.datadir import DataDir
 from memwarden.databases import is_database_url, kind
 from memwarden.memory.changelog import ChangeLog
 from memwarden.memory.derived import with_search_index
-from memwarden.memory.embeddings import as_embedder
+from memwarden.memory.embeddings import Embedder, as_embedder
 from memwarden.memory.journal import JOURNAL_FILE, ErasureJournal
 from memwarden.memory.keyfile import lessons_key
 from memwarden.memory.lexical import INDEX_FILE, IndexedBackend
@@ -68,7 +68,8 @@ class Memory:
                  lesson_key: bytes | None = None, read_only: bool = False) -> None:
         self._policy = policy
         self._audit = audit
-        self._pipeline = Pipeline(backend, policy, audit, tombstones, journal, embedder=as_embedder(embedding),
+        self._embedder = as_embedder(embedding)
+        self._pipeline = Pipeline(backend, policy, audit, tombstones, journal, embedder=self._embedder,
                                   validators=validators, settings=settings, core=CORE, lesson_key=lesson_key,
                                   read_only=read_only)
         self._closed = False
@@ -93,7 +94,7 @@ class Memory:
         read-only opens and refuses every change (ReadOnlyError). ``create=False`` refuses a
         directory that holds no store instead of creating one.
         ``audit`` is None (``audit.sqlite3`` in ``path``), another SQLite file, or a
-        ``postgresql://`` URL. ``embedding`` is any LangChain ``Embeddings``; None uses the
+        ``postgresql://`` URL. ``embedding`` is any LangChain ``Embeddings`` or an embedding function of a list of texts; None uses the
         bundled offline MiniLM. ``validators``: the write-validator chain; None (the default)
         is :func:`~memwarden.guards.defaults.default_validators` (injection, provenance,
         lessons, contradiction), ``[]`` turns write validation off.
@@ -202,6 +203,11 @@ class Memory:
     def policy(self) -> PolicyEngine:
         """The policy engine in force (reload it to apply policy changes)."""
         return self._policy
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder every vector of this memory comes from (``embedding=`` at open)."""
+        return self._embedder
 
     @property
     def audit_log(self) -> AuditLog:

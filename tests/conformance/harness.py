@@ -77,8 +77,8 @@ class Harness:
     @contextmanager
     def store(self, *, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None,
               **memory_options: Any) -> Iterator[BaseStore]:
-        """A store with ``index`` (``embed`` is the suite's embedding) and ``ttl`` configs; for
-        memwarden, with the tester bound for the block."""
+        """A store with ``index`` (``embed`` is the suite's embedding, which memwarden's memory
+        embeds with too) and ``ttl`` configs; for memwarden, with the tester bound for the block."""
         index = {"dims": EMBED.dim, "embed": EMBED, **(index or {})}
         if self.kind == "langgraph":
             yield InMemoryStore(index=index)  # type: ignore[arg-type]
@@ -92,7 +92,6 @@ class Harness:
             assert self.server is not None
             mem = Memory.connect(*self.server, policy=policy, state=self.tmp / f"state-{len(self.opened)}", **options)
         self.opened.append(mem)
-        index.pop("embed")
         try:
             with bind_principal(TESTER):
                 yield mem.as_store(index=index, ttl=ttl)
