@@ -178,18 +178,32 @@ def index_text_of(content: str, index_text: object) -> str:
     except (ValueError, RecursionError):
         raise InvalidRequest("index_text needs a content that is a JSON document to select from") from None
     values = list(_leaf_texts(document))
+    words: set[str] | None = None  # the content's keys and values, read when a line needs them
     for i, line in enumerate(text.split("\n")):
-        if line and not any(line in value for value in values):
+        if not line or any(line in value for value in values):
+            continue
+        # LangGraph embeds an object or list at an index path as its JSON: a line that is the
+        # JSON of keys and values all of the content's selects from it too.
+        if words is None:
+            words = set(values) | set(_leaf_texts(document, keys=True))
+        try:
+            part = json.loads(line)
+        except (ValueError, RecursionError):
+            part = None
+        if not isinstance(part, dict | list) or not set(_leaf_texts(part, keys=True)) <= words:
             raise InvalidRequest(f"index_text line {i} is not part of any value of the content")
     return text
 
 
-def _leaf_texts(value: Any) -> Iterable[str]:
+def _leaf_texts(value: Any, *, keys: bool = False) -> Iterable[str]:
+    """The texts of ``value``'s leaves (and, with ``keys``, of its objects' keys)."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             stack.extend(item.values())
+            if keys:
+                yield from map(str, item)
         elif isinstance(item, list):
             stack.extend(item)
         elif item is not None:

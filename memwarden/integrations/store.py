@@ -426,7 +426,9 @@ def _write_op(op: PutOp, options: StoreOptions) -> mw.WriteOp:
 def _index_text(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
     """What is embedded for ``value``: None for the whole value (LangGraph's "$"), else the
     texts at the index fields, one per line ("" when there are none)."""
-    if "$" in fields:  # the whole value: its texts at other fields are in it already
+    # The whole value ("$", and "", which LangGraph's paths read as the whole value too): its
+    # texts at other fields are in it already.
+    if "$" in fields or "" in fields:
         return None
     return "\n".join(text for path in fields for text in get_text_at_path(dict(value), path))
 

@@ -385,6 +385,25 @@ def test_index_fields_choose_what_is_embedded(harness: Harness) -> None:
         assert ranked[-1].key == "nothing" and ranked[-1].score is None
 
 
+def test_an_index_path_at_an_object_or_a_list_embeds_its_json(harness: Harness) -> None:
+    with harness.store() as store:
+        ns = harness.ns("docs")
+        value = {"meta": {"topic": "apple orchard", "year": 2024}, "tags": ["ripe", 3], "note": "zebra"}
+        store.put(ns, "obj", value, index=["meta"])
+        store.put(ns, "list", value, index=["tags"])
+        for key, part in (("obj", value["meta"]), ("list", value["tags"])):
+            query = json.dumps(part)  # LangGraph's text for a path that holds an object or a list
+            hits = {h.key: h.score for h in store.search(ns, query=query)}
+            assert hits[key] == pytest.approx(cosine(EMBED.embed_query(query), EMBED.embed_documents([query])[0]),
+                                              abs=1e-2)
+        # An empty path is the whole value, as "$" is.
+        whole = {"a": "kiwi", "b": "lime"}
+        store.put(ns, "empty", whole, index=[""])
+        query = json.dumps(whole)
+        hits = {h.key: h.score for h in store.search(ns, query=query)}
+        assert hits["empty"] == pytest.approx(1.0, abs=1e-2)
+
+
 def _max_pooled(harness: Harness) -> None:
     with harness.store(index={"fields": ["key1", "key3"]}) as store:
         ns = harness.ns("docs")
