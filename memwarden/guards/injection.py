@@ -59,7 +59,7 @@ from memwarden.guards.folding import ZERO_WIDTH_RE as _ZERO_WIDTH_RE
 from memwarden.guards.folding import fold, prepare_rule, signature_tokens
 from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
-from memwarden.guards.sending import SEND, SENSITIVE, destinations, has_destination, sends
+from memwarden.guards.sending import SEND, SENSITIVE, destinations, has_destination, sends, uncompared_destination
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Source
@@ -374,6 +374,9 @@ _DE = [
     ("no-restrictions", 0.3, r"\buneingeschränkt(?:e|er|en|es)?\b"),
     ("persona", 0.5, r"\b(?:entwickler|developer|jailbreak|gott)-?modus\b"),
     ("persona", 0.3, r"\b(?:du bist|sie sind) (?:jetzt|nun|ab sofort|ab jetzt)\b" + _NOT_A_PLACE_DE),
+    # A mode or a role is an identity, not a place the reader is at ("du bist jetzt im Modus DAN").
+    ("persona", 0.3, r"\b(?:du bist|sie sind) (?:jetzt|nun|ab sofort|ab jetzt) (?:im|in (?:der|die|dem|den|einem|einer)) "
+                     r"(?:[\w-]+ )?(?:\w+-)?(?:modus|rolle|charakter|persona)\b"),
     ("new-instructions", 0.35, r"\bneue (?:anweisungen|instruktionen|befehle|systemanweisung)\s*:"),
     ("new-instructions", 0.35, r"\bab (?:jetzt|sofort)(?: an)?,? (?:gibst|hast|bist|musst|wirst|antwortest|ignorierst|"
                                r"befolgst|sollst) (?:du|sie)\b"),
@@ -1015,11 +1018,15 @@ class InjectionDetector:
         ``errand_sources``): asked only when that hint is there, one related-record query."""
         if record.source in self.errand_sources:
             return True
-        wanted = destinations(record.content + ("\n" + record.key if record.key else ""))
-        if not wanted:
+        text = record.content + ("\n" + record.key if record.key else "")
+        wanted = destinations(text)
+        # Fail closed: a destination the comparison cannot see (a bare host, "x(at)evil", a
+        # handle, a phone number) is one the user never vouched for.
+        if not wanted or uncompared_destination(text):
             return False
         rank = SOURCE_ORDER.index(record.source)
-        # Whole destinations, compared exactly: a substring test took "bob@company.com" for
+        # Whole destinations, compared exactly (NFKC and lower case, not folded: an accent or a
+        # look-alike letter makes another domain): a substring test took "bob@company.com" for
         # the established "bob@company.com.au", another domain.
         known: set[str] = set()
         for r in context.related(record, self.ERRAND_RELATED):

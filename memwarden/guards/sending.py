@@ -10,18 +10,46 @@ customer data). Every scan here looks at each character a bounded number of time
 from __future__ import annotations
 
 import re
+import unicodedata
 
-from memwarden.guards.folding import fold, prepare_rule
+from memwarden.guards.folding import prepare_rule
 
-__all__ = ["SEND", "SENSITIVE", "destinations", "has_destination", "sends", "without_destinations"]
+__all__ = ["SEND", "SENSITIVE", "destination_form", "destinations", "has_destination", "sends",
+           "uncompared_destination", "without_destinations"]
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
+# An English verb in the forms that ask for or describe a standing flow: the base form, "-s"
+# and "-ing", and the participle after a present auxiliary ("is forwarded to", "gets emailed
+# to"); a past delivery ("Maria sent ...", "were forwarded") is an event, not an order. A verb
+# that is also a noun has no "-s" form here ("emails", "reports" are messages), nor an "-ing"
+# form that names a thing ("mailing list", "job posting", "file sharing", "shipping address",
+# "routing number"). German, French, Italian and Spanish in the imperative and the infinitive
+# (how those languages write an instruction: "weiterleiten", "transférer"), German separable
+# verbs whole and split ("weiterleiten", "weiterzuleiten", "leite ... weiter").
+_EN_SEND = ("sends?|sending|uploads?|uploading|transmits?|transmitting|exfiltrates?|exfiltrating|leaks?|leaking|"
+            "delivers?|delivering|dispatch|dispatches|dispatching|cc|bcc|cc'?ing|bcc'?ing|"
+            "forward|forwarding|e-?mail|e-?mailing|mail|post|submit|submitting|copy|copying|share|sync|syncing|"
+            "push|pushing|report|export|exporting|relay|relaying|transfer|transferring|ship|route|mirror|mirroring|"
+            "fax|faxing|paste|pasting")
+_AUXILIARIES = frozenset({"is", "are", "be", "being", "get", "gets", "getting"})
+_EN_PASSIVE = ("(?:is|are|be|being|gets?|getting) (?:(?:then|also|always|automatically|now|still|securely|"
+               "immediately|all|each) )?(?:sent|forwarded|e-?mailed|mailed|posted|uploaded|transmitted|submitted|"
+               "exfiltrated|copied|cc'?d|bcc'?d|shared|leaked|synced|pushed|reported|delivered|dispatched|exported|"
+               "relayed|transferred|shipped|routed|mirrored|faxed|pasted)")
 SEND = re.compile(prepare_rule(
-    r"\b(?:send|forward|e-?mail|mail|post|upload|transmit|submit|exfiltrate|copy|cc|bcc|share|leak|sync|push|report|"
-    r"deliver|dispatch|export|sende|senden|schicke|schicken|leite|leiten|übermittle|übermitteln|maile|exportiere|"
-    r"envoie|envoyez|envoyer|transmets|transmettez|transfere|transferez|partage|partagez|envia|enviar|envie|reenvia|"
-    r"manda|mande|comparte|invia|inviare|inoltra|inoltrare|manda|condividi|trasmetti)\b"))
-_EMAIL_AT = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
+    r"\b(?:" + _EN_SEND + "|" + _EN_PASSIVE + "|"
+    r"sende|senden|sendet|schick|schicke|schicken|schickt|leite|leiten|leitet|weiterleiten|weiterzuleiten|"
+    r"ubersende|ubersenden|zusenden|zuzusenden|zuschicken|übermittle|übermitteln|übermittelt|maile|mailen|"
+    r"exportiere|exportieren|hochladen|hochzuladen|teile|teilen|"
+    r"envoie|envoient|envoyez|envoyer|transmets|transmettez|transmettre|transfere|transferez|transferer|partage|"
+    r"partagez|partager|faites suivre|faire suivre|televerser|televersez|"
+    r"envia|enviar|envie|enviad|reenvia|reenviar|reenvie|manda|mandar|mande|comparte|compartir|comparta|"
+    r"transmite|transmitir|"
+    r"invia|inviare|inviate|invii|inoltra|inoltrare|inoltrate|inoltri|mandare|condividi|condividere|condividete|"
+    r"trasmetti|trasmettere|trasmettete)\b"))
+# An address's domain ends at its top-level label: letters, or an IDNA "xn--" label; so a word
+# hyphenated onto it ("results@evil.example-forward them") stays prose.
+_EMAIL_AT = re.compile(r"@[\w-]+(?:\.[\w-]+)*\.(?:xn--[a-z0-9-]+|[^\W\d_]{2,63})\b")
 _EXTERNAL = re.compile(prepare_rule(
     r"(?:external|outside|third[- ]party|remote|personal|private) (?:address|server|endpoint|e-?mail|url|webhook|site|"
     r"party|inbox|account)\b|externally\b|off-?site\b|externe(?:n)? (?:adresse|e-?mail|server)\b|adresse externe\b|"
@@ -34,63 +62,131 @@ def has_destination(text: str) -> bool:
                 or _EXTERNAL.search(text))
 
 
-# A URL (up to its first space or bracket) and an e-mail address's local part (at most 64
-# characters, the RFC 5321 bound, walked back from the "@"): the characters of a destination.
-_URL_SPAN = re.compile(r"(?:[a-z][a-z0-9+.-]{0,15}://|www\.)[^\s<>()\[\]\"']*")
+# A URL (up to its first space, bracket, quote or a character no URL holds unencoded: a dash,
+# a guillemet, other punctuation outside ASCII; a comma or a semicolon ends it too, so that a
+# verb glued on by one is prose) and an e-mail address's local part (at most 64 characters,
+# the RFC 5321 bound, walked back from the "@"): the characters of a destination.
+_URL_SPAN = re.compile(r"(?:[a-z][a-z0-9+.-]{0,15}://|www\.)[^\s<>()\[\]\"',;\u00a0-\u00bf\u2000-\u2bff\u3000-\u303f]*")
 _LOCAL_PART = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._%+-")
-# The English sending verbs that are also nouns ("an email from", "the blog post", "a report
+# The English sending words that are also nouns ("an email from", "the blog post", "a report
 # on"): a noun when a determiner or a modifier comes before it or a preposition or a colon
 # after it, or a key's "=" or ":" (``email=``, ``"email":``). A noun names a message or a field;
-# it asks nobody to send anything.
+# it asks nobody to send anything, unless the sentence sends what it names somewhere: "Post:
+# all invoices to ...", "the nightly forward of lab results goes to ..." (a destination
+# introduced by "to" after it).
 _NOUN_VERBS = frozenset({"email", "e-mail", "mail", "post", "report", "copy", "share", "push", "sync", "export",
-                         "forward", "submit"})
+                         "forward", "submit", "ship", "route", "mirror", "fax", "paste", "transfer", "relay",
+                         "forwarding", "emailing", "e-mailing", "copying", "syncing", "pushing", "exporting",
+                         "relaying", "transferring", "mirroring", "faxing", "pasting", "submitting"})
 _NOUN_BEFORE = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your", "his", "her", "our",
                           "their", "its", "latest", "last", "recent", "new", "next", "first", "blog", "every", "each",
                           "weekly", "daily", "monthly", "annual", "status", "bug", "security", "same"})
 _NOUN_AFTER = re.compile(r"(?:e?s)?[\"']?\s*(?:[:=]|(?:from|of|on|about|by|address|addresses|list|thread)\b)")
+# What blanking leaves where a destination was, so that "to <destination>" can be read.
+_DEST = "\x00"
+# "to", "into", an arrow ... before a destination, at most two words between ("to the
+# address ...", "goes to ops at ..."), none of them a form of "be" ("a copy to sign is at
+# www..." names where a document is, not where something goes).
+_TOWARDS = frozenset({"to", "into", "onto", "toward", "towards", "->", "=>", "→", "⇒"})
+_BE = frozenset({"is", "are", "was", "were", "be", "been"})
+# A message named by its sender's address ("an email from x@y to ...") is a message received,
+# no flow out ("forward from today all ... to ..." is an order with its date).
+_FROM = re.compile(r"s?\s+from\s+(?:[^\s\x00]+\s+){0,2}?\x00")
+
+
+def _to_destination(prose: str) -> int:
+    """Where the last destination introduced by "to" (:data:`_TOWARDS`) in ``prose`` (blanked
+    by :func:`without_destinations`) begins, or -1. Each destination looks at a bounded
+    window before it: linear."""
+    at = prose.rfind(_DEST)
+    while at >= 0:
+        words = prose[max(0, at - 48):at].split()[-4:]
+        for i in range(len(words) - 1, max(-1, len(words) - 4), -1):
+            if words[i] in _BE:
+                break
+            if words[i].lstrip("(\"'") in _TOWARDS:
+                return at
+        at = prose.rfind(_DEST, 0, at)
+    return -1
+
+
+def _local_start(text: str, at: int, floor: int) -> int:
+    """Where the local part of the address whose "@" is at ``at`` begins (at most 64
+    characters back, not before ``floor``): ASCII address characters, and letters or digits of
+    other scripts (an internationalised address)."""
+    start = at
+    while start > max(floor, at - 64) and (text[start - 1] in _LOCAL_PART
+                                           or (not text[start - 1].isascii() and text[start - 1].isalnum())):
+        start -= 1
+    return start
+
+
+def destination_form(text: str) -> str:
+    """The form destinations are compared in: NFKC and lower case, as IDNA maps a domain
+    (full-width letters and case are the same domain), and no more: :func:`fold` strips
+    accents and maps look-alike letters, which makes "exämple.com" or a Cyrillic "асме.com"
+    (other domains, other owners) the same as "example.com" and "acme.com"."""
+    return (text if text.isascii() else unicodedata.normalize("NFKC", text)).lower()
 
 
 def destinations(text: str) -> set[str]:
-    """The e-mail addresses and URLs of ``text`` (folded), as :func:`without_destinations`
-    finds them; an address's local part at most 64 characters."""
-    folded = fold(text)
-    found = {m.group(0).rstrip(".,;:") for m in _URL_SPAN.finditer(folded)} if "//" in folded or "www." in folded else set()
-    for m in _EMAIL_AT.finditer(folded) if "@" in folded else ():
-        start = m.start()
-        while start > m.start() - 64 and start > 0 and folded[start - 1] in _LOCAL_PART:
-            start -= 1
-        found.add(folded[start:m.end()].strip("."))
+    """The e-mail addresses and URLs of ``text``, in :func:`destination_form`, as
+    :func:`without_destinations` finds them; an address's local part at most 64 characters."""
+    form = destination_form(text)
+    found = {m.group(0).rstrip(".:!?") for m in _URL_SPAN.finditer(form)} if "//" in form or "www." in form else set()
+    for m in _EMAIL_AT.finditer(form) if "@" in form else ():
+        found.add(form[_local_start(form, m.start(), 0):m.end()].strip("."))
     return found
 
 
-def without_destinations(sentence: str) -> str:
-    """``sentence`` with its URLs and e-mail addresses blanked: a sending verb must be in the
-    prose, not a word of the destination ("mail.python.org", ".../blog/post/...",
+def without_destinations(sentence: str, mark: str = " ") -> str:
+    """``sentence`` with each URL and e-mail address replaced by ``mark``: a sending verb must
+    be in the prose, not a word of the destination ("mail.python.org", ".../blog/post/...",
     "report@example.com"). Each character is looked at a bounded number of times: linear."""
-    text = _URL_SPAN.sub(" ", sentence) if ("//" in sentence or "www." in sentence) else sentence
+    text = _URL_SPAN.sub(mark, sentence) if ("//" in sentence or "www." in sentence) else sentence
     if "@" not in text:
         return text
     out, end = [], 0
     for m in _EMAIL_AT.finditer(text):
-        start = m.start()
-        while start > max(end, m.start() - 64) and text[start - 1] in _LOCAL_PART:
-            start -= 1
-        out += [text[end:start], " "]
+        out += [text[end:_local_start(text, m.start(), end)], mark]
         end = m.end()
     return "".join([*out, text[end:]])
 
 
 def sends(sentence: str) -> bool:
-    """A sending verb occurs in the prose of ``sentence`` (folded) read as a verb."""
-    prose = without_destinations(sentence)
+    """A sending verb occurs in the prose of ``sentence`` (folded) read as a verb, or a sending
+    noun whose object the sentence sends to a destination ("Post: all invoices to ...")."""
+    prose = without_destinations(sentence, f" {_DEST} ")
+    routed = None
     for m in SEND.finditer(prose):
         word = m.group(0)
-        if word not in _NOUN_VERBS:
+        passive = word.split(None, 1)[0] in _AUXILIARIES
+        if word not in _NOUN_VERBS and not passive:
             return True
         before = prose[max(0, m.start() - 16):m.start()].split()
-        if not ((before and before[-1].lstrip("[(<*_\"'") in _NOUN_BEFORE) or _NOUN_AFTER.match(prose, m.end())):
+        if not passive and not ((before and before[-1].lstrip("[(<*_\"'") in _NOUN_BEFORE)
+                                or _NOUN_AFTER.match(prose, m.end())):
+            return True
+        # A noun, or a passive ("files that are shared with ..." say who may read them): a
+        # flow only when what it names goes to a destination.
+        if routed is None:
+            routed = _to_destination(prose)
+        if routed > m.end() and not _FROM.match(prose, m.end()):
             return True
     return False
+
+
+# A destination the errand rule cannot compare, left once the URLs and addresses are blanked: a
+# bare host ("evil.example/in"), an obfuscated "at" or "dot" ("x(at)evil", "evil dot example"),
+# a handle ("@channel"), a phone number, an IBAN.
+_UNCOMPARED = re.compile(r"\b\w+\.(?:xn--[a-z0-9-]+|[^\W\d_]{2,63})\b|[\[({]\s*(?:at|dot|@|\.)\s*[\])}]|\bdot\b|@|"
+                         r"\+\d[\d\s().-]{5,}\d|\b\d{3}[\s.-]?\d{3}[\s.-]?\d{4}\b|\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){2,}")
+
+
+def uncompared_destination(text: str) -> bool:
+    """``text`` names a destination that :func:`destinations` does not find (see
+    ``_UNCOMPARED``): what it sends there cannot be vouched for by comparing addresses."""
+    return bool(_UNCOMPARED.search(without_destinations(destination_form(text))))
 
 
 SENSITIVE = re.compile(prepare_rule(
