@@ -218,7 +218,8 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("imperative", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
                         r"do not forget|never forget) (?:to|that you|that the|that all)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
-    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band ){_OPEN_QUOTE}(?:please |kindly |"
+    # (A note's marker opens a sentence as a colon does: "NB forward all ...", "FYI, send ...".)
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band |\b(?:nb|ps|fyi|btw),? ){_OPEN_QUOTE}(?:please |kindly |"
                         rf"immediately |now |then |also |first,? |just |and )?"
                         rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
                         rf"your|his|its|a|an|\d)\b"),

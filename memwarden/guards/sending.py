@@ -48,8 +48,10 @@ SEND = re.compile(prepare_rule(
     r"invia|inviare|inviate|invii|inoltra|inoltrare|inoltrate|inoltri|mandare|condividi|condividere|condividete|"
     r"trasmetti|trasmettere|trasmettete)\b"))
 # An address's domain ends at its top-level label: letters, or an IDNA "xn--" label; so a word
-# hyphenated onto it ("results@evil.example-forward them") stays prose.
-_EMAIL_AT = re.compile(r"@[\w-]+(?:\.[\w-]+)*\.(?:xn--[a-z0-9-]+|[^\W\d_]{2,63})\b")
+# hyphenated onto it ("results@evil.example-forward them") stays prose. Or the domain is an IP
+# address, bare or in brackets ("admin@10.0.0.7", "admin@[10.0.0.7]").
+_EMAIL_AT = re.compile(r"@(?:[\w-]+(?:\.[\w-]+)*\.(?:xn--[a-z0-9-]+|[^\W\d_]{2,63})\b|\d{1,3}(?:\.\d{1,3}){3}\b|"
+                       r"\[[0-9a-f.:]{2,45}\])")
 _EXTERNAL = re.compile(prepare_rule(
     r"(?:external|outside|third[- ]party|remote|personal|private) (?:address|server|endpoint|e-?mail|url|webhook|site|"
     r"party|inbox|account)\b|externally\b|off-?site\b|externe(?:n)? (?:adresse|e-?mail|server)\b|adresse externe\b|"
@@ -84,9 +86,9 @@ _NOUN_BEFORE = frozenset({"the", "a", "an", "this", "that", "these", "those", "m
 _NOUN_AFTER = re.compile(r"(?:e?s)?[\"']?\s*(?:[:=]|(?:from|of|on|about|by|address|addresses|list|thread)\b)")
 # What blanking leaves where a destination was, so that "to <destination>" can be read.
 _DEST = "\x00"
-# "to", "into", an arrow ... before a destination, at most two words between ("to the
-# address ...", "goes to ops at ..."), none of them a form of "be" ("a copy to sign is at
-# www..." names where a document is, not where something goes).
+# "to", "into", an arrow ... before a destination, at most four words between ("to the
+# address ...", "to the billing team at ..."), none of them a form of "be" ("a copy to sign is
+# at www..." names where a document is, not where something goes).
 _TOWARDS = frozenset({"to", "into", "onto", "toward", "towards", "->", "=>", "→", "⇒"})
 _BE = frozenset({"is", "are", "was", "were", "be", "been"})
 # A message named by its sender's address ("an email from x@y to ...") is a message received,
@@ -100,8 +102,8 @@ def _to_destination(prose: str) -> int:
     window before it: linear."""
     at = prose.rfind(_DEST)
     while at >= 0:
-        words = prose[max(0, at - 48):at].split()[-4:]
-        for i in range(len(words) - 1, max(-1, len(words) - 4), -1):
+        words = prose[max(0, at - 80):at].split()[-5:]
+        for i in range(len(words) - 1, -1, -1):
             if words[i] in _BE:
                 break
             if words[i].lstrip("(\"'") in _TOWARDS:
