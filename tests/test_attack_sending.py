@@ -87,6 +87,9 @@ def test_a_sending_noun_whose_object_goes_to_a_destination_is_a_data_flow(text: 
     "A copy of the lease to sign is at www.flatshare.example/docs.",
     'user.email = "pat@example.com"',
     "The email address for the helpdesk is help@example.com.",
+    # the "to" comes before the noun: nothing the noun names goes anywhere
+    "Reply to the post at https://forum.example/t/1 by Friday.",
+    "Thanks to the report at https://status.example/incident the fix was quick.",
 ])
 def test_a_noun_that_names_a_message_or_a_field_stays_no_data_flow(text: str) -> None:
     assert "exfiltration" not in DET.scan(text).signals

@@ -97,19 +97,24 @@ _FROM = re.compile(r"s?\s+from\s+(?:[^\s\x00]+\s+){0,2}?\x00")
 
 
 def _to_destination(prose: str) -> int:
-    """Where the last destination introduced by "to" (:data:`_TOWARDS`) in ``prose`` (blanked
-    by :func:`without_destinations`) begins, or -1. Each destination looks at a bounded
-    window before it: linear."""
+    """Where the last "to" (:data:`_TOWARDS`) that introduces a destination in ``prose``
+    (blanked by :func:`without_destinations`) is, or -1; a noun before it is what goes there
+    ("the forward of ... to ...", not "reply to the post at ..."). Each destination looks at
+    a bounded window before it: linear."""
     at = prose.rfind(_DEST)
     while at >= 0:
-        words = prose[max(0, at - 80):at].split()[-5:]
-        for i in range(len(words) - 1, -1, -1):
-            if words[i] in _BE:
+        start = max(0, at - 80)
+        words = list(_WORD.finditer(prose, start, at))[-5:]
+        for word in reversed(words):
+            if word.group(0) in _BE:
                 break
-            if words[i].lstrip("(\"'") in _TOWARDS:
-                return at
+            if word.group(0).lstrip("(\"'") in _TOWARDS:
+                return word.start()
         at = prose.rfind(_DEST, 0, at)
     return -1
+
+
+_WORD = re.compile(r"\S+")
 
 
 def _local_start(text: str, at: int, floor: int) -> int:
