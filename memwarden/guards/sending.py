@@ -23,19 +23,20 @@ __all__ = ["SEND", "SENSITIVE", "destination_form", "destinations", "has_destina
 # to"); a past delivery ("Maria sent ...", "were forwarded") is an event, not an order. A verb
 # that is also a noun has no "-s" form here ("emails", "reports" are messages), nor an "-ing"
 # form that names a thing ("mailing list", "job posting", "file sharing", "shipping address",
-# "routing number"). German, French, Italian and Spanish in the imperative and the infinitive
+# "routing number"); "ship" is left out ("ship the app to production" is how software is
+# released). German, French, Italian and Spanish in the imperative and the infinitive
 # (how those languages write an instruction: "weiterleiten", "transférer"), German separable
 # verbs whole and split ("weiterleiten", "weiterzuleiten", "leite ... weiter").
 _EN_SEND = ("sends?|sending|uploads?|uploading|transmits?|transmitting|exfiltrates?|exfiltrating|leaks?|leaking|"
             "delivers?|delivering|dispatch|dispatches|dispatching|cc|bcc|cc'?ing|bcc'?ing|"
             "forward|forwarding|e-?mail|e-?mailing|mail|post|submit|submitting|copy|copying|share|sync|syncing|"
-            "push|pushing|report|export|exporting|relay|relaying|transfer|transferring|ship|route|mirror|mirroring|"
+            "push|pushing|report|export|exporting|relay|relaying|transfer|transferring|route|mirror|mirroring|"
             "fax|faxing|paste|pasting")
 _AUXILIARIES = frozenset({"is", "are", "be", "being", "get", "gets", "getting"})
 _EN_PASSIVE = ("(?:is|are|be|being|gets?|getting) (?:(?:then|also|always|automatically|now|still|securely|"
                "immediately|all|each) )?(?:sent|forwarded|e-?mailed|mailed|posted|uploaded|transmitted|submitted|"
                "exfiltrated|copied|cc'?d|bcc'?d|shared|leaked|synced|pushed|reported|delivered|dispatched|exported|"
-               "relayed|transferred|shipped|routed|mirrored|faxed|pasted)")
+               "relayed|transferred|routed|mirrored|faxed|pasted)")
 SEND = re.compile(prepare_rule(
     r"\b(?:" + _EN_SEND + "|" + _EN_PASSIVE + "|"
     r"sende|senden|sendet|schick|schicke|schicken|schickt|leite|leiten|leitet|weiterleiten|weiterzuleiten|"
@@ -77,7 +78,7 @@ _LOCAL_PART = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._%+-")
 # all invoices to ...", "the nightly forward of lab results goes to ..." (a destination
 # introduced by "to" after it).
 _NOUN_VERBS = frozenset({"email", "e-mail", "mail", "post", "report", "copy", "share", "push", "sync", "export",
-                         "forward", "submit", "ship", "route", "mirror", "fax", "paste", "transfer", "relay",
+                         "forward", "submit", "route", "mirror", "fax", "paste", "transfer", "relay",
                          "forwarding", "emailing", "e-mailing", "copying", "syncing", "pushing", "exporting",
                          "relaying", "transferring", "mirroring", "faxing", "pasting", "submitting"})
 _NOUN_BEFORE = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your", "his", "her", "our",
