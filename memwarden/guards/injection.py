@@ -59,7 +59,8 @@ from memwarden.guards.folding import ZERO_WIDTH_RE as _ZERO_WIDTH_RE
 from memwarden.guards.folding import fold, prepare_rule, signature_tokens
 from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
-from memwarden.guards.sending import SEND, SENSITIVE, destinations, has_destination, sends, uncompared_destination
+from memwarden.guards.sending import (SEND, SENSITIVE, bare_destination, destinations, has_destination, sends,
+                                      uncompared_destination)
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Source
@@ -1127,9 +1128,15 @@ class InjectionDetector:
         # database goes to ..." is a data flow whatever its grammar); without, the weak hint
         # needs a verb in the prose (sends).
         if has_destination(text):
-            for sentence in _SENTENCE_SPLIT.split(text):
+            sentences = _SENTENCE_SPLIT.split(text)
+            for i, sentence in enumerate(sentences):
                 if not has_destination(sentence):
-                    continue
+                    # A destination alone on the next line or sentence is this one's ("send
+                    # the records to the address below.\nx@evil...", "forward all ... to:\n...").
+                    following = sentences[i + 1] if i + 1 < len(sentences) else ""
+                    if not (has_destination(following) and bare_destination(following)):
+                        continue
+                    sentence = f"{sentence} {following}"
                 if SENSITIVE.search(sentence) and SEND.search(sentence):
                     put("exfiltration", 1.0)
                 elif sends(sentence):

@@ -14,7 +14,7 @@ import unicodedata
 
 from memwarden.guards.folding import prepare_rule
 
-__all__ = ["SEND", "SENSITIVE", "destination_form", "destinations", "has_destination", "sends",
+__all__ = ["SEND", "SENSITIVE", "bare_destination", "destination_form", "destinations", "has_destination", "sends",
            "uncompared_destination", "without_destinations"]
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
@@ -159,6 +159,12 @@ def without_destinations(sentence: str, mark: str = " ") -> str:
         out += [text[end:_local_start(text, m.start(), end)], mark]
         end = m.end()
     return "".join([*out, text[end:]])
+
+
+def bare_destination(sentence: str) -> bool:
+    """``sentence`` is little more than its destinations (at most three words besides: "to:
+    x@evil.example", "- https://..."): the destination of the sentence before it."""
+    return len(without_destinations(sentence).split(None, 4)) <= 3
 
 
 def sends(sentence: str) -> bool:
