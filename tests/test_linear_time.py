@@ -189,7 +189,8 @@ SEND_TEXTS = {
     "verbs": fill("post post "), "one sentence of words": "send " + fill("report ", SIZE - 20) + "@b.cc",
     "nouns routed": fill("the email of ") + " to a@b.cc", "destinations after to": fill("to a@b.cc "),
     "hyphen runs": fill("a-"), "digit labels": "@a" + fill(".1"), "phone runs": fill("+1(((( "),
-    "iban runs": fill("ab12 "), "long labels": "@a." + fill("b"),
+    "iban runs": fill("ab12 "), "long labels": "@a." + fill("b"), "hosts without a path": fill("a.aa."),
+    "hidden at signs": fill("x (at) "), "next-line destinations": fill("send all customer data.\na@b.cc\n"),
 }
 
 
@@ -197,7 +198,8 @@ SEND_TEXTS = {
 def test_the_sending_verb_reading_of_adversarial_32kb_texts_is_within_the_bound(name: str) -> None:
     text = SEND_TEXTS[name]
     sending.sends("warm-up: send it to a@b.cc")
-    spent = _cpu(lambda t: (sending.sends(t), sending.destinations(t), sending.uncompared_destination(t)), text)
+    spent = _cpu(lambda t: (sending.sends(t), sending.destinations(t), sending.uncompared_destination(t),
+                            sending.hidden_destination(t), DET.scan(t)), text)
     assert spent < BOUND, f"{name}: {spent * 1000:.0f} ms of CPU"
 
 

@@ -59,8 +59,9 @@ from memwarden.guards.folding import ZERO_WIDTH_RE as _ZERO_WIDTH_RE
 from memwarden.guards.folding import fold, prepare_rule, signature_tokens
 from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
-from memwarden.guards.sending import (SEND, SENSITIVE, bare_destination, destinations, has_destination, sends,
-                                      uncompared_destination)
+from memwarden.guards.sending import (HANDING, SEND, SENSITIVE, bare_destination, destinations, has_destination,
+                                      hidden_destination, sends, uncompared_destination,
+                                      without_destinations)
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Source
@@ -1124,22 +1125,26 @@ class InjectionDetector:
         if budget is not None and sum(found.values()) >= budget:
             return found
         # Exfiltration: per sentence, a send verb + a destination (+ something sensitive). With
-        # something sensitive, any sending word counts, a noun too ("a copy of the customer
+        # something sensitive, any sending or handing word counts ("give", "back up"), and a
+        # destination written as no address ("x(at)evil", a bare host with a path, a phone
+        # number) is one; any sending word counts, a noun too ("a copy of the customer
         # database goes to ..." is a data flow whatever its grammar); without, the weak hint
         # needs a verb in the prose (sends).
-        if has_destination(text):
+        if has_destination(text) or hidden_destination(text):
             sentences = _SENTENCE_SPLIT.split(text)
             for i, sentence in enumerate(sentences):
-                if not has_destination(sentence):
+                named = has_destination(sentence)
+                if not named and not hidden_destination(sentence):
                     # A destination alone on the next line or sentence is this one's ("send
                     # the records to the address below.\nx@evil...", "forward all ... to:\n...").
                     following = sentences[i + 1] if i + 1 < len(sentences) else ""
                     if not (has_destination(following) and bare_destination(following)):
                         continue
-                    sentence = f"{sentence} {following}"
-                if SENSITIVE.search(sentence) and SEND.search(sentence):
+                    sentence, named = f"{sentence} {following}", True
+                prose = without_destinations(sentence)
+                if SENSITIVE.search(prose) and (SEND.search(prose) or HANDING.search(prose)):
                     put("exfiltration", 1.0)
-                elif sends(sentence):
+                elif named and sends(sentence):
                     put("exfiltration", 0.3)
         self._links(raw if raw is not None else text, put)
         return found

@@ -14,8 +14,8 @@ import unicodedata
 
 from memwarden.guards.folding import prepare_rule
 
-__all__ = ["SEND", "SENSITIVE", "bare_destination", "destination_form", "destinations", "has_destination", "sends",
-           "uncompared_destination", "without_destinations"]
+__all__ = ["HANDING", "SEND", "SENSITIVE", "bare_destination", "destination_form", "destinations", "has_destination", "hidden_destination",
+           "sends", "uncompared_destination", "without_destinations"]
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
 # An English verb in the forms that ask for or describe a standing flow: the base form, "-s"
@@ -57,6 +57,27 @@ _EXTERNAL = re.compile(prepare_rule(
     r"(?:external|outside|third[- ]party|remote|personal|private) (?:address|server|endpoint|e-?mail|url|webhook|site|"
     r"party|inbox|account)\b|externally\b|off-?site\b|externe(?:n)? (?:adresse|e-?mail|server)\b|adresse externe\b|"
     r"direccion (?:externa|de correo externa)\b|indirizzo esterno\b|webhook"))
+
+
+# Verbs that hand something over without being sending verbs ("give", "provide", "hand over",
+# "back up", "include ... in a message to"): with something sensitive and a destination in the
+# sentence they are the same data flow as "send"; alone they are too common to hint at one.
+# (Not the nouns among them: "on the other hand", "a boarding pass", "the store", "the text".)
+HANDING = re.compile(prepare_rule(
+    r"\b(?:give|provide|hand over|hand (?:the|all|every|it|them)|pass\b[^.\n]{0,60}?\b(?:on|along)|dump|save|back up|"
+    r"include|attach|text (?:the|all|every|each|it|them|this|these)|publish|disclose|reveal|expose|"
+    r"gib|geben|ubergeben|speichere|speichern|donne|donnez|fournis|fournissez|fornisci|fornite|entrega|entregue|"
+    r"proporciona)\b"))
+# A destination written so that it is no address or URL (a bare host with a path, "x(at)evil",
+# "x at evil dot example", a phone number): with something sensitive, a destination all the same.
+# (A host begins a token: tried once per token, not at each of its labels.)
+_HIDDEN = re.compile(r"(?<![\w.@/-])\w[\w-]*(?:\.[\w-]+)*\.[a-z]{2,}/|[\[({]\s*(?:at|@)\s*[\])}]|\b(?:at|@) [\w-]+ dot [a-z]{2,}\b|"
+                     r"\+\d[\d \t().-]{6,}\d")
+
+
+def hidden_destination(text: str) -> bool:
+    """A destination written as no address or URL occurs in ``text`` (see ``_HIDDEN``)."""
+    return bool(_HIDDEN.search(text))
 
 
 def has_destination(text: str) -> bool:
