@@ -59,9 +59,7 @@ from memwarden.guards.folding import ZERO_WIDTH_RE as _ZERO_WIDTH_RE
 from memwarden.guards.folding import fold, prepare_rule, signature_tokens
 from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
-from memwarden.guards.sending import (HANDING, SEND, SENSITIVE, bare_destination, destinations, has_destination,
-                                      hidden_destination, sends, uncompared_destination,
-                                      without_destinations)
+from memwarden.guards.sending import SENTENCE_SPLIT, destinations, flow_weight, uncompared_destination
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Source
@@ -519,9 +517,8 @@ def _rule_set() -> RuleSet:
     return RuleSet((family, weight, prepare_rule(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
 
 
-# "[.!?;]\s+|\n", written to begin with a character class (the engine then skips ahead to
-# the next candidate character instead of trying at every one).
-_SENTENCE_SPLIT = re.compile(r"[.!?;\n](?:(?<=\n)|\s+)")
+# "[.!?;]\s+|\n" (memwarden/guards/sending.py, which judges data flows per sentence).
+_SENTENCE_SPLIT = SENTENCE_SPLIT
 
 
 def _sentences(text: str | Sequence[str], *gates: re.Pattern[str]) -> list[str]:
@@ -1124,28 +1121,10 @@ class InjectionDetector:
         found.update(_rule_set().hits(text, only, budget))
         if budget is not None and sum(found.values()) >= budget:
             return found
-        # Exfiltration: per sentence, a send verb + a destination (+ something sensitive). With
-        # something sensitive, any sending or handing word counts ("give", "back up"), and a
-        # destination written as no address ("x(at)evil", a bare host with a path, a phone
-        # number) is one; any sending word counts, a noun too ("a copy of the customer
-        # database goes to ..." is a data flow whatever its grammar); without, the weak hint
-        # needs a verb in the prose (sends).
-        if has_destination(text) or hidden_destination(text):
-            sentences = _SENTENCE_SPLIT.split(text)
-            for i, sentence in enumerate(sentences):
-                named = has_destination(sentence)
-                if not named and not hidden_destination(sentence):
-                    # A destination alone on the next line or sentence is this one's ("send
-                    # the records to the address below.\nx@evil...", "forward all ... to:\n...").
-                    following = sentences[i + 1] if i + 1 < len(sentences) else ""
-                    if not (has_destination(following) and bare_destination(following)):
-                        continue
-                    sentence, named = f"{sentence} {following}", True
-                prose = without_destinations(sentence)
-                if SENSITIVE.search(prose) and (SEND.search(prose) or HANDING.search(prose)):
-                    put("exfiltration", 1.0)
-                elif named and sends(sentence):
-                    put("exfiltration", 0.3)
+        # Exfiltration: per sentence, a sending verb + a destination (+ something sensitive):
+        # memwarden/guards/sending.py.
+        if weight := flow_weight(text):
+            put("exfiltration", weight)
         self._links(raw if raw is not None else text, put)
         return found
 

@@ -14,8 +14,13 @@ import unicodedata
 
 from memwarden.guards.folding import prepare_rule
 
-__all__ = ["HANDING", "SEND", "SENSITIVE", "bare_destination", "destination_form", "destinations", "has_destination", "hidden_destination",
-           "sends", "uncompared_destination", "without_destinations"]
+__all__ = ["HANDING", "SEND", "SENSITIVE", "SENTENCE_SPLIT", "bare_destination", "destination_form", "destinations",
+           "flow_weight", "has_destination", "hidden_destination", "sends", "uncompared_destination",
+           "without_destinations"]
+
+# Sentences: "[.!?;]\s+|\n", written to begin with a character class (the engine then skips
+# ahead to the next candidate character instead of trying at every one).
+SENTENCE_SPLIT = re.compile(r"[.!?;\n](?:(?<=\n)|\s+)")
 
 # Exfiltration is judged per sentence: a sending verb, a destination and something sensitive.
 # An English verb in the forms that ask for or describe a standing flow: the base form, "-s"
@@ -66,6 +71,7 @@ _EXTERNAL = re.compile(prepare_rule(
 HANDING = re.compile(prepare_rule(
     r"\b(?:give|provide|hand over|hand (?:the|all|every|it|them)|pass\b[^.\n]{0,60}?\b(?:on|along)|dump|save|back up|"
     r"include|attach|text (?:the|all|every|each|it|them|this|these)|publish|disclose|reveal|expose|"
+    r"(?:write|put|drop|place)\b[^.\n]{0,60}?\b(?:to|on|onto|into)|"
     r"gib|geben|ubergeben|speichere|speichern|donne|donnez|fournis|fournissez|fornisci|fornite|entrega|entregue|"
     r"proporciona)\b"))
 # A destination written so that it is no address or URL (a bare host with a path, "x(at)evil",
@@ -236,3 +242,49 @@ SENSITIVE = re.compile(prepare_rule(
     r"donnees(?: des)? clients?|les donnees|mots de passe|identifiants|liste (?:des|de) clients|"
     r"datos(?: de(?: los)?)? clientes|los datos|contrasenas|credenciales|lista de clientes|"
     r"dati(?: dei)? clienti|i dati|credenziali|elenco (?:dei )?clienti)\b"))
+
+
+# A sending or handing verb whose object is a pronoun ("forward it to ...", "upload them to
+# ..."): what it sends is named in the sentence before.
+_PRONOUN_OBJECT = re.compile(r"\s+(?:\w+\s+)?(?:it|them|this|these|those)\b")
+
+
+def _sends_back(prose: str) -> bool:
+    """A sending or handing verb in ``prose`` takes a pronoun for its object. Each verb looks
+    at a bounded window after it: linear."""
+    return any(_PRONOUN_OBJECT.match(prose[m.end():m.end() + 24])
+               for regex in (SEND, HANDING) for m in regex.finditer(prose))
+
+
+def flow_weight(text: str) -> float:
+    """The exfiltration weight of folded ``text``: 1.0 when a sentence sends or hands over
+    something sensitive to a destination, 0.3 when a sentence only sends to a destination
+    (:func:`sends`), else 0.
+
+    Per sentence, with two neighbours read in: a destination alone on the next line or in the
+    next sentence is this one's ("send the records to the address below.\\nx@evil..."), and a
+    pronoun object ("forward it to ...") takes what the sentence before names. With something
+    sensitive in the prose any sending or handing word counts, a noun too ("a copy of the
+    customer database goes to ..." is a data flow whatever its grammar), and a destination
+    written as no address counts (``_HIDDEN``). Each sentence is read a bounded number of
+    times: linear."""
+    if not (has_destination(text) or hidden_destination(text)):
+        return 0.0
+    weight, before = 0.0, ""
+    sentences = SENTENCE_SPLIT.split(text)
+    for i, sentence in enumerate(sentences):
+        named = has_destination(sentence)
+        if not named and not hidden_destination(sentence):
+            following = sentences[i + 1] if i + 1 < len(sentences) else ""
+            if not (has_destination(following) and bare_destination(following)):
+                before = sentence
+                continue
+            sentence, named = f"{sentence} {following}", True
+        prose = without_destinations(sentence)
+        if (SEND.search(prose) or HANDING.search(prose)) and (
+                SENSITIVE.search(prose) or (before and _sends_back(prose) and SENSITIVE.search(without_destinations(before)))):
+            return 1.0
+        if named and weight < 0.3 and sends(sentence):
+            weight = 0.3
+        before = sentence
+    return weight
