@@ -4,7 +4,11 @@ The injection detector (:mod:`memwarden.guards.injection`) judges exfiltration p
 with these: a sending verb in the sentence's prose read as a verb (not a word of a URL or an
 address, not a noun: "an email from", "the blog post"), a destination (an e-mail address, a
 URL, an "external address" phrase) and something sensitive (credentials, the conversation,
-customer data). Every scan here looks at each character a bounded number of times.
+customer data); :func:`flow_weight` is that judgment (1.0, 0.3 or nothing). The errand rule
+of the detector compares the destinations a record names (:func:`destinations`, in
+:func:`destination_form`) with those a user established, and vouches for nothing when the
+record names one it cannot compare (:func:`uncompared_destination`). Every scan here looks
+at each character a bounded number of times.
 """
 
 from __future__ import annotations
