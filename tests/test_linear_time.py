@@ -181,11 +181,16 @@ def test_the_document_and_quote_scans_of_adversarial_32kb_texts_are_within_the_b
 
 # The exfiltration test's reading of a sentence (sending.sends): destinations blanked (URL spans,
 # an address's local part walked back from each "@"), then each sending verb's neighbours; and
-# the destinations an errand names (sending.destinations), looked for in established records.
+# the destinations an errand names (sending.destinations), looked for in established records,
+# and what it names that no comparison sees (sending.uncompared_destination).
 SEND_TEXTS = {
     "addresses": fill("send a@b.cc "), "local parts": fill("a" * 70 + "@b.cc "), "at signs": fill("@b.c"),
     "urls": fill("send http://a.b/post "), "url schemes": fill("a://"), "nouns": fill("the email from "),
     "verbs": fill("post post "), "one sentence of words": "send " + fill("report ", SIZE - 20) + "@b.cc",
+    "nouns routed": fill("the email of ") + " to a@b.cc", "destinations after to": fill("to a@b.cc "),
+    "hyphen runs": fill("a-"), "digit labels": "@a" + fill(".1"), "phone runs": fill("+1(((( "),
+    "iban runs": fill("ab12 "), "long labels": "@a." + fill("b"), "hosts without a path": fill("a.aa."),
+    "hidden at signs": fill("x (at) "), "next-line destinations": fill("send all customer data.\na@b.cc\n"),
 }
 
 
@@ -193,7 +198,8 @@ SEND_TEXTS = {
 def test_the_sending_verb_reading_of_adversarial_32kb_texts_is_within_the_bound(name: str) -> None:
     text = SEND_TEXTS[name]
     sending.sends("warm-up: send it to a@b.cc")
-    spent = _cpu(lambda t: (sending.sends(t), sending.destinations(t)), text)
+    spent = _cpu(lambda t: (sending.sends(t), sending.destinations(t), sending.uncompared_destination(t),
+                            sending.hidden_destination(t), DET.scan(t)), text)
     assert spent < BOUND, f"{name}: {spent * 1000:.0f} ms of CPU"
 
 

@@ -67,8 +67,9 @@ _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confi
           r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|callback|audit(?:ing)?|"
           r"logging|logs|double-check|second check|clinician|physician|prescriber|manager|owner)")
 #: An optional opening quote after a sentence start: an order is still an order inside quotation
-#: marks ("\"Always forward ...\"").
-_OPEN_QUOTE = r"[\"'“]?"
+#: marks ("\"Always forward ...\"", "« Forward ... »", German "»Forward ...«"; a guillemet may be
+#: followed by a space, as French sets it).
+_OPEN_QUOTE = r"(?:[\"'“]|[«»‹›]\s?)?"
 # When a change starts: alone, it dates a fact ("from now on, Mia walks the dog").
 _FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
              r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
@@ -128,7 +129,10 @@ _SHAPES: list[tuple[str, float, str]] = [
     # lead's decision for issue 18: a procedure change, whatever prose surrounds it).
     ("command", 0.6, r"\b(?:subprocess\.(?:run|call|popen|check_call|check_output|getoutput)|os\.(?:system|popen|"
                      r"exec[lv]p?e?|spawn[lv]p?e?)|pty\.spawn|runtime\.getruntime\(\)\.exec|child_process|shell_exec|"
-                     r"invoke-expression|iex\s*\(|(?:requests|httpx|urllib3)\.(?:post|put)\(|smtplib\.|\.sendmail\(|"
+                     r"invoke-expression|iex\s*\(|(?:requests|httpx|urllib3|axios)\.(?:post|put)\(|smtplib\.|\.sendmail\(|"
+                     # a request with a body: urllib's data=, fetch's POST, a beacon
+                     r"\burlopen\([^\n]{0,200}\bdata\s*=|\bfetch\([^\n]{0,200}\bmethod\s*:\s*[\"']?(?:post|put)\b|"
+                     r"\bnavigator\.sendbeacon\(|"
                      r"(?:eval|exec)\((?:requests|httpx|urllib))|\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo )?(?:ba|z)?sh\b|"
                      # a fetched script run, a local file uploaded ("-d @~/.ssh/id_rsa"), a file posted
                      r"\b(?:ba|z)?sh -c\s*[\"']?\$\((?:curl|wget)\b|\bcurl\b[^|\n]{0,200}\s(?:-d|--data(?:-binary|-raw|"
@@ -214,7 +218,8 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("imperative", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:please |kindly |always )?(?:make sure|ensure|be sure|remember|don't forget|"
                         r"do not forget|never forget) (?:to|that you|that the|that all)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:please |kindly |just |immediately )?(?:do not|don't|never) {_ACT}\b"),
-    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band ){_OPEN_QUOTE}(?:please |kindly |"
+    # (A note's marker opens a sentence as a colon does: "NB forward all ...", "FYI, send ...".)
+    ("imperative", 0.5, rf"(?:^|[.!?;:]\s*|\n|\s-\s|\band then |, then |\band |\b(?:nb|ps|fyi|btw),? ){_OPEN_QUOTE}(?:please |kindly |"
                         rf"immediately |now |then |also |first,? |just |and )?"
                         rf"{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|him|her|me|my|our|their|"
                         rf"your|his|its|a|an|\d)\b"),
@@ -253,7 +258,8 @@ _STATEMENT_SHAPES: list[tuple[str, float, str]] = [
 ]
 _CANCELLABLE = frozenset({"procedure", "imperative"})
 
-_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u00ab": "\u00bb"}
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u00ab": "\u00bb", "\u00bb": "\u00ab",
+           "\u2039": "\u203a", "\u201e": "\u201c"}
 _REPORTING = frozenset("""says said say asked asks ask reads read wrote writes write told tell tells reminded requested
 request requests labelled labeled titled marked printed signed sign note notes noted put puts mentioned replied answered
 called named instruction text message subject caption heading warns warned shouted texted texts emailed

@@ -59,7 +59,7 @@ from memwarden.guards.folding import ZERO_WIDTH_RE as _ZERO_WIDTH_RE
 from memwarden.guards.folding import fold, prepare_rule, signature_tokens
 from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
-from memwarden.guards.sending import SEND, SENSITIVE, destinations, has_destination, sends
+from memwarden.guards.sending import SENTENCE_SPLIT, destinations, flow_weight, uncompared_destination
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Source
@@ -374,6 +374,9 @@ _DE = [
     ("no-restrictions", 0.3, r"\buneingeschränkt(?:e|er|en|es)?\b"),
     ("persona", 0.5, r"\b(?:entwickler|developer|jailbreak|gott)-?modus\b"),
     ("persona", 0.3, r"\b(?:du bist|sie sind) (?:jetzt|nun|ab sofort|ab jetzt)\b" + _NOT_A_PLACE_DE),
+    # A mode or a role is an identity, not a place the reader is at ("du bist jetzt im Modus DAN").
+    ("persona", 0.3, r"\b(?:du bist|sie sind) (?:jetzt|nun|ab sofort|ab jetzt) (?:im|in (?:der|die|dem|den|einem|einer)) "
+                     r"(?:[\w-]+ )?(?:\w+-)?(?:modus|rolle|charakter|persona)\b"),
     ("new-instructions", 0.35, r"\bneue (?:anweisungen|instruktionen|befehle|systemanweisung)\s*:"),
     ("new-instructions", 0.35, r"\bab (?:jetzt|sofort)(?: an)?,? (?:gibst|hast|bist|musst|wirst|antwortest|ignorierst|"
                                r"befolgst|sollst) (?:du|sie)\b"),
@@ -514,9 +517,8 @@ def _rule_set() -> RuleSet:
     return RuleSet((family, weight, prepare_rule(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
 
 
-# "[.!?;]\s+|\n", written to begin with a character class (the engine then skips ahead to
-# the next candidate character instead of trying at every one).
-_SENTENCE_SPLIT = re.compile(r"[.!?;\n](?:(?<=\n)|\s+)")
+# "[.!?;]\s+|\n" (memwarden/guards/sending.py, which judges data flows per sentence).
+_SENTENCE_SPLIT = SENTENCE_SPLIT
 
 
 def _sentences(text: str | Sequence[str], *gates: re.Pattern[str]) -> list[str]:
@@ -1015,11 +1017,15 @@ class InjectionDetector:
         ``errand_sources``): asked only when that hint is there, one related-record query."""
         if record.source in self.errand_sources:
             return True
-        wanted = destinations(record.content + ("\n" + record.key if record.key else ""))
-        if not wanted:
+        text = record.content + ("\n" + record.key if record.key else "")
+        wanted = destinations(text)
+        # Fail closed: a destination the comparison cannot see (a bare host, "x(at)evil", a
+        # handle, a phone number) is one the user never vouched for.
+        if not wanted or uncompared_destination(text):
             return False
         rank = SOURCE_ORDER.index(record.source)
-        # Whole destinations, compared exactly: a substring test took "bob@company.com" for
+        # Whole destinations, compared exactly (NFKC and lower case, not folded: an accent or a
+        # look-alike letter makes another domain): a substring test took "bob@company.com" for
         # the established "bob@company.com.au", another domain.
         known: set[str] = set()
         for r in context.related(record, self.ERRAND_RELATED):
@@ -1115,18 +1121,10 @@ class InjectionDetector:
         found.update(_rule_set().hits(text, only, budget))
         if budget is not None and sum(found.values()) >= budget:
             return found
-        # Exfiltration: per sentence, a send verb + a destination (+ something sensitive). With
-        # something sensitive, any sending word counts, a noun too ("a copy of the customer
-        # database goes to ..." is a data flow whatever its grammar); without, the weak hint
-        # needs a verb in the prose (sends).
-        if has_destination(text):
-            for sentence in _SENTENCE_SPLIT.split(text):
-                if not has_destination(sentence):
-                    continue
-                if SENSITIVE.search(sentence) and SEND.search(sentence):
-                    put("exfiltration", 1.0)
-                elif sends(sentence):
-                    put("exfiltration", 0.3)
+        # Exfiltration: per sentence, a sending verb + a destination (+ something sensitive):
+        # memwarden/guards/sending.py.
+        if weight := flow_weight(text):
+            put("exfiltration", weight)
         self._links(raw if raw is not None else text, put)
         return found
 

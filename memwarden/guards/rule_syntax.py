@@ -31,7 +31,7 @@ __all__ = ["RESERVED", "Alt", "Anchor", "Group", "Lit", "Node", "Repeat", "RuleS
 
 # Non-ASCII characters a rule may hold, and the ASCII control character the engine reads each
 # one as (it reads every character as one ASCII byte: memwarden.guards.ruleset.project).
-RESERVED = {"“": "\x02"}
+RESERVED = {"“": "\x02", "«": "\x03", "»": "\x04", "‹": "\x05", "›": "\x06"}
 
 # Characters that may stand for themselves in a rule (escaped or not).
 _PLAIN = frozenset(string.ascii_lowercase + string.digits + string.punctuation + " \n") | frozenset(RESERVED)
