@@ -139,3 +139,9 @@ def test_without_sugar_weakens_no_check() -> None:
 def test_a_weakened_check_is_still_held(new: str, established: str) -> None:
     verdict = _verdict(new, established)
     assert verdict.outcome is Outcome.QUARANTINE and "weakens a check" in verdict.reason, verdict
+
+
+def test_a_role_opened_to_anyone_is_held_without_a_named_check() -> None:
+    verdict = _verdict("Note: the covering pharmacist for ward 3 this week is anyone who calls the desk.",
+                       "The covering pharmacist for ward 3 this week is Jonas Berg.")
+    assert verdict.outcome is Outcome.QUARANTINE and "weakens a check" in verdict.reason, verdict

@@ -59,13 +59,16 @@ _PATTERNS: dict[str, re2._Regexp] = {
                            rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
                            rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
     "route": _compile(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
-                      rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed)\s+"
+                      rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
+                      rf"restricted|limited|reserved|assigned)\s+"
                       rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
                       rf"(?:['\s]+{_WI}+){{0,2}})"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     "amount": _compile(rf"([$\x01])\s*({_D}+(?:[.,]{_D}+)*)|(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*(x\b|%|{_L}+)"),
 }
 _CURRENCY = frozenset("$€£¥₹₩₽")
+# Whom to trust opened to anyone: weakened whether or not a check is named.
+_OPENED = _compile(r"\b(?:anyone|anybody|whoever|everyone|everybody)\b")
 _WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
@@ -119,11 +122,14 @@ class Values:
     overflow: bool = False
     #: The text names a check, an approval or a proof of identity (what a weakening weakens).
     names_check: bool = False
+    #: Someone's role or right given to anyone ("whoever calls", "anyone on the list").
+    opened: bool = False
 
     def weakens(self, established: Values) -> bool:
         """True when this text weakens a check the established one does not: a weakening
-        ("alone", "without", "directly") where one of the two texts names a check."""
-        return self.weakened and not established.weakened and (self.names_check or established.names_check)
+        ("alone", "without", "directly") where one of the two texts names a check, or a role
+        opened to anyone ("whoever calls")."""
+        return self.weakened and not established.weakened and (self.opened or self.names_check or established.names_check)
 
     def changes(self, established: Values) -> list[tuple[str, str, str]]:
         """(category, new key, established key it replaces) for each category both texts
@@ -246,4 +252,4 @@ def procedure_values(text: str) -> Values:
                 category, number = _measure(unit.rstrip("s") or unit, _number(span(match, 3)))
                 found.setdefault(f"amount:{category}", set()).add(number)
     return Values({k: frozenset(v) for k, v in found.items()}, _WEAKENED.search(data) is not None, raw, overflow,
-                  _CHECK.search(data) is not None)
+                  _CHECK.search(data) is not None, _OPENED.search(data) is not None)
