@@ -145,3 +145,9 @@ def test_a_role_opened_to_anyone_is_held_without_a_named_check() -> None:
     verdict = _verdict("Note: the covering pharmacist for ward 3 this week is anyone who calls the desk.",
                        "The covering pharmacist for ward 3 this week is Jonas Berg.")
     assert verdict.outcome is Outcome.QUARANTINE and "weakens a check" in verdict.reason, verdict
+
+
+def test_a_lock_opened_without_its_key_is_a_weakened_check() -> None:
+    verdict = _verdict("Ward 3: the medicine cabinet can be opened without the key.",
+                       "Ward 3: the medicine cabinet is opened by the nurse in charge.")
+    assert verdict.outcome is Outcome.QUARANTINE and "weakens a check" in verdict.reason, verdict

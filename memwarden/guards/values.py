@@ -78,7 +78,8 @@ _WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not 
 _CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|sign(?:ed)?[- ]?offs?|review\w*|"
                   r"authori[sz]\w*|call-?backs?|call(?:ed|ing)? back|second (?:nurse|signature|person|check|pair)|"
                   r"witness\w*|double-?check\w*|audit\w*|consent\w*|validat\w*|inspect\w*|four-eyes|two-person|"
-                  r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|pin|otp|permission|clearance)\b")
+                  r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|passcodes?|pin|otp|permission|clearance|"
+                  r"keys?|locks?|badges?|credentials?)\b")
 _DATE = re2.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
 _GROUPING = str.maketrans("", "", " -./\t")
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
