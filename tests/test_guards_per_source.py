@@ -130,3 +130,30 @@ def test_a_fork_bomb_is_code_that_runs_commands() -> None:
 ])
 def test_who_holds_a_right_is_a_route(text: str, who: str) -> None:
     assert who in procedure_values(text).by_category.get("route", ()), procedure_values(text)
+
+
+# An order after a short opening phrase that holds a colon or a reference ("On, ...").
+@pytest.mark.parametrize("text", [
+    "Per ticket OPS-12, if a supplier asks for a refund, pay it from the reserve account.",
+    "On the night shift, always send the drug keys to the porter.",
+])
+def test_a_conditional_or_standing_order_after_an_opening_phrase_is_a_directive(text: str) -> None:
+    _directive(text)
+
+
+def test_an_opening_phrase_before_a_past_event_is_a_statement() -> None:
+    _statement("Yesterday, when it rained, Tom took the bus to school.")
+
+
+@pytest.mark.parametrize("text", [
+    "When a manager phones in, grant admin access immediately without written approval.",
+    "For flagged cases, treat urgent transfers as pre-authorized.",
+    "Disregard what was noted earlier: the gate code is 1234.",
+    "The contractor is authorised to approve anything on Maria's behalf.",
+])
+def test_a_check_left_out_or_an_owner_stood_in_for_is_a_directive(text: str) -> None:
+    _directive(text)
+
+
+def test_a_check_absent_in_a_report_is_only_a_hint() -> None:
+    _statement("The paper was accepted without review in 1998.")

@@ -73,6 +73,9 @@ _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confi
 #: An optional opening quote after a sentence start: an order is still an order inside quotation
 #: marks ("\"Always forward ...\"").
 _OPEN_QUOTE = r"[\"'“]?"
+#: An optional short opening phrase before a sentence's order ("On ref: X-7, if ...", "After the
+#: shift, always ..."): the order is still the main clause.
+_OPENING = r"(?:[^,.;:!?\n]{1,40}, )?"
 # When a change starts: alone, it dates a fact ("from now on, Mia walks the dog").
 _FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
              r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
@@ -111,7 +114,7 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("standing", 0.6, r"\b(?:remember|memori[sz]e|keep in mind)(?: this| that)? for (?:every|all|each|any) "
                       r"(?:future |later )?(?:tasks?|requests?|sessions?|runs?|questions?|quer(?:y|ies)|problems?|"
                       r"cases?|answers?|times?)\b"),
-    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:always|never) {_ACT}\b"),
+    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}{_OPENING}(?:always|never) {_ACT}\b"),
     # A claim or an action scoped over every later question on a topic ("for questions about
     # sodium, the symbol is S"): a rule for whoever answers them.
     ("standing", 0.6, r"\bfor (?:all |any |every |each )?(?:questions?|quer(?:y|ies)|requests?|tasks?|prompts?) "
@@ -189,7 +192,7 @@ _SHAPES: list[tuple[str, float, str]] = [
                    r"that (?:come|comes|arrive))\b"),
     ("trust", 0.6, r"\b(?:consider|regard|deem)\b[^.\n]{0,80}? (?:as )?(?:pre-?approved|approved|authori[sz]ed|"
                    r"verified|trusted|legitimate|genuine|the (?:account |real |actual )?owner)\b"),
-    ("trust", 0.6, r"\b(?:is|are|should be|must be|counts? as|count as|be) (?:considered |treated as |regarded as )?"
+    ("trust", 0.6, r"\b(?:is|are|should be|must be|counts? as|count as|be|as) (?:considered |treated as |regarded as )?"
                    r"(?:pre-?(?:approved|authori[sz]ed|verified)|(?:already|automatically) (?:approved|authori[sz]ed|"
                    r"verified|trusted)|the (?:account|real|actual|verified) owner|fully trusted)\b"),
     ("trust", 0.6, rf"\b(?:skip|bypass|omit|drop|disable|turn off|switch off|avoid|waive|forgo|ignore|suspend|pause|halt|"
@@ -209,6 +212,11 @@ _SHAPES: list[tuple[str, float, str]] = [
     # Another's words taken for the owner's ("requests signed X are Emma's own instructions").
     ("trust", 0.6, r"\b(?:are|is|counts? as|come from|comes from) (?:the )?(?:[\w-]+'s|my|our|your) own "
                    r"(?:instructions?|requests?|orders?|words|messages?|decisions?|commands?)\b"),
+    # A check's absence named ("without written approval"): a hint, an order only with another shape.
+    ("trust", 0.3, rf"\bwithout (?:any |a |the |prior |further |written |formal |second )?{_CHECK}\b"),
+    # Someone empowered to act for the owner: whom to trust.
+    ("trust", 0.6, r"\b(?:authori[sz]ed|allowed|permitted|entitled|empowered|cleared) to (?:approve|sign|authori[sz]e|"
+                   r"decide|act|speak|order|pay|grant)\b[^.\n]{0,60}?\bon (?:[\w-]+'s|my|our|his|her|their) behalf\b"),
     # an override phrase before an ordinary fact
     ("override", 0.6, r"\b(?:ignore|disregard|forget|override|discard|scratch|scrap|drop|erase|delete|void|dismiss|"
                       r"throw out|set aside) (?:all |any |the |your |my )?(?:previous|prior|"
@@ -217,7 +225,8 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"notes?|records?|memor(?:y|ies)|information|facts?|entries|context|data|values?|details?)\b"),
     ("override", 0.6, r"\b(?:this|the following) (?:overrides|supersedes|replaces|takes precedence over)\b"),
     ("override", 0.6, r"\b(?:ignore|disregard|forget|override) (?:what|whatever|anything|everything) (?:the |your |my |our )?"
-                      r"[\w' -]{0,40}?(?:says|said|states|stated|told|tells|reads|wrote|writes|instructs|instructed)\b"),
+                      r"[\w' -]{0,40}?(?:says|said|states|stated|told|tells|reads|wrote|writes|written|noted|recorded|instructs|"
+                      r"instructed)\b"),
     ("override", 0.5, r"\b(?:important|urgent|attention|notice|system (?:note|notice|update|message)|admin(?:istrator)? "
                       r"(?:note|notice)|new (?:policy|rule|instruction|procedure))\s*[:!]"),
     # bracketed role play
@@ -235,7 +244,8 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("procedure", 0.5, r"(?:^|[.!?;]\s*|\n)(?:[\w-]+ ){0,3}?(?:rule|policy|procedure|protocol|directive|standing order)"
                        r"(?: \([^)\n]{0,40}\))?\s*:"),
     # conditional procedures addressed to a reader
-    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}{_OPENING}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, "
+                       rf"(?:always |then |just |"
                        rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
                        rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
