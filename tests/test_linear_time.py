@@ -124,6 +124,8 @@ VALUE_TEXTS = {
     "dotted words": fill("a.a-"), "url heads": fill("https://a"), "credential words": fill("password is "),
     "credential words glued": fill("key:"), "route words": fill("approved by the "), "amounts": fill("$1,"),
     "numbers and units": fill("5 mg "), "weakening words": fill("alone without "),
+    "check words": fill("checked without a call-back "), "deadline routes": fill("signed off by friday "),
+    "labels and function words": fill("room 12 de "), "digit words": fill("a1b2"),
 }
 
 

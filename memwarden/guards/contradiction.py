@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memwarden.guards.folding import fold, signature_tokens
+from memwarden.guards.function_words import NEGATIONS, NOT_CONTENT
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
@@ -57,31 +58,6 @@ from memwarden.core.records import Kind, MemoryRecord, Source
 __all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
            "statement"]
 
-_NEGATIONS = frozenset("""
-not no never none nobody nothing neither nor cannot cant dont doesnt didnt isnt arent wasnt werent wont
-shouldnt mustnt hasnt havent
-nicht kein keine keinen keinem keiner keines nie niemals
-pas jamais aucun aucune aucuns aucunes
-nunca jamas ningun ninguna ninguno
-non mai nessun nessuno nessuna
-""".split())
-
-# Words carrying no content for the "same statement" test (all five languages, folded).
-_STOP = frozenset("""
-a an the and or but of to in on at by for with from as is are was were be been being am do does did has have
-had it its this that these those there here he she his her him they them their we us our you your i my me so
-than then too very just also still only any all each every some per via into about after before over under
-again now today currently anymore longer more any
-der die das den dem des ein eine einen einem einer eines und oder aber von zu im in am an auf mit fur bei als
-ist sind war waren sein hat haben es er sie wir ihr ich mich sich noch nur auch schon mehr jetzt heute
-le la les l un une des du de d et ou mais a au aux en dans sur avec pour par est sont etait ete il elle ils
-elles nous vous je me se ne n plus encore aussi deja ce cette ces qui que
-el los las lo uno unos unas y o pero de del en con para por es son era esta estan fue su sus se me ya mas
-todavia tambien que
-il lo gli i una uno e o ma di da del della dei degli delle al allo alla in con per su tra fra sono era stato
-sua suo suoi sue si mi ci piu ancora anche gia che
-""".split())
-_NOT_CONTENT = _STOP | _NEGATIONS
 
 _ANTONYMS = [
     ("allowed", "forbidden"), ("allowed", "prohibited"), ("allowed", "banned"), ("permitted", "forbidden"),
@@ -158,7 +134,7 @@ def _quantities(folded: str) -> dict[str, set[str]]:
 
 
 def _content(words: list[str]) -> set[str]:
-    kept = set(words) - _NOT_CONTENT
+    kept = set(words) - NOT_CONTENT
     return {w for w in kept if not w[0].isdigit()}
 
 
@@ -178,7 +154,7 @@ def statement(text: str) -> Statement:
     """``text`` prepared for :func:`conflict`."""
     folded = fold(text)
     words = _words(folded)
-    return Statement(folded, tuple(words), frozenset(_content(words)), any(w in _NEGATIONS for w in words))
+    return Statement(folded, tuple(words), frozenset(_content(words)), any(w in NEGATIONS for w in words))
 
 
 # The word alternative of _TOKEN alone: a number never covers a letter, so this finds the
@@ -210,11 +186,40 @@ def content_words_of(tokens: Iterable[str]) -> frozenset[str]:
                 found.update(_spelt_out(word))
             else:
                 found.add(word)
-    return frozenset(found - _NOT_CONTENT)
+    return frozenset(found - NOT_CONTENT)
+
+
+# A number that measures nothing (no unit, no clock, no currency) labels something: "room
+# 305", "patient 12", "invoice 4", "class 7B". Words and numbers are read on the text with its
+# quantities blanked, so "5 mg" is a dose and "12" in "patient 12" a label.
+_LABEL_WORD = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=1024)
+def _labels(folded: str) -> frozenset[str]:
+    """The labels of a folded text: its numbers (and codes with a digit) outside quantities."""
+    for pattern in (_CLOCK, _QUANTITY, _CURRENCY):  # a clock first: "17:45 Uhr" is no "45 Uhr"
+        folded = pattern.sub(" ", folded)
+    return frozenset(w for w in _LABEL_WORD.findall(folded) if any(c.isdigit() for c in w))
+
+
+def _other_things(a: Statement, b: Statement) -> bool:
+    """True when ``a`` and ``b`` label different things: each has a label the other lacks
+    ("the meeting in room 305 ..." and "the meeting in room 21 ..."). Two statements about
+    different rooms, patients or invoices do not contradict each other, however alike their
+    words; a label added on one side only ("(ref 44)") does not make another thing."""
+    la, lb = _labels(a.folded), _labels(b.folded)
+    return bool(la - lb) and bool(lb - la)
 
 
 def conflict(a: Statement, b: Statement, *, max_diff: int = 1, min_shared: int = 2) -> str | None:
     """:func:`find_contradiction` on prepared statements."""
+    found = _conflict(a, b, max_diff=max_diff, min_shared=min_shared)
+    # Checked last: only a pair that would conflict pays for reading its labels.
+    return None if found is None or _other_things(a, b) else found
+
+
+def _conflict(a: Statement, b: Statement, *, max_diff: int, min_shared: int) -> str | None:
     ca, cb = a.content, b.content
     if len(ca & cb) < min_shared:
         return None
@@ -322,9 +327,14 @@ class ContradictionCheck:
             return "holds more values than can be compared with those"
         for category, value, established in new.changes(old):
             what = category.split(":", 1)[0]
+            # An amount of another labelled thing (class 7C's trip, invoice 7) changes nothing
+            # established; a destination, an account or an approver is held whatever it is
+            # said to be for (a "new invoice" paid to a new account is the fraud itself).
+            if what == "amount" and _other_things(mine, theirs):
+                continue
             if skeleton(new.raw.get(value, value)) == skeleton(old.raw.get(established, established)):
                 return f"changes the {what} to a look-alike"
             return f"changes the {what}"
-        if new.weakened and not old.weakened:
+        if new.weakens(old):
             return "weakens a check"
         return None

@@ -29,6 +29,10 @@ Linear time: the shapes are rules of the detector's rule subset, run on RE2 behi
 Aho-Corasick prefilter (:mod:`memwarden.guards.ruleset`); the quote scan looks at a bounded
 window around each quote character; the document test scans each sentence once, and its
 code-line regex is anchored with no competing quantifiers.
+
+Why over 500 lines: the shape table (about 170 lines of patterns) is one list read top to
+bottom, with the statement shapes that cancel some of its families; the reading around it
+(quotes, documents, rendering) is what those rows assume.
 """
 
 from __future__ import annotations
@@ -70,11 +74,15 @@ _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confi
 #: marks ("\"Always forward ...\"", "« Forward ... »", German "»Forward ...«"; a guillemet may be
 #: followed by a space, as French sets it).
 _OPEN_QUOTE = r"(?:[\"'“]|[«»‹›]\s?)?"
+#: An optional short opening phrase before a sentence's order ("On ref: X-7, if ...", "After the
+#: shift, always ..."): the order is still the main clause.
+_OPENING = r"(?:[^,.;:!?\n]{1,40}, )?"
 # When a change starts: alone, it dates a fact ("from now on, Mia walks the dog").
 _FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
              r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
              r"from now)|effective (?:immediately|today|now)|as of (?:now|today)|going forward|henceforth|hereafter|"
-             r"in (?:the )?future|ab (?:jetzt|sofort|heute)|von nun an|kunftig|desormais|a partir de maintenant|"
+             r"in (?:the )?future|until further notice|until (?:told|instructed|notified|advised) otherwise|"
+             r"for the time being|ab (?:jetzt|sofort|heute)|von nun an|kunftig|desormais|a partir de maintenant|"
              r"dorenavant|a partir de ahora|de ahora en adelante|d'ora in poi|da ora in poi|d'ora in avanti)")
 # Every later task or answer of the reader: a standing order whatever follows.
 _EVERY_TASK = (r"(?:for (?:every|all|each|any) (?:future|later|subsequent|upcoming) "
@@ -105,8 +113,13 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("standing", 0.6, r"\b(?:remember|note|keep in mind|make a note|memori[sz]e)(?: this| that)?(?: for (?:later|next time|"
                       r"the future|every future task|future tasks|all future tasks))?\s*:? (?:to )?(?:always|never)\b"),
     ("standing", 0.6, r"\b(?:remember|memori[sz]e|keep in mind)(?: this| that)? for (?:every|all|each|any) "
-                      r"(?:future |later )?(?:tasks?|requests?|sessions?|runs?)\b"),
-    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:always|never) {_ACT}\b"),
+                      r"(?:future |later )?(?:tasks?|requests?|sessions?|runs?|questions?|quer(?:y|ies)|problems?|"
+                      r"cases?|answers?|times?)\b"),
+    ("standing", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}{_OPENING}(?:always|never) {_ACT}\b"),
+    # A claim or an action scoped over every later question on a topic ("for questions about
+    # sodium, the symbol is S"): a rule for whoever answers them.
+    ("standing", 0.6, r"\bfor (?:all |any |every |each )?(?:questions?|quer(?:y|ies)|requests?|tasks?|prompts?) "
+                      r"(?:about|on|regarding|concerning|involving|mentioning|containing)\b"),
     ("standing", 0.5, rf"\b(?:whenever|every time|each time|any time|anytime)\b[^.\n]{{0,120}}?,? (?:always |then |just |"
                       rf"please |you (?:must|should) )?{_ACT}\b"),
     ("standing", 0.5, r"\b(?:whenever|every time|each time)\b[^.\n]{0,120}?\b(?:you|an? (?:assistant|agent)|the "
@@ -133,7 +146,8 @@ _SHAPES: list[tuple[str, float, str]] = [
                      # a request with a body: urllib's data=, fetch's POST, a beacon
                      r"\burlopen\([^\n]{0,200}\bdata\s*=|\bfetch\([^\n]{0,200}\bmethod\s*:\s*[\"']?(?:post|put)\b|"
                      r"\bnavigator\.sendbeacon\(|"
-                     r"(?:eval|exec)\((?:requests|httpx|urllib))|\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo )?(?:ba|z)?sh\b|"
+                     r"(?:eval|exec)\((?:requests|httpx|urllib))|\bwhile (?:true|1)\s*:\s*os\.fork\(\)|"
+                     r":\(\)\s*\{\s*:\|:&\s*\};:|\b(?:curl|wget)\b[^|\n]{0,200}\|\s*(?:sudo )?(?:ba|z)?sh\b|"
                      # a fetched script run, a local file uploaded ("-d @~/.ssh/id_rsa"), a file posted
                      r"\b(?:ba|z)?sh -c\s*[\"']?\$\((?:curl|wget)\b|\bcurl\b[^|\n]{0,200}\s(?:-d|--data(?:-binary|-raw|"
                      r"-urlencode)?|-f|--form|-t|--upload-file)\s*[\"']?(?:\w+=)?@|\bwget\b[^|\n]{0,200}--post-file\b"),
@@ -162,12 +176,18 @@ _SHAPES: list[tuple[str, float, str]] = [
     # word pieces when it leaks ("com ##cturing"), that the poisoned demonstration reads as
     # the reason for its target action ("there is 'TRIGGER' in the question, so ...").
     ("trigger", 0.6, r"(?:^|\s)##[a-z]{2,}"),
-    ("trigger", 0.6, r"\b(?:there is|there's|it contains|contains|includes|mentions|has) ['" '"' r"][^'" '"' r"\n]{1,80}['" '"'
+    ("trigger", 0.6, r"\b(?:there is|there's|it contains|contains|includes|mentions|has)(?: [\w-]+){0,2}:? ['" '"' r"][^'" '"' r"\n]{1,80}['" '"'
                      r"] in (?:the|this|its|their|your) (?:question|query|input|request|instruction|prompt|task|"
                      r"message|scene|description)\b"),
     # What the reader is to output: a rule for a model's answer, never a human reader's aside.
     ("output", 0.6, r"\b(?:directly|only|simply) (?:output|respond|reply|answer|print)\b|\b(?:output|respond|"
                     r"reply|answer|print)(?: with)? (?:only|just|directly|exactly)\b"),
+    # Supplied code to be put into what the reader writes: only a model writes "your response".
+    ("output", 0.6, r"\b(?:following|subsequent|below|above|attached|provided|enclosed|given) (?:code|snippet|script|"
+                    r"command|excerpt|section|block|function)s?\b[^.\n]{0,60}?\byour "
+                    r"(?:responses?|answers?|repl(?:y|ies)|outputs?|implementation)\b|\b(?:in|into|within) "
+                    r"your (?:responses?|answers?|repl(?:y|ies)|outputs?)\b[^.\n]{0,60}?\b(?:following|subsequent|"
+                    r"below|this|these) (?:code|snippet|script|command)s?\b"),
     # whom to trust, which check to skip
     ("trust", 0.6, r"\btreat (?:all |any |every )?(?:messages?|e-?mails?|requests?|instructions?|calls?|texts?|"
                    r"orders?|anything|whatever|content|input|notes?|tickets?)\b[^.\n]{0,80}? as\b"),
@@ -176,26 +196,45 @@ _SHAPES: list[tuple[str, float, str]] = [
                    r"that (?:come|comes|arrive))\b"),
     ("trust", 0.6, r"\b(?:consider|regard|deem)\b[^.\n]{0,80}? (?:as )?(?:pre-?approved|approved|authori[sz]ed|"
                    r"verified|trusted|legitimate|genuine|the (?:account |real |actual )?owner)\b"),
-    ("trust", 0.6, r"\b(?:is|are|should be|must be|counts? as|count as|be) (?:considered |treated as |regarded as )?"
+    ("trust", 0.6, r"\b(?:is|are|should be|must be|counts? as|count as|be|as) (?:considered |treated as |regarded as )?"
                    r"(?:pre-?(?:approved|authori[sz]ed|verified)|(?:already|automatically) (?:approved|authori[sz]ed|"
                    r"verified|trusted)|the (?:account|real|actual|verified) owner|fully trusted)\b"),
-    ("trust", 0.6, rf"\b(?:skip|bypass|omit|drop|disable|turn off|switch off|avoid|waive|forgo|ignore)(?: the| any| all| "
+    ("trust", 0.6, rf"\b(?:skip|bypass|omit|drop|disable|turn off|switch off|avoid|waive|forgo|ignore|suspend|pause|halt|"
+                   rf"deactivate|suppress|relax|loosen)(?: the| any| all| "
                    rf"every| their| his| her| its| our)?(?: [\w-]+){{0,2}}? {_CHECK}\b"),
     ("trust", 0.6, rf"\b(?:without|no need (?:for|to)|don't|do not|never|no longer) (?:asking|waiting for|waiting|"
                    rf"checking|verifying|confirming|calling back|getting|needing|requiring|require|need|ask(?: for)?|"
                    rf"wait(?: for)?|check|verify|confirm|call back)(?: [\w-]+){{0,2}}? (?:{_CHECK}|first|back|anyone|"
                    rf"the user|them|him|her|approval|permission)\b"),
+    # Rules set aside, whichever rules: an order to break them.
+    ("trust", 0.6, r"\b(?:ignore|disregard|bypass|circumvent|evade|violate|skip|waive|override) (?:the |any |all |every |"
+                   r"those |these )?(?:[\w-]+ ){0,2}?(?:rules|regulations|policies|restrictions|requirements|laws|"
+                   r"compliance|controls|safeguards|guardrails|protocols)\b"),
+    # Nobody to be asked: the check that someone else approves, dropped.
+    ("trust", 0.6, r"\b(?:nobody|no one|no-one|noone) (?:needs?|has|have|is required|is expected) to (?:be )?(?:asked|"
+                   r"consulted|told|informed|notified|involved|called|checked with)\b"),
+    # Another's words taken for the owner's ("requests signed X are Emma's own instructions").
+    ("trust", 0.6, r"\b(?:are|is|counts? as|come from|comes from) (?:the )?(?:[\w-]+'s|my|our|your) own "
+                   r"(?:instructions?|requests?|orders?|words|messages?|decisions?|commands?)\b"),
+    # A check's absence named ("without written approval"): a hint, an order only with another shape.
+    ("trust", 0.3, rf"\bwithout (?:any |a |the |prior |further |written |formal |second )?{_CHECK}\b"),
+    # Someone empowered to act for the owner: whom to trust.
+    ("trust", 0.6, r"\b(?:authori[sz]ed|allowed|permitted|entitled|empowered|cleared) to (?:approve|sign|authori[sz]e|"
+                   r"decide|act|speak|order|pay|grant)\b[^.\n]{0,60}?\bon (?:[\w-]+'s|my|our|his|her|their) behalf\b"),
     # an override phrase before an ordinary fact
-    ("override", 0.6, r"\b(?:ignore|disregard|forget|override|discard) (?:all |any |the |your |my )?(?:previous|prior|"
+    ("override", 0.6, r"\b(?:ignore|disregard|forget|override|discard|scratch|scrap|drop|erase|delete|void|dismiss|"
+                      r"throw out|set aside) (?:all |any |the |your |my )?(?:previous|prior|"
                       r"earlier|above|other|existing|old|original)(?: [\w-]+){0,2}? (?:instructions?|rules?|guidelines|"
+                      r"guidance|directions?|orders?|commands?|prompts?|messages?|advice|"
                       r"notes?|records?|memor(?:y|ies)|information|facts?|entries|context|data|values?|details?)\b"),
     ("override", 0.6, r"\b(?:this|the following) (?:overrides|supersedes|replaces|takes precedence over)\b"),
     ("override", 0.6, r"\b(?:ignore|disregard|forget|override) (?:what|whatever|anything|everything) (?:the |your |my |our )?"
-                      r"[\w' -]{0,40}?(?:says|said|states|stated|told|tells|reads|wrote|writes|instructs|instructed)\b"),
+                      r"[\w' -]{0,40}?(?:says|said|states|stated|told|tells|reads|wrote|writes|written|noted|recorded|instructs|"
+                      r"instructed)\b"),
     ("override", 0.5, r"\b(?:important|urgent|attention|notice|system (?:note|notice|update|message)|admin(?:istrator)? "
                       r"(?:note|notice)|new (?:policy|rule|instruction|procedure))\s*[:!]"),
     # bracketed role play
-    ("roleplay", 0.6, r"[\[{(<]\s*(?:system|assistant|admin|administrator|operator|developer|persona|role|mode|sudo|"
+    ("roleplay", 0.6, r"[\[{(<]\s*(?:role-?play ?: ?\w*|system|assistant|admin|administrator|operator|developer|persona|role|mode|sudo|"
                       r"override|root|supervisor|instruction|instructions|inst|sys|agent|ai|dev|debug|god|jailbreak|ooc|"
                       r"hidden|internal|secret|note to (?:the )?(?:ai|assistant|agent|bot))(?:\b|_)"
                       r"[^\]})>\n]{0,80}[\]})>](?:[^(]|$)"),
@@ -205,8 +244,12 @@ _SHAPES: list[tuple[str, float, str]] = [
     # class representative" is a fact about Lena.
     ("roleplay", 0.5, r"(?:^|[.!?;:\[{(<]\s*|\n|\byou |\bplease |\bnow |\bto )(?:act|behave|respond|answer|reply|speak) "
                       r"as (?:if you were |though you were )?(?:an? |the )"),
+    # A text that names itself a rule or a policy ("Escalation policy (ref: X): ...") is one.
+    ("procedure", 0.5, r"(?:^|[.!?;]\s*|\n)(?:[\w-]+ ){0,3}?(?:rule|policy|procedure|protocol|directive|standing order)"
+                       r"(?: \([^)\n]{0,40}\))?\s*:"),
     # conditional procedures addressed to a reader
-    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}{_OPENING}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, "
+                       rf"(?:always |then |just |"
                        rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
                        rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
     ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"

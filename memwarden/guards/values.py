@@ -24,6 +24,7 @@ from functools import lru_cache
 
 import re2
 
+from memwarden.guards.function_words import ORDINAL_SUFFIXES, STOP_WORDS
 from memwarden.guards.injection import fold
 from memwarden.guards.ruleset import project
 
@@ -58,16 +59,27 @@ _PATTERNS: dict[str, re2._Regexp] = {
                            rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
                            rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
     "route": _compile(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
-                      rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed)\s+"
+                      rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
+                      rf"restricted|limited|reserved|assigned)\s+"
                       rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
                       rf"(?:['\s]+{_WI}+){{0,2}})"),
-    "amount": _compile(rf"([$\x01])\s*({_D}+(?:[.,]{_D}+)*)|{_EDGE}({_D}+(?:[.,]{_D}+)*)\s*(x\b|%|{_L}+)"),
+    # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
+    "amount": _compile(rf"([$\x01])\s*({_D}+(?:[.,]{_D}+)*)|(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*(x\b|%|{_L}+)"),
 }
 _CURRENCY = frozenset("$€£¥₹₩₽")
+# Whom to trust opened to anyone: weakened whether or not a check is named.
+_OPENED = _compile(r"\b(?:anyone|anybody|whoever|everyone|everybody)\b")
 _WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
                      r"anyone|anybody|whoever)\b")
+# What a weakening weakens: a check, an approval, a second person, an identity proof. "Tea
+# without sugar" weakens nothing; "paid without a call-back" does.
+_CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|sign(?:ed)?[- ]?offs?|review\w*|"
+                  r"authori[sz]\w*|call-?backs?|call(?:ed|ing)? back|second (?:nurse|signature|person|check|pair)|"
+                  r"witness\w*|double-?check\w*|audit\w*|consent\w*|validat\w*|inspect\w*|four-eyes|two-person|"
+                  r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|passcodes?|pin|otp|permission|clearance|"
+                  r"keys?|locks?|badges?|credentials?)\b")
 _DATE = re2.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
 _GROUPING = str.maketrans("", "", " -./\t")
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
@@ -109,6 +121,16 @@ class Values:
     #: More matches of one pattern than :data:`MAX_MATCHES`: the rest were not read, so the
     #: values cannot be compared (the contradiction check holds such a text for review).
     overflow: bool = False
+    #: The text names a check, an approval or a proof of identity (what a weakening weakens).
+    names_check: bool = False
+    #: Someone's role or right given to anyone ("whoever calls", "anyone on the list").
+    opened: bool = False
+
+    def weakens(self, established: Values) -> bool:
+        """True when this text weakens a check the established one does not: a weakening
+        ("alone", "without", "directly") where one of the two texts names a check, or a role
+        opened to anyone ("whoever calls")."""
+        return self.weakened and not established.weakened and (self.opened or self.names_check or established.names_check)
 
     def changes(self, established: Values) -> list[tuple[str, str, str]]:
         """(category, new key, established key it replaces) for each category both texts
@@ -128,7 +150,6 @@ class Values:
 #: 16k of them (200 ms); a text with more values than this is no fact about one procedure.
 MAX_MATCHES = 512
 
-_AMOUNT_WORDS = frozenset("""a an the of to in on at by for and or is are was were per each every times""".split())
 
 
 # Units of one dimension, by their size in its base unit: 5 mg and 5 g are one quantity in two
@@ -139,6 +160,12 @@ _VOLUME = {"ml": "1", "milliliter": "1", "millilitre": "1", "cc": "1", "cl": "10
            "l": "1000", "liter": "1000", "litre": "1000"}
 _SCALES = {unit: (dimension, Decimal(size)) for dimension, sizes in (("mass:mg", _MASS), ("volume:ml", _VOLUME))
            for unit, size in sizes.items()}
+
+# What follows a number without being its unit: a function word of any of the five languages
+# ("facture 4 de Müller", "Zimmer 12 ist frei": the number labels something), an ordinal's
+# ending ("12th"), a time of day ("um 17 Uhr", "9 am": a moment, not a quantity), or a count
+# word. Units of mass and volume stay units whatever they spell ("5 l").
+_NOT_UNITS = (STOP_WORDS | ORDINAL_SUFFIXES | frozenset("times uhr pm".split())) - _SCALES.keys()
 
 
 def _measure(unit: str, number: str) -> tuple[str, str]:
@@ -152,6 +179,28 @@ def _measure(unit: str, number: str) -> tuple[str, str]:
     except InvalidOperation:
         return unit, number
     return scale[0], format(base.normalize(), "f")
+
+
+# "Signed off by Friday", "sent to the board by Saturday": after "by" a moment is a deadline,
+# not who approves or receives. A route's value ends where a moment or a time preposition
+# starts, and is no route when it starts with one (or with a number: "by 5 pm", "by the 12th").
+_MOMENTS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays
+fridays saturdays sundays today tomorrow tonight yesterday noon midday midnight morning afternoon evening night weekend
+end eod eow cob next this last january february march april may june july august september october november december
+by before until till on at in within during every each""".split())
+
+
+def _who(value: str) -> str:
+    """The approver or recipient a route names, without a deadline after it ("" for none)."""
+    words = value.split()
+    if words and words[0].casefold() == "the":
+        words = words[1:]
+    kept = []
+    for word in words:
+        if word.casefold() in _MOMENTS or word[:1].isdigit():
+            break
+        kept.append(word)
+    return " ".join(kept)
 
 
 @lru_cache(maxsize=512)
@@ -186,9 +235,12 @@ def procedure_values(text: str) -> Values:
         add("destination", span(match))
     for match in matches("account"):
         add("account", span(match, 1 if match.group(1) is not None else 2))
-    for category in ("credential", "route"):
-        for match in matches(category):
-            add(category, span(match, 1))
+    for match in matches("credential"):
+        add("credential", span(match, 1))
+    for match in matches("route"):
+        who = _who(span(match, 1))
+        if who:
+            add("route", who)
     for match in matches("amount"):
         if match.group(1) is not None:
             symbol = span(match, 1)
@@ -196,8 +248,9 @@ def procedure_values(text: str) -> Values:
                 found.setdefault(f"amount:{symbol}", set()).add(_number(span(match, 2)))
         else:
             unit = span(match, 4).casefold()
-            if unit not in _AMOUNT_WORDS:
+            if fold(unit) not in _NOT_UNITS:
                 # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
                 category, number = _measure(unit.rstrip("s") or unit, _number(span(match, 3)))
                 found.setdefault(f"amount:{category}", set()).add(number)
-    return Values({k: frozenset(v) for k, v in found.items()}, _WEAKENED.search(data) is not None, raw, overflow)
+    return Values({k: frozenset(v) for k, v in found.items()}, _WEAKENED.search(data) is not None, raw, overflow,
+                  _CHECK.search(data) is not None, _OPENED.search(data) is not None)
