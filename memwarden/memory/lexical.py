@@ -40,6 +40,7 @@ import threading
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -356,6 +357,7 @@ class IndexedBackend(DelegatingBackend):
     def __init__(self, inner: Backend, index: LexicalIndex) -> None:
         super().__init__(inner)
         self._index = index
+        self._worker: ThreadPoolExecutor | None = None  # see upsert_after
 
     @classmethod
     def open(cls, inner: Backend, path: str | Path, *, repair: bool = True) -> IndexedBackend:
@@ -420,6 +422,34 @@ class IndexedBackend(DelegatingBackend):
         self._index.upsert(ids, documents, metadatas)
         self._then(ids, lambda: self._inner.upsert(ids, embeddings, documents, metadatas))
 
+    def upsert_after(self, gate: Callable[[], None], ids: Sequence[str], embeddings: Callable[[], Any],
+                     documents: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """See :func:`~memwarden.memory.backends.upsert_after`: the index's transaction (its
+        rows and pending marks, synced) runs in the index's thread while ``gate`` (the audit
+        commit) runs in this one, and Chroma is called only once both are done. The order
+        that matters holds: the audit entries and the pending marks are on disk before
+        Chroma has the rows. If the gate fails, the index takes back what Chroma holds of
+        ``ids`` (none of the new rows), as after a failed Chroma call; a crash in between
+        leaves marks that the next open re-reads from Chroma the same way."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="memwarden-lexical")
+        indexed = self._worker.submit(self._index.upsert, ids, documents, metadatas)
+        try:
+            gate()
+            indexed.result()  # the index's own failure stops the write before Chroma, as in upsert
+        except BaseException:
+            # Whatever stopped it (the gate, an interrupt while waiting), rows the index has
+            # committed will never reach Chroma: it takes back what Chroma holds of them.
+            if not indexed.cancel() and indexed.exception() is None:
+                try:
+                    self._reconcile(ids)
+                except Exception:  # noqa: BLE001 - the marks stay (never done): the next open re-reads them
+                    pass
+                else:
+                    self._index.done(ids)
+            raise
+        self._then(ids, lambda: self._inner.upsert(ids, embeddings(), documents, metadatas))
+
     def update_metadata(self, ids, metadatas) -> None:
         self._index.update_metadata(ids, metadatas)
         self._then(ids, lambda: self._inner.update_metadata(ids, metadatas))
@@ -460,6 +490,8 @@ class IndexedBackend(DelegatingBackend):
             self._reconcile(ids)
 
     def close(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown()
         try:
             self._inner.close()
         finally:
