@@ -124,6 +124,7 @@ ALLOWED_WARDS = (0, 1, 2)          # alice reads 3 of 10 wards: ~30% of the rows
 PATIENT_SHARE = 0.7                 # the rest are ward notes; both readable by a physician
 SEED = 20240611
 SEED_CHUNK = 1000
+SEED_MARKER = "seeded.json"
 DEFAULT_SIZES = (1_000, 10_000)
 FULL_SIZE = 100_000
 DECISION_RULES = 1_000
@@ -387,6 +388,12 @@ class Bench:
         self.alice = self.mem.session(Principal("alice"))
         self.alice_noval = self.mem_noval.session(Principal("alice"))
         self.alice_partitions = self.mem_partitions.session(Principal("alice"))
+        # A kept store (--data-dir) says how many rows it holds and how many runs used it: the
+        # seed is not paid again, and each run's measured writes get fresh texts (and ids).
+        self.marker = root / SEED_MARKER
+        kept = json.loads(self.marker.read_text(encoding="utf-8")) if self.marker.exists() else {}
+        self.seeded = int(kept.get("rows", 0))
+        self.run = int(kept.get("runs", 0))
         self.size = 0
         self.pool = ThreadPoolExecutor(max(args.threads, 1), thread_name_prefix="bench-partitions")
         self.visible_ids: list[str] = []
@@ -394,7 +401,7 @@ class Bench:
         self.written: dict[str, list[tuple[str, np.ndarray]]] = {"memwarden": [], "raw": []}
         self.rss_points: list[tuple[int, int, float, float]] = []
         self.disk_points: list[tuple[int, int]] = []
-        self.write_serial = 0
+        self.write_serial = 1000 * self.run
         self.write_outcomes: dict[str, int] = {}
         # Query vectors: their own seeded set, looked up by text.
         qrng = np.random.default_rng([SEED, 1])
@@ -416,22 +423,30 @@ class Bench:
         gc.collect()
         rss0 = rss_mb()
         start = self.size
+        if self.seeded > start and size != self.seeded:
+            raise SystemExit(f"the kept store in {self.root} holds {self.seeded:,} seeded rows; measure that size "
+                             f"or use another --data-dir")
         for lo in range(start, size, SEED_CHUNK):
             hi = min(lo + SEED_CHUNK, size)
             ids, vecs, docs, metas, visible = self.data.rows(lo, hi)
-            self.store.upsert(ids, vecs, docs, metas)
+            if hi > self.seeded:
+                self.store.upsert(ids, vecs, docs, metas)
             self.visible_ids += [i for i, v in zip(ids, visible) if v]
             self.visible_vecs += [vec for vec, v in zip(vecs, visible) if v]
             progress.advance(task, hi - lo)
         gc.collect()
         rss1 = rss_mb()
         # Only memwarden's seeding is between the two readings: growth is its store's.
-        for lo in range(start, size, SEED_CHUNK):
+        for lo in range(max(start, self.seeded), size, SEED_CHUNK):
             hi = min(lo + SEED_CHUNK, size)
             ids, vecs, docs, metas, _ = self.data.rows(lo, hi)
             self.col.upsert(ids=ids, embeddings=vecs, documents=docs, metadatas=metas)
             progress.advance(task, hi - lo)
+        if self.seeded >= size:
+            self.console.log(f"kept store: {self.seeded:,} rows already seeded (run {self.run + 1}); RSS growth not measured")
         self.size = size
+        self.seeded = max(self.seeded, size)
+        self.marker.write_text(json.dumps({"rows": self.seeded, "runs": self.run + 1}), encoding="utf-8")
         disk = sum(f.stat().st_size for f in (self.root / "chroma").rglob("*") if f.is_file())
         raw_disk = sum(f.stat().st_size for f in (self.root / "raw").rglob("*") if f.is_file())
         self.rss_points.append((start, size, rss0, rss1))
@@ -1062,7 +1077,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=180.0,
                         help="seconds per op and size; slow ops run fewer iterations (at least 10 per repeat)")
     parser.add_argument("--out", type=Path, default=HERE / "results", help="directory for overhead.json/.png")
-    parser.add_argument("--data-dir", type=Path, default=None, help="where the stores live (default: a temp dir)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="where the stores live, kept for the next run of the same size "
+                        "(seeded once; default: a temp dir, removed)")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile governed search, get and write at the smallest size (overhead_profile_*.txt)")
     parser.add_argument("--skip-reference", action="store_true", help="skip InMemoryStore and decision costs")
@@ -1086,7 +1102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     console = Console() if Console().is_terminal else Console(width=170)
     started = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix="mw-overhead-", dir=args.data_dir))
+    # --data-dir keeps the store (seeded rows, measured writes) for the next run of the same size.
+    if args.data_dir is not None:
+        args.data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = args.data_dir or Path(tempfile.mkdtemp(prefix="mw-overhead-"))
     result: dict[str, Any] = {
         "benchmark": "overhead",
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -1146,7 +1165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   "rss_by_document": index_rss(args.search_index)}
         bench.close()
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.data_dir is None:
+            shutil.rmtree(tmp, ignore_errors=True)
     result["targets"] = targets(result)
     result["runtime_s"] = time.perf_counter() - started
     result["environment"]["load_average_end"] = list(os.getloadavg())

@@ -248,6 +248,23 @@ class ChromaBackend:
             client.close()
 
 
+def upsert_after(backend: Backend, gate: Callable[[], None], ids: Sequence[str],
+                 embeddings: Callable[[], np.ndarray], documents: Sequence[str],
+                 metadatas: Sequence[dict[str, Any]]) -> None:
+    """Upsert rows into ``backend`` once ``gate()`` has returned; if it raises, nothing of
+    them reaches the store. ``embeddings`` is called after the gate, for the rows' vectors.
+
+    A store wrapper that writes something of its own before the store call may do it while
+    the gate runs (``upsert_after`` method: the lexical index's synced transaction beside the
+    audit commit, two fsyncs of two files at once); any other store runs the gate first."""
+    beside = getattr(backend, "upsert_after", None)
+    if beside is not None:
+        beside(gate, ids, embeddings, documents, metadatas)
+        return
+    gate()
+    backend.upsert(ids, embeddings(), documents, metadatas)
+
+
 class DelegatingBackend:
     """A Backend that passes every call to ``inner``; the wrappers around the store
     (:class:`~memwarden.memory.lexical.IndexedBackend`,

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, Where
+from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, Where, upsert_after
 from memwarden.memory.codec import stored_metadata
 
 # Rows per upsert when a batch is sent (well under Chroma's maximum batch size).
@@ -112,19 +112,26 @@ class CoalescingBackend(DelegatingBackend):
                 pending = list(self._held.items())
             if not pending:
                 return
-            if self._before_send is not None:
-                try:
+            gated = False
+
+            def gate() -> None:
+                nonlocal gated
+                if self._before_send is not None:
                     self._before_send()
-                except BaseException:
-                    self._drop(pending)  # not audited, so never stored
-                    raise
+                gated = True
+
             for start in range(0, len(pending), _CHUNK):
                 part = pending[start:start + _CHUNK]
                 try:
-                    self._inner.upsert([i for i, _ in part], self._vectors([h for _, h in part]),
-                                       [h.document for _, h in part], [h.metadata for _, h in part])
+                    # The first part's store call waits for the gate; what the store's wrappers
+                    # write first (the lexical index) may run beside it (see upsert_after).
+                    upsert_after(self._inner, gate if start == 0 else lambda: None, [i for i, _ in part],
+                                 lambda: self._vectors([h for _, h in part]),
+                                 [h.document for _, h in part], [h.metadata for _, h in part])
                 except BaseException as exc:
                     self._drop(pending[start:])
+                    if not gated:
+                        raise  # not audited, so never stored: nothing to compensate
                     for callback in dict.fromkeys(h.on_failure for _, h in pending[start:] if h.on_failure):
                         callback(exc)
                     raise
