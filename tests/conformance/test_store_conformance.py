@@ -18,7 +18,9 @@ import math
 from typing import Any
 
 import pytest
-from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import (
+    BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp,
+)
 
 from tests.conformance.harness import EMBED, Harness, cosine, langgraph_lacks
 
@@ -103,6 +105,34 @@ def test_async_methods(harness: Harness, store: BaseStore) -> None:
         assert await store.aget(ns, "k") is None
 
     asyncio.run(scenario())
+
+
+# -- namespaces a put refuses ----------------------------------------------------------------
+
+
+def test_put_refuses_bad_namespaces_with_langgraphs_error(harness: Harness, store: BaseStore) -> None:
+    """Code written for LangGraph's stores catches InvalidNamespaceError around put and aput;
+    memwarden's refusal must be one too (it is also an InvalidRequest)."""
+    bad = [(), harness.ns("a.b"), harness.ns(""), harness.ns("ok", ""), ("langgraph", harness.root)]
+    for ns in bad:
+        with pytest.raises(InvalidNamespaceError):
+            store.put(ns, "k", {"v": 1})
+        with pytest.raises(InvalidNamespaceError):
+            asyncio.run(store.aput(ns, "k", {"v": 1}))
+    assert store.search((harness.root,)) == []
+
+
+def test_the_langgraph_root_is_refused_by_put_only(harness: Harness, store: BaseStore) -> None:
+    """LangGraph reserves the root label "langgraph" in put and aput, not in batch, which
+    LangGraph's own code uses below that root."""
+    ns = ("langgraph", harness.root, "internal")
+    store.batch([PutOp(ns, "k", {"v": 1})])
+    assert store.get(ns, "k").value == {"v": 1}
+    assert [i.key for i in store.search(("langgraph", harness.root))] == ["k"]
+    asyncio.run(store.abatch([PutOp(ns, "k2", {"v": 2})]))
+    assert store.get(ns, "k2").value == {"v": 2}
+    store.delete(ns, "k")
+    assert store.get(ns, "k") is None
 
 
 # -- search without a query -------------------------------------------------------------------
