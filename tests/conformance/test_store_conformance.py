@@ -22,6 +22,7 @@ from langgraph.store.base import (
     BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp,
 )
 
+from memwarden.core.errors import InvalidRequest
 from tests.conformance.harness import EMBED, Harness, cosine, langgraph_lacks
 
 pytestmark = pytest.mark.integration
@@ -433,3 +434,14 @@ def test_several_index_fields_are_embedded_apart(harness: Harness) -> None:
             _max_pooled(harness)
         pytest.xfail("one vector per item: several fields are embedded together (docs/langgraph.md)")
     _max_pooled(harness)
+
+
+def test_distance_types_other_than_cosine_are_refused(harness: Harness) -> None:
+    """What remains (docs/langgraph.md): the core ranks by cosine, so "l2" and "inner_product"
+    are refused when the store is built, never given cosine ranks under another name."""
+    langgraph_lacks(harness, "distance_type option")
+    for distance in ("l2", "inner_product"):
+        with pytest.raises(InvalidRequest, match="distance_type"):
+            with harness.store(index={"distance_type": distance}):
+                pass
+
