@@ -35,7 +35,9 @@ Every argument is checked for its type, by the convenience methods (``get``, ``p
 ``search``...) and by ``batch`` alike, and bad input raises InvalidRequest naming the argument:
 a key must be a string (LangGraph's ``str(key)`` would turn ``None`` into the key "None"), a
 namespace a tuple of labels or an "a/b" string, and LangGraph's own namespace rules (no "."
-in a label, no "langgraph" root for a put) hold as InvalidRequest too.
+in a label; no "langgraph" root in ``put``, which ``batch`` allows, as in LangGraph) hold too:
+a bad namespace raises InvalidStoreNamespace, an InvalidRequest that is also LangGraph's
+InvalidNamespaceError (:mod:`memwarden.integrations.store_namespaces`).
 """
 
 from __future__ import annotations
@@ -57,9 +59,10 @@ from memwarden.core.errors import InvalidRequest, NotFound
 from memwarden.integrations.binding import require_principal
 from memwarden.core.arguments import encodable, iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
-from memwarden.core.namespace import Namespace, canonical_label, canonical_namespace, namespace_text, split_namespace
+from memwarden.core.namespace import Namespace, canonical_namespace, namespace_text
 from memwarden.core import ops as mw
 from memwarden.core.valuefilter import check_filter, item_value, matches
+from memwarden.integrations.store_namespaces import match_path, put_namespace, store_namespace
 from memwarden.integrations.store_options import UNINDEXED, StoreOptions, minutes
 from memwarden.integrations.store_outcomes import PutResult, held_error, strict_requested
 
@@ -251,7 +254,7 @@ class GovernedStore(BaseStore):
         _check_window(op.limit, op.offset)
         check_filter(op.filter)
         refresh = self._refresh(op.refresh_ttl)
-        prefix = _namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
+        prefix = store_namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
         # "" asks for no query, as in LangGraph; any other non-string is refused by the core.
         query = None if op.query is None or op.query == "" else op.query
         page_found = (self._listed(principal, prefix, op) if query is None
@@ -337,17 +340,6 @@ def _operations(ops: object) -> list[Op]:
     return items
 
 
-def _namespace(value: object, what: str, *, allow_empty: bool = False, put: bool = False) -> Namespace:
-    """A canonical namespace that also keeps LangGraph's rules for store namespaces."""
-    namespace = canonical_namespace(value, allow_empty=allow_empty, what=what)
-    for i, label in enumerate(namespace):
-        if "." in label:
-            raise InvalidRequest(f"{what} label {i} {label!r} contains '.', which LangGraph store namespaces may not")
-    if put and namespace[0] == "langgraph":
-        raise InvalidRequest(f"{what} may not start with 'langgraph' (LangGraph reserves that root)")
-    return namespace
-
-
 def _key(value: object) -> str:
     if not isinstance(value, str):
         raise InvalidRequest(f"key must be a string, got {type(value).__name__}")
@@ -357,7 +349,7 @@ def _key(value: object) -> str:
 
 
 def _item_id(namespace: object, key: object) -> str:
-    return keyed_id(_namespace(namespace, "namespace"), _key(key))
+    return keyed_id(store_namespace(namespace, "namespace"), _key(key))
 
 
 
@@ -367,6 +359,7 @@ def _get_op(namespace: object, key: object, refresh_ttl: object) -> GetOp:
 
 
 def _put_op(namespace: object, key: object, value: object, index: object, ttl: object) -> PutOp:
+    put_namespace(namespace)  # put's own rule (the reserved root); batch checks the rest
     return PutOp(namespace, key, value, index, None if ttl is NOT_PROVIDED else ttl)  # type: ignore[arg-type]
 
 
@@ -380,21 +373,9 @@ def _search_op(prefix: object, query: object, filter_by: object, limit: object, 
 
 
 def _list_op(prefix: object, suffix: object, max_depth: object, limit: object, offset: object) -> ListNamespacesOp:
-    conditions = tuple(MatchCondition(kind, _path(path, kind)) for kind, path in (("prefix", prefix), ("suffix", suffix))
+    conditions = tuple(MatchCondition(kind, match_path(path, kind)) for kind, path in (("prefix", prefix), ("suffix", suffix))
                        if path is not None and path != ())
     return ListNamespacesOp(conditions, max_depth, limit, offset)  # type: ignore[arg-type]
-
-
-def _path(value: object, what: str) -> tuple[str, ...]:
-    """A match path: labels or "*", as a tuple or an "a/*/c" string."""
-    return tuple(p if p == "*" else _label(p, f"{what} label {i}") for i, p in enumerate(split_namespace(value, what=what)))
-
-
-def _label(value: object, what: str) -> str:
-    label = canonical_label(value, what=what)
-    if "." in label:
-        raise InvalidRequest(f"{what} {label!r} contains '.', which LangGraph store namespaces may not")
-    return label
 
 
 def _index(value: object) -> None:
@@ -405,7 +386,7 @@ def _index(value: object) -> None:
 
 
 def _write_op(op: PutOp, options: StoreOptions) -> mw.WriteOp:
-    namespace, key = _namespace(op.namespace, "namespace", put=True), _key(op.key)
+    namespace, key = store_namespace(op.namespace, "namespace"), _key(op.key)
     _index(op.index)
     if not isinstance(op.value, Mapping):
         raise InvalidRequest(f"a store value must be a mapping, got {type(op.value).__name__}")
@@ -481,7 +462,7 @@ def _canonical_condition(condition: object, what: str) -> MatchCondition:
     match_type, path = condition
     if match_type not in ("prefix", "suffix"):
         raise InvalidRequest(f"{what}: match_type must be 'prefix' or 'suffix', got {shown(match_type)}")
-    return MatchCondition(match_type, _path(path, f"{what} path"))
+    return MatchCondition(match_type, match_path(path, f"{what} path"))
 
 
 def _literal_head(path: tuple[str, ...]) -> Namespace:

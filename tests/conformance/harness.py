@@ -51,8 +51,9 @@ BACKENDS = ["langgraph", "embedded", "server"]
 
 
 def _policy(root: str) -> str:
-    return "".join(f"p, member, {root}/**, {action}\n" for action in ("read", "write", "update", "forget")) \
-        + "g, tester, member\n"
+    # The test's root, and its place below LangGraph's reserved root (which batch may write).
+    return "".join(f"p, member, {place}/**, {action}\n" for place in (root, f"langgraph/{root}")
+                   for action in ("read", "write", "update", "forget")) + "g, tester, member\n"
 
 
 @dataclass

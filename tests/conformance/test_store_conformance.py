@@ -18,8 +18,11 @@ import math
 from typing import Any
 
 import pytest
-from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import (
+    BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp,
+)
 
+from memwarden.core.errors import InvalidRequest
 from tests.conformance.harness import EMBED, Harness, cosine, langgraph_lacks
 
 pytestmark = pytest.mark.integration
@@ -103,6 +106,34 @@ def test_async_methods(harness: Harness, store: BaseStore) -> None:
         assert await store.aget(ns, "k") is None
 
     asyncio.run(scenario())
+
+
+# -- namespaces a put refuses ----------------------------------------------------------------
+
+
+def test_put_refuses_bad_namespaces_with_langgraphs_error(harness: Harness, store: BaseStore) -> None:
+    """Code written for LangGraph's stores catches InvalidNamespaceError around put and aput;
+    memwarden's refusal must be one too (it is also an InvalidRequest)."""
+    bad = [(), harness.ns("a.b"), harness.ns(""), harness.ns("ok", ""), ("langgraph", harness.root)]
+    for ns in bad:
+        with pytest.raises(InvalidNamespaceError):
+            store.put(ns, "k", {"v": 1})
+        with pytest.raises(InvalidNamespaceError):
+            asyncio.run(store.aput(ns, "k", {"v": 1}))
+    assert store.search((harness.root,)) == []
+
+
+def test_the_langgraph_root_is_refused_by_put_only(harness: Harness, store: BaseStore) -> None:
+    """LangGraph reserves the root label "langgraph" in put and aput, not in batch, which
+    LangGraph's own code uses below that root."""
+    ns = ("langgraph", harness.root, "internal")
+    store.batch([PutOp(ns, "k", {"v": 1})])
+    assert store.get(ns, "k").value == {"v": 1}
+    assert [i.key for i in store.search(("langgraph", harness.root))] == ["k"]
+    asyncio.run(store.abatch([PutOp(ns, "k2", {"v": 2})]))
+    assert store.get(ns, "k2").value == {"v": 2}
+    store.delete(ns, "k")
+    assert store.get(ns, "k") is None
 
 
 # -- search without a query -------------------------------------------------------------------
@@ -422,3 +453,14 @@ def test_several_index_fields_are_embedded_apart(harness: Harness) -> None:
             _max_pooled(harness)
         pytest.xfail("one vector per item: several fields are embedded together (docs/langgraph.md)")
     _max_pooled(harness)
+
+
+def test_distance_types_other_than_cosine_are_refused(harness: Harness) -> None:
+    """What remains (docs/langgraph.md): the core ranks by cosine, so "l2" and "inner_product"
+    are refused when the store is built, never given cosine ranks under another name."""
+    langgraph_lacks(harness, "distance_type option")
+    for distance in ("l2", "inner_product"):
+        with pytest.raises(InvalidRequest, match="distance_type"):
+            with harness.store(index={"distance_type": distance}):
+                pass
+
