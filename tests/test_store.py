@@ -259,6 +259,15 @@ def test_unknown_filter_operator_is_rejected_up_front(shared: tuple[GovernedStor
         store.search(("notes",), filter={"kind": {"$regex": "ta.*"}})
 
 
+def test_a_malformed_filter_key_is_refused_in_langgraphs_words(shared: tuple[GovernedStore, InMemoryStore]) -> None:
+    # LangGraph's SQL stores raise ValueError("Invalid filter key ...") for a key that is no
+    # path; code written for them matches on it.
+    store, _ = shared
+    for key in ("kind') = 'task' OR '1'='1' OR json_extract(value, '$.", "a..b", ""):
+        with bind_principal(OLGA), pytest.raises(ValueError, match="Invalid filter key"):
+            store.search(("notes",), filter={key: "x"})
+
+
 def test_limit_and_offset_page_through_all_items(shared: tuple[GovernedStore, InMemoryStore]) -> None:
     store, _ = shared
     with bind_principal(OLGA):

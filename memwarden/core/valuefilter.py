@@ -40,7 +40,9 @@ def check_filter(filter_by: object, where: str = "filter") -> None:
         raise InvalidRequest(f"{where} must be a mapping, got {type(filter_by).__name__}")
     for key, value in filter_by.items():
         if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
-            raise InvalidRequest(f"{where} key {shown(key)} must be a field name or a dotted path of them")
+            # "Invalid filter key" first: the words LangGraph's SQL stores use for it.
+            raise InvalidRequest(f"Invalid {where} key {shown(key)}: it must be a field name or a dotted path of "
+                                 "field names")
         if isinstance(value, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in value):
             unknown = sorted(set(map(str, value)) - OPERATORS)
             if unknown:
