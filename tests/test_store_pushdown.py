@@ -108,6 +108,7 @@ def _search(mem: Memory, principal: Principal, prefix: tuple, **kwargs: Any) -> 
     return [(i.namespace, i.key, json.dumps(i.value, sort_keys=True)) for i in found]
 
 
+@pytest.mark.slow  # the differential properties: make test runs them, test-fast leaves them out
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(items=puts, notes=plain, filter_by=filters, where=st.sampled_from([(), ("open",), ("hidden",), ("open", "p")]),
        window=st.tuples(st.integers(0, 3), st.integers(1, 4)), who=st.sampled_from([WRITER, READER]))
@@ -132,6 +133,7 @@ def test_filter_only_search_is_the_same_on_both_paths_and_the_old_filter(
     assert page["sq8"] == full["sq8"][offset: offset + limit]
 
 
+@pytest.mark.slow  # the differential properties: make test runs them, test-fast leaves them out
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(items=puts, notes=plain, depth=st.sampled_from([None, 3, 4]), suffix=st.sampled_from([None, ("p",), ("*",)]),
        window=st.tuples(st.integers(0, 2), st.integers(1, 5)), who=st.sampled_from([WRITER, READER]))
