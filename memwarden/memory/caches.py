@@ -24,6 +24,7 @@ from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
 from memwarden.core.records import Kind, MemoryRecord, Status
 from memwarden.core.schema import LESSONS_NAMESPACE
+from memwarden.memory.writers import across_writers, record_writer
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
 
@@ -103,11 +104,15 @@ class Related:
 
 
 class SubjectIndex:
-    """The most recent active records of the kinds in :data:`INDEXED_KINDS` per subject.
+    """Active records of the kinds in :data:`INDEXED_KINDS` per subject, chosen writer by writer.
 
-    ``per_subject`` records are kept per subject (the most recently written; a subject is
-    loaded from the store on first use, up to ``per_subject`` records in storage order), for
-    at most ``subjects`` subjects (least recently used go first).
+    ``per_subject`` records are kept per subject, for at most ``subjects`` subjects (least
+    recently used go first). Which records: each writer's newest, in turn
+    (:func:`~memwarden.memory.writers.across_writers`), both when a subject is loaded from the
+    store on first use and when a new record pushes one out: a writer's new record evicts its
+    own oldest when it holds the most, never the only record of another writer (one agent's
+    flood of harmless records evicted the established record the contradiction check compares
+    a change with).
     """
 
     def __init__(self, load: Callable[[str, int], list[MemoryRecord]], *, per_subject: int = 64,
@@ -136,8 +141,10 @@ class SubjectIndex:
                     entries = held[1]
                     entries[record.id] = related
                     entries.move_to_end(record.id)
-                    while len(entries) > self._per_subject:
-                        entries.popitem(last=False)
+                    if len(entries) > self._per_subject:
+                        kept = across_writers(reversed(entries.values()), lambda r: record_writer(r.record))
+                        entries.clear()
+                        entries.update((r.record.id, r) for r in reversed(kept[:self._per_subject]))
 
     def discard(self, records: Iterable[MemoryRecord]) -> None:
         """These records are no longer what the store holds under their ids."""

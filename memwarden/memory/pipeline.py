@@ -62,6 +62,7 @@ from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.memory.tracing import GOVERNED, finish_operation, start_operation, use_operation
 from memwarden.memory.view import StoreView
+from memwarden.memory.writers import SUBJECT_SCAN, across_writers, newest_across_writers, record_writer
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
 from memwarden.policies.subjects import Subjects
@@ -194,9 +195,10 @@ class Pipeline:
             return []
         mine = content_words(record.content)
         found: list[MemoryRecord] = []
-        # Ranked first (set sizes are cheap), checked against the policy only until k are found.
-        for related in sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine),
-                              reverse=True):
+        # Ranked first (set sizes are cheap), then served writer by writer (one writer's
+        # paraphrases must not fill the k), checked against the policy only until k are found.
+        ranked = sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine), reverse=True)
+        for related in across_writers(ranked, lambda r: record_writer(r.record)):
             if (related.record.id != record.id and (not other_writers or by_another(record, related.record))
                     and ctx.sees(related.record)):
                 found.append(related.record)
@@ -525,8 +527,10 @@ class Pipeline:
         # costs by the rows a clause matches; visibility and kind are tested here.
         now = utcnow().timestamp()
         kinds = {k.value for k in INDEXED_KINDS}
-        return [from_row(row) for row in self.view.subject_rows(subject, 4 * limit)
-                if visible_metadata(row.metadata, now) and row.metadata.get(Meta.KIND) in kinds][:limit]
+        rows = [row for row in self.view.subject_rows(subject, SUBJECT_SCAN)
+                if visible_metadata(row.metadata, now) and row.metadata.get(Meta.KIND) in kinds]
+        # Chosen writer by writer: one writer's flood must not keep another's records out.
+        return [from_row(row) for row in newest_across_writers(rows, limit)]
 
     def _load_lessons(self, limit: int) -> list[MemoryRecord]:
         """The newest ``limit`` active lesson records."""

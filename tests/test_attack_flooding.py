@@ -1,0 +1,133 @@
+"""Attacks on what the write and read checks compare with: one writer flooding a subject.
+
+The contradiction check compares a new record with the records about its subject (the
+subject index, a bounded cache of the store), the nearest k of them; read-time consensus
+counts the related records that contradict a hit. Every one of these windows was filled by
+record count, so one writer with many harmless records could decide what was compared:
+
+- the subject index kept the 64 most recent records per subject: 64 harmless writes evicted
+  the established record, and a changed account planted next was compared with the flood;
+- after a restart the index loaded a subject's records in storage order, the first 256 rows:
+  a flood written before the established record kept it out;
+- the nearest k related records were taken by word overlap whoever wrote them: k harmless
+  paraphrases of its own hid the established record from the check of a contradiction;
+- consensus counted records: three copies of a poison made a true record "contested", and
+  kept the poison from being contested.
+
+Now a writer is one voice: each writer's records are chosen in turn (memory/writers.py), and
+consensus counts writers. Each test failed on the code before the change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from memwarden import Memory, Principal, Status, WriteOp
+from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.memory.writers import across_writers
+
+WARD = ("ward3", "patients", "p12")
+ACCOUNT = "Invoices for patient 12 are paid into account DE89 3704 0044 0532 0130 00."
+CHANGED = "Invoices for patient 12 are paid into account GB29 NWBK 6016 1331 9268 19."
+
+
+def _open(path: Path, **kw) -> Memory:
+    return Memory.open(path, policy="hospital", embedding=HashingEmbedding(), **kw)
+
+
+def _harmless(i: int) -> str:
+    # Distinct words per record (no numbers to compare, nothing to contradict).
+    a, b = divmod(i, 26)
+    return f"Observation note {chr(97 + a)}{chr(97 + b)}: patient twelve rested calmly during the ward round."
+
+
+@pytest.mark.integration
+def test_a_flood_of_harmless_records_does_not_evict_the_established_one(tmp_path: Path) -> None:
+    with _open(tmp_path / "data") as mem:
+        alice = mem.session(Principal("alice", roles=["physician"]))
+        bob = mem.session(Principal("bob", roles=["nurse"]), source="agent")
+        assert alice.write(ACCOUNT, WARD, subjects=["p12"]).status is Status.ACTIVE
+        for i in range(70):  # more than the 64 records the subject index keeps per subject
+            assert bob.write(_harmless(i), WARD, subjects=["p12"]).status is Status.ACTIVE
+        assert bob.write(CHANGED, WARD, subjects=["p12"]).status is Status.QUARANTINED
+
+
+@pytest.mark.integration
+def test_a_flood_written_before_the_established_record_does_not_hide_it_after_a_restart(tmp_path: Path) -> None:
+    with _open(tmp_path / "data") as mem:
+        bob = mem.session(Principal("bob", roles=["nurse"]), source="agent")
+        done = bob.batch([WriteOp(_harmless(i), WARD, subjects=("p12",)) for i in range(300)])
+        assert all(r.status is Status.ACTIVE for r in done)
+        alice = mem.session(Principal("alice", roles=["physician"]))
+        assert alice.write(ACCOUNT, WARD, subjects=["p12"]).status is Status.ACTIVE
+    with _open(tmp_path / "data") as mem:  # the subject index is loaded from the store
+        bob = mem.session(Principal("bob", roles=["nurse"]), source="agent")
+        assert bob.write(CHANGED, WARD, subjects=["p12"]).status is Status.QUARANTINED
+
+
+@pytest.mark.integration
+def test_paraphrases_of_its_own_do_not_hide_the_record_a_fact_contradicts(tmp_path: Path) -> None:
+    with _open(tmp_path / "data") as mem:
+        alice = mem.session(Principal("alice", roles=["physician"]))
+        bob = mem.session(Principal("bob", roles=["nurse"]), source="agent")
+        assert alice.write("Patient 12 is allergic to penicillin.", WARD, subjects=["p12"]).status is Status.ACTIVE
+        # Control: alone, the contradiction is held.
+        assert bob.write("Patient 12 is not allergic to penicillin.", WARD,
+                         subjects=["p12"]).status is Status.QUARANTINED
+        # The attack: more records of its own, nearer to the poison than the established one.
+        for word in ("gladly", "kindly", "warmly", "calmly", "firmly", "softly", "boldly"):
+            own = bob.write(f"Patient 12 is not allergic to penicillin dust mites, noted {word}.", WARD,
+                            subjects=["p12"])
+            assert own.status is Status.ACTIVE
+        assert bob.write("Patient 12 is not allergic to penicillin at all.", WARD,
+                         subjects=["p12"]).status is Status.QUARANTINED
+
+
+POLICY = """
+p, staff, ward/**, read
+p, staff, ward/**, write
+g, w, staff
+g, n1, staff
+g, mallory, staff
+"""
+
+
+@pytest.mark.integration
+def test_copies_of_a_poison_are_one_voice_in_read_time_consensus(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.csv"
+    policy.write_text(POLICY, encoding="utf-8")
+    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), validators=[]) as mem:
+        w, n1, mallory = (mem.session(Principal(p)) for p in ("w", "n1", "mallory"))
+        true1 = w.write("Patient 12 is allergic to penicillin", "ward/a", subjects=["p12"])
+        true2 = n1.write("Patient 12 is allergic to penicillin.", "ward/b", subjects=["p12"])
+        poison = [mallory.write(f"Patient 12 is not allergic to penicillin{end}", "ward/c", subjects=["p12"])
+                  for end in ("", ".", "!")]
+        hits = {h.record.id: h for h in w.search("penicillin allergy patient 12", "ward", k=10, consensus=True)}
+        assert hits.keys() == {true1.id, true2.id, *(p.id for p in poison)}
+        # One writer against one: no majority against the true record, whatever the copies.
+        assert not hits[true1.id].contested and set(hits[true1.id].contradicted_by) == {p.id for p in poison}
+        assert not hits[true2.id].contested
+        # Two writers against the poison; its own copies are one voice for it.
+        assert all(hits[p.id].contested for p in poison)
+
+
+# -- the rule itself ---------------------------------------------------------------------------
+
+@pytest.mark.unit
+@given(st.lists(st.sampled_from("abcd"), max_size=40))
+def test_each_writer_is_served_in_turn(writers: list[str]) -> None:
+    items = list(enumerate(writers))  # (preference, writer), best first
+    out = across_writers(items, writer=lambda item: item[1])
+    assert sorted(out) == items  # a reordering, nothing lost or added
+    for w in set(writers):  # each writer's own order is kept
+        assert [i for i in out if i[1] == w] == [i for i in items if i[1] == w]
+    total = {w: writers.count(w) for w in writers}
+    seen: dict[Hashable, int] = {}
+    for _, w in out:  # in every prefix, no writer is two ahead of one that still has records
+        seen[w] = seen.get(w, 0) + 1
+        assert all(seen[w] <= seen.get(v, 0) + 1 for v in total if seen.get(v, 0) < total[v])
+
