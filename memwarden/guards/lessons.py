@@ -80,6 +80,11 @@ __all__ = ["LessonValidator", "Lesson", "LessonIndex", "Lessons", "lesson_conten
 
 LESSON_HEADER = "memwarden-lesson/3"
 SKETCH_SIZE = 64
+#: The verdicts of people's decisions that leave lessons: a quorum of reviewers rejected the
+#: record, someone retracted another's record. A writer retracting its own record is
+#: ``SELF_RETRACTION``: anyone may make many of those, so they rank with validators'.
+QUORUM, RETRACTION, SELF_RETRACTION = "quorum", "retraction", "self-retraction"
+DECIDED_BY_PEOPLE = frozenset({QUORUM, RETRACTION})
 DEFAULT_THRESHOLD = 0.6
 DEFAULT_WORD_THRESHOLD = 0.8
 
@@ -133,6 +138,10 @@ class Lesson:
     signals: tuple[str, ...]
     shingles: frozenset[int]
     words: frozenset[int] = frozenset()
+    #: People decided it (a quorum's rejection, a retraction by someone other than the
+    #: writer), not a validator nor the writer itself: such lessons are kept first, so that a
+    #: flood of rejected writes cannot push them out (tests/test_attack_flooding.py).
+    decided: bool = False
 
 
 def _hex_hashes(value: str) -> frozenset[int]:
@@ -152,10 +161,13 @@ def parse_lesson(content: str) -> Lesson | None:
         return None
     scope: Namespace | None = None
     signals: tuple[str, ...] = ()
+    decided = False
     sketches: dict[str, frozenset[int]] = {}
     for line in lines[1:]:
         field, _, value = line.partition(":")
-        if field == "scope":
+        if field == "validators":
+            decided = any(v.strip().split(":")[0] in DECIDED_BY_PEOPLE for v in value.split(","))
+        elif field == "scope":
             try:
                 scope = canonical_namespace(value.strip())
             except InvalidRequest:
@@ -169,7 +181,7 @@ def parse_lesson(content: str) -> Lesson | None:
                 return None
     if scope is None:
         return None
-    return Lesson(scope, signals, sketches.get("shingles", frozenset()), sketches.get("words", frozenset()))
+    return Lesson(scope, signals, sketches.get("shingles", frozenset()), sketches.get("words", frozenset()), decided)
 
 
 @lru_cache(maxsize=1024)

@@ -36,8 +36,19 @@ def _stale(loaded_at: float, ttl: float | None) -> bool:
     return ttl is not None and time.monotonic() - loaded_at > ttl
 
 
+def kept_first(lessons: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+    """Lesson records in the order a bounded cache keeps them: those people decided
+    (:attr:`~memwarden.guards.lessons.Lesson.decided`) first, then the rest, newest first in
+    each. A writer can make any number of rejected writes, each leaving a lesson; by age alone
+    they pushed a reviewers' lesson out (tests/test_attack_flooding.py)."""
+    def rank(record: MemoryRecord) -> tuple[bool, float]:
+        lesson = parse_lesson(record.content)
+        return (lesson is None or not lesson.decided, -record.created_at.timestamp())
+    return sorted(lessons, key=rank)
+
+
 class LessonCache:
-    """The active lesson records (at most ``limit``), handed out as one
+    """The active lesson records (at most ``limit``, as :func:`kept_first` orders them), handed out as one
     :class:`~memwarden.guards.lessons.Lessons` tuple that stays the same object until the
     set changes, with a :class:`~memwarden.guards.lessons.LessonIndex` of them that is kept
     up to date here, as lessons are stored, so that no checked write pays for it."""
@@ -69,11 +80,11 @@ class LessonCache:
         with self._lock:
             if self._lessons is not None:
                 index = self._lessons.index
-                kept = [r for r in self._lessons if r.id != lesson.id]
+                ordered = kept_first([lesson, *(r for r in self._lessons if r.id != lesson.id)])
                 _index_one(index, lesson)
-                for gone in kept[max(0, self._limit - 1):]:
+                for gone in ordered[self._limit:]:
                     index.drop(gone.id)
-                self._lessons = _lessons([lesson, *kept[: max(0, self._limit - 1)]], index)
+                self._lessons = _lessons(ordered[:self._limit], index)
 
     def clear(self) -> None:
         """Forget everything; the next use reloads."""

@@ -42,7 +42,7 @@ from memwarden.guards.visibility import is_visible, visible_metadata
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.auditbatch import AuditBatcher
 from memwarden.memory.backends import Backend
-from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex
+from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex, kept_first
 from memwarden.memory.codec import from_row, stored_metadata, to_metadata
 from memwarden.memory.coalesce import CoalescingBackend
 from memwarden.memory.context import OpContext
@@ -533,10 +533,9 @@ class Pipeline:
         return [from_row(row) for row in newest_across_writers(rows, limit)]
 
     def _load_lessons(self, limit: int) -> list[MemoryRecord]:
-        """The newest ``limit`` active lesson records."""
+        """The first ``limit`` active lesson records as the lesson cache keeps them (kept_first)."""
         now = utcnow()
-        return sorted((r for r in self.view.kind_in(Kind.LESSON, LESSONS_NAMESPACE) if is_visible(r, now)),
-                      key=lambda r: r.created_at, reverse=True)[:limit]
+        return kept_first(r for r in self.view.kind_in(Kind.LESSON, LESSONS_NAMESPACE) if is_visible(r, now))[:limit]
 
     # -- lifetime -----------------------------------------------------------------------------------
 

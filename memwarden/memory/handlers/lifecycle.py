@@ -7,6 +7,7 @@ from memwarden.core.errors import AccessDenied, InvalidRequest
 from memwarden.core.ops import ForgetOp, RetractOp, ReviewOp, SweepOp
 from memwarden.core.records import MemoryRecord, ReviewResult, Status, content_digest, keyed_id
 from memwarden.core.schema import HELD_LABEL
+from memwarden.guards.lessons import QUORUM, RETRACTION, SELF_RETRACTION
 from memwarden.guards.validators import Outcome, Verdict
 from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
@@ -58,7 +59,8 @@ def _run_retract(op: RetractOp, got: Found, ctx: OpContext) -> tuple[list[str], 
         raise ctx.missing(op.id)
     held = _active_descendants(ctx, [record.id])
     ctx.facts.record_ids = [record.id] + [r.id for r in held]
-    verdict = Verdict(validator="retraction", outcome=Outcome.REJECT, reason=f"retracted by {ctx.principal_id}")
+    verdict = Verdict(validator=SELF_RETRACTION if ctx.principal_id == record.writer else RETRACTION,
+                      outcome=Outcome.REJECT, reason=f"retracted by {ctx.principal_id}")
     ctx.learn(record, [verdict], stored=True)
     tainted = relabel(held, Status.QUARANTINED, {"tainted_by": record.id})
     # Descendants are held wherever they live, but the caller is told only of those it may
@@ -119,7 +121,7 @@ def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult,
     elif status is Status.ACTIVE and older is not None:
         effects.append(retire(older, ctx.now))
     if status is Status.FORGOTTEN:
-        ctx.learn(decided, [Verdict(validator="quorum", outcome=Outcome.REJECT,
+        ctx.learn(decided, [Verdict(validator=QUORUM, outcome=Outcome.REJECT,
                                     reason=f"rejected by {len(rejections)} reviewers")], stored=True)
     # A reviewer who may approve but not read learns the outcome, never the content.
     shown = decided if ctx.allows("read", decided) else None
