@@ -407,7 +407,7 @@ def test_rewritten_regexes_find_what_their_plain_forms_find() -> None:
               "a", "B", ".", "é", "!", ";"]
     for text in _random_texts(spaces, 20_000, 1):
         assert fold(text) == _plain_fold_spacing(text), repr(text)
-        assert inj._SENTENCE_SPLIT.split(text) == re.split(r"[.!?;]\s+|\n", text), repr(text)
+        assert inj.SENTENCE_SPLIT.split(text) == re.split(r"[.!?;]\s+|\n", text), repr(text)
     leet = list("abz019@$!|-. \n'#_é")
     for text in _random_texts(leet, 20_000, 2):
         assert [text[a:b] for a, b in inj._leet_words(text)] == re.findall(

@@ -517,14 +517,10 @@ def _rule_set() -> RuleSet:
     return RuleSet((family, weight, prepare_rule(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
 
 
-# "[.!?;]\s+|\n" (memwarden/guards/sending.py, which judges data flows per sentence).
-_SENTENCE_SPLIT = SENTENCE_SPLIT
-
-
 def _sentences(text: str | Sequence[str], *gates: re.Pattern[str]) -> list[str]:
     """The sentences of ``text`` (or of an already split list); with ``gates``, only those in
     which one of them matches."""
-    parts = _SENTENCE_SPLIT.split(text) if isinstance(text, str) else text
+    parts = SENTENCE_SPLIT.split(text) if isinstance(text, str) else text
     return [p for p in parts if p and (not gates or any(g.search(p) for g in gates))]
 
 
@@ -872,8 +868,8 @@ def _new_sentences(decoded: str, raw: str) -> str:
     """The sentences of ``decoded`` that are not sentences of ``raw``, each with the sentence
     before and after it (a phrase may run across a sentence break): the rest of the text
     reads as it did and was scanned already."""
-    before = set(_SENTENCE_SPLIT.split(raw))
-    parts = _SENTENCE_SPLIT.split(decoded)
+    before = set(SENTENCE_SPLIT.split(raw))
+    parts = SENTENCE_SPLIT.split(decoded)
     keep = sorted({j for i, p in enumerate(parts) if p and p not in before for j in (i - 1, i, i + 1)})
     return "\n".join(parts[j] for j in keep if 0 <= j < len(parts) and parts[j])
 
@@ -881,7 +877,7 @@ def _new_sentences(decoded: str, raw: str) -> str:
 def _changed(rewritten: str, parts: Sequence[str]) -> str:
     """The sentences of ``rewritten`` that are not sentences of the original (``parts``)."""
     before = set(parts)
-    return "\n".join(p for p in _SENTENCE_SPLIT.split(rewritten) if p and p not in before)
+    return "\n".join(p for p in SENTENCE_SPLIT.split(rewritten) if p and p not in before)
 
 
 # One entry each: the detector and the lesson validator judging the same write share the work
@@ -891,7 +887,7 @@ def _prepared(text: str) -> tuple[str, str, tuple[str, ...]]:
     """``text`` NFKC-normalised, folded, and the folded text's sentences."""
     raw = text if text.isascii() else unicodedata.normalize("NFKC", text)
     base = fold(raw)
-    return raw, base, tuple(_SENTENCE_SPLIT.split(base))
+    return raw, base, tuple(SENTENCE_SPLIT.split(base))
 
 
 @lru_cache(maxsize=1)
