@@ -46,6 +46,7 @@ def _harmless(i: int) -> str:
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # 70 and 300 writes: make test runs it, the fast tier does not
 def test_a_flood_of_harmless_records_does_not_evict_the_established_one(tmp_path: Path) -> None:
     with _open(tmp_path / "data") as mem:
         alice = mem.session(Principal("alice", roles=["physician"]))
@@ -57,6 +58,7 @@ def test_a_flood_of_harmless_records_does_not_evict_the_established_one(tmp_path
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # 70 and 300 writes: make test runs it, the fast tier does not
 def test_a_flood_written_before_the_established_record_does_not_hide_it_after_a_restart(tmp_path: Path) -> None:
     with _open(tmp_path / "data") as mem:
         bob = mem.session(Principal("bob", roles=["nurse"]), source="agent")
