@@ -54,9 +54,15 @@ def test_the_sqlite_and_postgres_stores_keys() -> None:
     with pytest.raises(InvalidRequest, match="differ; give one"):
         StoreOptions.of(index={"fields": ["a"], "text_fields": ["b"]})
     assert StoreOptions.of(index={"distance_type": "cosine", "ann_index_config": {"kind": "hnsw"}}).fields == ("$",)
-    for distance in ("l2", "inner_product", "hamming", None):
-        with pytest.raises(InvalidRequest, match=r"distance_type'\] must be 'cosine'"):
+    for distance in ("cosine", "l2", "inner_product"):
+        assert StoreOptions.of(index={"distance_type": distance}).distance == distance
+    for distance in ("hamming", "L2", None, 2):
+        with pytest.raises(InvalidRequest, match=r"distance_type'\] must be one of cosine, inner_product, l2"):
             StoreOptions.of(index={"distance_type": distance})
+    # A distance chooses a dense score; a hybrid search's score is the fusion's.
+    with pytest.raises(InvalidRequest, match="scores by fusion"):
+        StoreOptions.of(index={"distance_type": "l2"}, search="hybrid")
+    assert StoreOptions.of(index={"distance_type": "cosine"}, search="hybrid").search == "hybrid"
     with pytest.raises(InvalidRequest, match="ann_index_config'] must be a mapping"):
         StoreOptions.of(index={"ann_index_config": "hnsw"})
     with pytest.raises(InvalidRequest, match=r"unknown key\(s\) \['text_feilds'\]"):

@@ -276,7 +276,7 @@ class GovernedStore(BaseStore):
             search = mw.SearchOp(None, prefix, k=k, offset=op.offset + len(found), mode=self._options.search,
                                  filter=dict(op.filter or {}))
             hits = self._memory.batch(principal, [search], binding=AGENT)[0]
-            found += _search_items(hits, None)
+            found += _search_items(hits, None, self._options)
             if len(hits) < k:
                 break
         return found
@@ -297,7 +297,7 @@ class GovernedStore(BaseStore):
         while len(found) < wanted and start <= mw.MAX_K:
             search = mw.SearchOp(query, prefix, k=page, offset=start, mode=self._options.search)
             hits = self._memory.batch(principal, [search], binding=AGENT)[0]
-            for hit, item in _search_items(hits, op.filter):
+            for hit, item in _search_items(hits, op.filter, self._options):
                 (unranked if UNINDEXED in hit.record.labels else found).append((hit, item))
             if len(hits) < page:
                 exhausted = True
@@ -429,7 +429,8 @@ def _item(record: MemoryRecord) -> Item:
                 created_at=record.created_at, updated_at=record.created_at)
 
 
-def _search_items(hits: list[SearchHit], filter_by: Mapping[str, Any] | None) -> list[tuple[SearchHit, SearchItem]]:
+def _search_items(hits: list[SearchHit], filter_by: Mapping[str, Any] | None,
+                  options: StoreOptions) -> list[tuple[SearchHit, SearchItem]]:
     items = []
     for hit in hits:
         record = hit.record
@@ -440,7 +441,7 @@ def _search_items(hits: list[SearchHit], filter_by: Mapping[str, Any] | None) ->
             continue
         items.append((hit, SearchItem(namespace=record.namespace, key=record.key, value=value,
                                       created_at=record.created_at, updated_at=record.created_at,
-                                      score=hit.score)))
+                                      score=options.score(hit))))
     return items
 
 

@@ -7,9 +7,13 @@ memwarden's search mode and strictness, checked once, when the store is built.
   embedder (``Memory.open(embedding=...)``): ``embed`` may name that embedder (or the function
   it wraps) and nothing else, since vectors of two models in one index would rank nonsense and
   send the text to a second provider; ``dims`` must be a positive integer, the embedder's own
-  when it declares one. ``distance_type`` may only be "cosine" (the score is the cosine
-  similarity); ``ann_index_config`` (pgvector's index kind) is accepted and not used: memwarden
-  chooses its own index. ``fields`` are the paths (LangGraph's syntax) whose texts are
+  when it declares one. ``distance_type`` ("cosine", "inner_product" or "l2") chooses the
+  score a dense search reports, as LangGraph's Postgres store reports it: the cosine
+  similarity, the dot product, minus the Euclidean distance. memwarden normalises every
+  vector it stores and ranks by cosine, so these are those of the unit vectors: LangGraph's
+  own for embeddings of unit length (most models, and LangGraph's test embeddings), a
+  divergence for others (docs/langgraph.md). ``ann_index_config`` (pgvector's index kind)
+  is accepted and not used: memwarden chooses its own index. ``fields`` are the paths (LangGraph's syntax) whose texts are
   embedded, joined into one text: one vector per item, where LangGraph embeds each field apart
   (docs/langgraph.md, "Divergences").
 - ``ttl`` is LangGraph's TTLConfig: ``default_ttl`` (minutes, for a put that gives none),
@@ -30,12 +34,15 @@ from typing import Any
 from memwarden.core.arguments import flag_argument, shown
 from memwarden.core.errors import InvalidRequest
 from memwarden.core import ops as mw
+from memwarden.core.records import SearchHit
 from memwarden.memory.embeddings import FunctionEmbedding, embedder_dim, embedder_name
 
-__all__ = ["SEARCH_MODES", "UNINDEXED", "StoreOptions"]
+__all__ = ["DISTANCE_TYPES", "SEARCH_MODES", "UNINDEXED", "StoreOptions"]
 
 #: The store's search modes (see the module doc).
 SEARCH_MODES = ("dense", "hybrid")
+#: The scores a dense search can report (``index['distance_type']``; see the module doc).
+DISTANCE_TYPES = ("cosine", "inner_product", "l2")
 #: The label a put with ``index=False`` carries: a query never ranks the item, as in LangGraph.
 UNINDEXED = "store_unindexed"
 
@@ -52,6 +59,17 @@ class StoreOptions:
     fields: tuple[str, ...] = ("$",)
     search: str = "dense"
     strict: bool = False
+    distance: str = "cosine"
+
+    def score(self, hit: SearchHit) -> float | None:
+        """The score a search item reports for ``hit``: for a dense search (whose score is the
+        cosine similarity) the similarity of the two unit vectors as ``distance`` measures it:
+        for unit vectors the dot product is the cosine, and the Euclidean distance is
+        sqrt(2 - 2 cos), reported negated as LangGraph's Postgres store does; for hybrid, the
+        fusion score."""
+        if self.search != "dense" or self.distance != "l2" or hit.score is None:
+            return hit.score
+        return -math.sqrt(max(0.0, 2.0 - 2.0 * hit.score))
 
     @classmethod
     def of(cls, *, index: object = None, ttl: object = None, search: object = "dense",
@@ -60,10 +78,13 @@ class StoreOptions:
         ``embedder``: the memory's, which ``index['embed']`` and ``index['dims']`` must match."""
         if not isinstance(search, str) or search not in SEARCH_MODES:
             raise InvalidRequest(f"search must be one of {', '.join(SEARCH_MODES)}, got {shown(search)}")
-        fields = _index(index, embedder)
+        fields, distance = _index(index, embedder)
+        if distance != "cosine" and search != "dense":
+            raise InvalidRequest(f"index['distance_type'] {distance!r} chooses a dense search's score; "
+                                 f"search={search!r} scores by fusion: use search='dense' or distance_type 'cosine'")
         default_ttl, refresh = _ttl(ttl)
         return cls(default_ttl=default_ttl, refresh_on_read=refresh, fields=fields, search=search,
-                   strict=flag_argument(strict, "strict"))
+                   strict=flag_argument(strict, "strict"), distance=distance)
 
 
 def _config(value: object, name: str, kind: str, keys: frozenset[str] | set[str]) -> None:
@@ -75,9 +96,9 @@ def _config(value: object, name: str, kind: str, keys: frozenset[str] | set[str]
         raise InvalidRequest(f"{name} has unknown key(s) {unknown}; expected {', '.join(sorted(keys))}")
 
 
-def _index(index: object, embedder: object) -> tuple[str, ...]:
+def _index(index: object, embedder: object) -> tuple[tuple[str, ...], str]:
     if index is None:
-        return ("$",)
+        return ("$",), "cosine"
     _config(index, "index", "IndexConfig", _INDEX_KEYS)
     dims = index.get("dims")
     if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
@@ -93,9 +114,8 @@ def _index(index: object, embedder: object) -> tuple[str, ...]:
         raise InvalidRequest("index['embed'] is not the memory's embeddings: the store embeds with those; pass "
                              "the same object to Memory.open(..., embedding=...), or leave 'embed' out")
     distance = index.get("distance_type", "cosine")
-    if distance != "cosine":
-        raise InvalidRequest(f"index['distance_type'] must be 'cosine' (scores are cosine similarities), "
-                             f"got {shown(distance)}")
+    if not isinstance(distance, str) or distance not in DISTANCE_TYPES:
+        raise InvalidRequest(f"index['distance_type'] must be one of {', '.join(DISTANCE_TYPES)}, got {shown(distance)}")
     if not isinstance(index.get("ann_index_config", {}), Mapping):
         raise InvalidRequest(f"index['ann_index_config'] must be a mapping, got {shown(index['ann_index_config'])}")
     fields = _fields(index, "fields")
@@ -103,7 +123,7 @@ def _index(index: object, embedder: object) -> tuple[str, ...]:
     if fields is not None and text_fields is not None and fields != text_fields:
         raise InvalidRequest(f"index['fields'] {list(fields)} and index['text_fields'] {list(text_fields)} differ; "
                              "give one")
-    return fields or text_fields or ("$",)
+    return fields or text_fields or ("$",), distance
 
 
 def _fields(index: Mapping[str, Any], key: str) -> tuple[str, ...] | None:

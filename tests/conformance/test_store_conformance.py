@@ -455,12 +455,26 @@ def test_several_index_fields_are_embedded_apart(harness: Harness) -> None:
     _max_pooled(harness)
 
 
-def test_distance_types_other_than_cosine_are_refused(harness: Harness) -> None:
-    """What remains (docs/langgraph.md): the core ranks by cosine, so "l2" and "inner_product"
-    are refused when the store is built, never given cosine ranks under another name."""
+def test_distance_types_score_as_langgraphs_postgres_store(harness: Harness) -> None:
+    """LangGraph's Postgres store reports the cosine similarity, the dot product ("inner_product")
+    or minus the Euclidean distance ("l2"). memwarden normalises every vector it stores, so it
+    reports those of the unit vectors: LangGraph's own for embeddings of unit length (the
+    divergence for others is in docs/langgraph.md). Nearest first in each."""
     langgraph_lacks(harness, "distance_type option")
-    for distance in ("l2", "inner_product"):
+    texts = {"fox": "the quick brown fox", "dog": "a lazy dog sleeps", "dogs": "quick brown dogs run"}
+    query = "quick brown fox"
+    cos = {key: cosine(EMBED.embed_query(query), EMBED.embed_documents([text])[0]) for key, text in texts.items()}
+    nearest = sorted(texts, key=lambda key: -cos[key])
+    reported = {"cosine": lambda c: c, "inner_product": lambda c: c, "l2": lambda c: -math.sqrt(max(0.0, 2 - 2 * c))}
+    for distance, score in reported.items():
+        with harness.store(index={"distance_type": distance, "fields": ["text"]}) as store:
+            ns = harness.ns(distance)
+            for key, text in texts.items():
+                store.put(ns, key, {"text": text})
+            hits = store.search(ns, query=query)
+            assert [h.key for h in hits] == nearest
+            assert [h.score for h in hits] == pytest.approx([score(cos[key]) for key in nearest], abs=1e-4)
+    for refused in ("hamming", "dot", None):
         with pytest.raises(InvalidRequest, match="distance_type"):
-            with harness.store(index={"distance_type": distance}):
+            with harness.store(index={"distance_type": refused}):
                 pass
-
