@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memwarden.guards.folding import fold, signature_tokens
-from memwarden.guards.function_words import NEGATIONS, NOT_CONTENT
+from memwarden.guards.function_words import MOMENTS, NEGATIONS, NOT_CONTENT
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
@@ -191,25 +191,50 @@ def content_words_of(tokens: Iterable[str]) -> frozenset[str]:
 
 # A number that measures nothing (no unit, no clock, no currency) labels something: "room
 # 305", "patient 12", "invoice 4", "class 7B". Words and numbers are read on the text with its
-# quantities blanked, so "5 mg" is a dose and "12" in "patient 12" a label.
+# quantities blanked, so "5 mg" is a dose and "12" in "patient 12" a label. A label is the
+# word it follows (its *head*: "room", "patient") with its value: a number after a function
+# word or a moment ("since 2024", "in March 2025") labels nothing, it dates.
 _LABEL_WORD = re.compile(r"\w+")
+# Words that stand between a head and its number ("invoice no. 4", "Zimmer Nr. 12").
+_NUMBER_WORDS = frozenset("no nr n num number nummer numero".split())
+
+
+def _label_key(value: str) -> str:
+    """A label's value as a reader reads it: look-alike digits and letters folded ("l2", "١٢"
+    and "12" are one patient to whoever reads them) and leading zeros dropped ("012")."""
+    return skeleton(value).lstrip("0") or "0"
 
 
 @lru_cache(maxsize=1024)
-def _labels(folded: str) -> frozenset[str]:
-    """The labels of a folded text: its numbers (and codes with a digit) outside quantities."""
+def _labels(folded: str) -> frozenset[tuple[str, str]]:
+    """The labels of a folded text, as (head, key) pairs: its numbers (and codes with a digit)
+    outside quantities, after a content word."""
     for pattern in (_CLOCK, _QUANTITY, _CURRENCY):  # a clock first: "17:45 Uhr" is no "45 Uhr"
         folded = pattern.sub(" ", folded)
-    return frozenset(w for w in _LABEL_WORD.findall(folded) if any(c.isdigit() for c in w))
+    words = _LABEL_WORD.findall(folded)
+    found = set()
+    for i, word in enumerate(words):
+        if not any(c.isdigit() for c in word):
+            continue
+        j = i - 1
+        if j >= 1 and words[j] in _NUMBER_WORDS:
+            j -= 1
+        head = words[j] if j >= 0 else ""
+        if head.isalpha() and len(head) > 1 and head not in NOT_CONTENT and head not in MOMENTS:
+            found.add((head, _label_key(word)))
+    return frozenset(found)
 
 
 def _other_things(a: Statement, b: Statement) -> bool:
-    """True when ``a`` and ``b`` label different things: each has a label the other lacks
-    ("the meeting in room 305 ..." and "the meeting in room 21 ..."). Two statements about
-    different rooms, patients or invoices do not contradict each other, however alike their
-    words; a label added on one side only ("(ref 44)") does not make another thing."""
+    """True when ``a`` and ``b`` label different things: a head labelled on both sides, and no
+    head both sides label with the same value ("the meeting in room 305 ..." and "the meeting
+    in room 21 ..."). Two statements about different rooms, patients or invoices do not
+    contradict each other, however alike their words. A label on one side only ("(ref 44)"),
+    a date ("since 2025"), a look-alike of the same number ("patient l2") or one thing both
+    name alike ("patient 12, room 3" and "patient 12, room 4") does not make another thing."""
     la, lb = _labels(a.folded), _labels(b.folded)
-    return bool(la - lb) and bool(lb - la)
+    heads = {h for h, _ in la} & {h for h, _ in lb}
+    return bool(heads) and not any(label in lb for label in la if label[0] in heads)
 
 
 def conflict(a: Statement, b: Statement, *, max_diff: int = 1, min_shared: int = 2) -> str | None:
