@@ -51,7 +51,7 @@ from functools import lru_cache
 
 from memwarden.guards.folding import fold, signature_tokens
 from memwarden.guards.function_words import MOMENTS, NEGATIONS, NOT_CONTENT
-from memwarden.guards.validators import Outcome, ValidationContext, Verdict
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict, by_another
 from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
 
@@ -312,11 +312,22 @@ class ContradictionCheck:
         return record.source in self.untrusted_sources or record.trust < self.min_trust
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
-        """Compare the candidate with its nearest related records."""
+        """Compare the candidate with the version it replaces and its nearest related records."""
+        untrusted = self.untrusted(record)
+        replaced = context.replaced
+        # The version a write replaces is compared whatever the new version's kind, subjects
+        # and words: an update or a keyed put that drops the subjects, changes the kind or
+        # rewrites every other word still changes that record's procedure.
+        if untrusted and replaced is not None and replaced.kind in self.kinds and by_another(record, replaced):
+            changed = self._changes_procedure(record, statement(record.content), replaced,
+                                              statement(replaced.content), same_record=True)
+            if changed:
+                return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                               reason=f"{changed} of the record it replaces ({replaced.id}) by another writer: "
+                                      "needs review")
         if record.kind not in self.kinds or not record.subjects:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         short = len(record.content) <= self.max_chars
-        untrusted = self.untrusted(record)
         if not short and not untrusted:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="too long to compare as one statement")
         mine = statement(record.content)
@@ -341,11 +352,13 @@ class ContradictionCheck:
         return (o for o in others if o.id not in (record.id, record.supersedes) and o.kind in self.kinds)
 
     def _changes_procedure(self, record: MemoryRecord, mine: Statement, other: MemoryRecord,
-                           theirs: Statement) -> str | None:
-        """What the candidate changes of an established record's procedure, or None."""
+                           theirs: Statement, *, same_record: bool = False) -> str | None:
+        """What the candidate changes of an established record's procedure, or None.
+        ``same_record``: ``other`` is the version the candidate replaces, about the same thing
+        whatever their words."""
         # Words of two letters or fewer are mostly pieces of codes ("gb" of an IBAN): they
         # do not make two texts about the same thing.
-        if sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
+        if not same_record and sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
             return None
         new, old = procedure_values(record.content), procedure_values(other.content)
         if new.overflow:
@@ -355,7 +368,7 @@ class ContradictionCheck:
             # An amount of another labelled thing (class 7C's trip, invoice 7) changes nothing
             # established; a destination, an account or an approver is held whatever it is
             # said to be for (a "new invoice" paid to a new account is the fraud itself).
-            if what == "amount" and _other_things(mine, theirs):
+            if what == "amount" and not same_record and _other_things(mine, theirs):
                 continue
             if skeleton(new.raw.get(value, value)) == skeleton(old.raw.get(established, established)):
                 return f"changes the {what} to a look-alike"
