@@ -197,6 +197,8 @@ def content_words_of(tokens: Iterable[str]) -> frozenset[str]:
 _LABEL_WORD = re.compile(r"\w+")
 # Words that stand between a head and its number ("invoice no. 4", "Zimmer Nr. 12").
 _NUMBER_WORDS = frozenset("no nr n num number nummer numero".split())
+# Words between the ends of a range ("1 to 5", "1 bis 5", "1 à 5", "1 a 5", "1 al 5").
+_RANGE = frozenset("to till until through bis a al au alle".split())
 
 
 def _label_key(value: str) -> str:
@@ -214,8 +216,10 @@ def _labels(folded: str) -> frozenset[tuple[str, str]]:
     words = _LABEL_WORD.findall(folded)
     found = set()
     for i, word in enumerate(words):
-        if not any(c.isdigit() for c in word):
+        if not any(c.isdigit() for c in word) or (i > 1 and words[i - 1] in _RANGE and words[i - 2].isdigit()):
             continue
+        if i + 2 < len(words) and words[i + 1] in _RANGE and words[i + 2].isdigit():
+            continue  # a range ("questions 1 to 5") counts, it labels nothing
         j = i - 1
         if j >= 1 and words[j] in _NUMBER_WORDS:
             j -= 1

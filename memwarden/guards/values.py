@@ -74,7 +74,7 @@ _PATTERNS: dict[str, re2._Regexp] = {
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
                       rf"restricted|limited|reserved|assigned)\s+"
                       rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
-                      rf"(?:['\s]+{_WI}+){{0,5}})"),
+                      rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -223,23 +223,29 @@ def _is_name(word: str) -> bool:
     return not (w in STOP_WORDS or w in _TIME or w[:1].isdigit())
 
 
+# What joins the names of a list of approvers ("Ivan, the on-call admin and the vendor's
+# contractor"): the list is the route, so a name added to it changes the route.
+_JOINERS = frozenset("and or the a an any every all each some other another und oder et ou y o e".split())
+
+
 def _who(value: str) -> str:
-    """The approver or recipient a route names, without a deadline before or after it ("" for
-    none)."""
-    words = value.split()
+    """The approvers or recipients a route names, without a deadline before or after them (""
+    for none)."""
+    words = value.replace(",", " , ").split()
     kept: list[str] = []
     for i, word in enumerate(words):
         w = word.casefold()
-        if _is_name(word) or (not kept and w in _TIME and w not in _TIME_WORDS and i + 1 < len(words)
-                              and _is_name(words[i + 1])):
+        if w != "," and (_is_name(word) or (w in _TIME and w not in _TIME_WORDS and i + 1 < len(words)
+                                            and _is_name(words[i + 1]))):
             kept.append(word)
-        elif kept:
+        elif kept and not (w == "," or w in _JOINERS):
             break
     return " ".join(kept)
 
 
 _SENTENCE_END = re2.compile(rb"[.;!?\n]")
 _NEGATED = _compile(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
+_COORDINATED = _compile(r",|\b(?:and|or|und|oder|et|ou|y|o|e)\b")
 
 
 def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
@@ -253,7 +259,10 @@ def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
         ends = list(_SENTENCE_END.finditer(before))
         if ends:
             before = before[ends[-1].end():]
-        if _NEGATED.search(before) is None:
+        negations = list(_NEGATED.finditer(before))
+        # A negation governs the weakening only with no list between them: in "no receipt and no
+        # approval" the first "no" is the list's other weakening.
+        if not negations or _COORDINATED.search(before[negations[-1].end():]) is not None:
             yield match
 
 
