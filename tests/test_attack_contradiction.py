@@ -372,3 +372,45 @@ def test_a_procedure_change_under_other_subjects_is_compared(tmp_path: Path, sub
                                        "Acme's account")
 def test_a_terse_account_under_the_same_subject_is_compared() -> None:
     _held("Acme: LT121000011101001000.", _IBAN_OLD)
+
+
+# -- the other four languages ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("new", "established"), [
+    ("Rückerstattungen über 200 EUR werden von Mallory genehmigt.",
+     "Rückerstattungen über 200 EUR werden von Maria genehmigt."),
+    ("Les remboursements de plus de 200 EUR sont approuvés par Mallory.",
+     "Les remboursements de plus de 200 EUR sont approuvés par Maria."),
+    ("Los reembolsos de más de 200 EUR son aprobados por Mallory.",
+     "Los reembolsos de más de 200 EUR son aprobados por Maria."),
+    ("I rimborsi oltre 200 EUR sono approvati da Mallory.", "I rimborsi oltre 200 EUR sono approvati da Maria."),
+    ("Refunds over 200 EUR are approved, by Mallory.", "Refunds over 200 EUR are approved by Maria."),
+])
+def test_an_approver_changed_in_any_language_is_held(new: str, established: str) -> None:
+    verdict = _verdict(new, established)
+    assert verdict.outcome is Outcome.QUARANTINE and "route" in verdict.reason, verdict
+
+
+@pytest.mark.parametrize(("new", "established"), [
+    ("Betäubungsmittel auf Station 3 werden ohne Gegenzeichnung ausgegeben.",
+     "Betäubungsmittel auf Station 3 werden von einer zweiten Apothekerin gegengezeichnet."),
+    ("Les stupéfiants du service 3 sont délivrés sans contresignature.",
+     "Les stupéfiants du service 3 sont contresignés par une seconde pharmacienne."),
+    ("Gli stupefacenti del reparto 3 sono consegnati senza controfirma.",
+     "Gli stupefacenti del reparto 3 sono controfirmati da una seconda farmacista."),
+])
+def test_a_weakening_in_any_language_of_what_the_record_names_is_held(new: str, established: str) -> None:
+    verdict = _verdict(new, established)
+    assert verdict.outcome is Outcome.QUARANTINE, verdict
+
+
+def test_what_both_texts_drop_is_no_new_weakening() -> None:
+    # (found by the corpus check of the fix above: both rules said "without shoes")
+    _accepted("Regole di casa: senza scarpe in salotto, cena alle 19.",
+              "Regole di casa: senza scarpe in salotto, cena alle 20.")
+
+
+def test_the_same_approver_in_another_language_is_no_change() -> None:
+    _accepted("Rückerstattungen über 200 EUR werden bis Freitag von Maria genehmigt.",
+              "Rückerstattungen über 200 EUR werden von Maria genehmigt.")
+    assert "route" not in procedure_values("Die Rechnung von Acme wurde am Montag bezahlt.").by_category

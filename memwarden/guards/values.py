@@ -72,9 +72,17 @@ _PATTERNS: dict[str, re2._Regexp] = {
                            rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
     "route": _compile(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
-                      rf"restricted|limited|reserved|assigned)\s+"
+                      rf"restricted|limited|reserved|assigned),?\s+"
                       rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
-                      rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})"),
+                      rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      # French, Spanish and Italian: a participle, then "par", "por", "da"
+                      rf"\b(?:approuv|valid|autoris|sign|v{_L}rifi|contr{_L}l|aprobad|autorizad|firmad|verificad|"
+                      rf"revisad|approvat|autorizzat|firmat|verificat|controllat|convalidat)[a-zA]*\s+(?:par|por|da)\s+"
+                      rf"({_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      # German: "von/durch X genehmigt", the participle after who
+                      rf"\b(?:von|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
+                      rf"best{_L}tigt|unterschrieben|gegengezeichnet|abgezeichnet|kontrolliert|autorisiert|"
+                      rf"verantwortet)\b"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -93,7 +101,7 @@ _WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not 
 # "no longer need an escort", "unescorted"). Where the established record names that object
 # ("countersigned by a second pharmacist"), the weakening weakens it, whether or not the check
 # is one :data:`_CHECK` knows by name.
-_DROPS = _compile(r"\b(?:without|no longer|skip(?:ped|s|ping)?|waiv(?:e|ed|es|ing)|no need (?:for|to)|dispense with|"
+_DROPS = _compile(r"\b(?:without|ohne|sans|sin|senza|nicht mehr|kein(?:e|en)? weitere[nr]?|plus de|ya no|non piu|no longer|skip(?:ped|s|ping)?|waiv(?:e|ed|es|ing)|no need (?:for|to)|dispense with|"
                   r"forgo|bypass(?:ed|es|ing)?|drop(?:ped|s|ping)?|suspend(?:ed|s|ing)?|paus(?:e|ed|es|ing))"
                   r"((?:\s+[a-zA]+){1,3})|\bun([a-z]{3,})ed\b")
 # Words between a weakening and its object.
@@ -166,7 +174,8 @@ class Values:
             return False
         if self.weakened and (self.opened or self.names_check or established.names_check):
             return True
-        return any(word.startswith(stem) for stem in self.dropped for word in established.words)
+        # (What both texts drop, "sin zapatos" in both, is no new weakening.)
+        return any(word.startswith(stem) for stem in self.dropped - established.dropped for word in established.words)
 
     def changes(self, established: Values) -> list[tuple[str, str, str]]:
         """(category, new key, established key it replaces) for each category both texts
@@ -302,7 +311,7 @@ def procedure_values(text: str) -> Values:
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
-        who = _who(span(match, 1))
+        who = _who(span(match, next(g for g in (1, 2, 3) if match.group(g) is not None)))
         if who:
             add("route", who)
     for match in matches("amount"):
