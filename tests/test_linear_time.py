@@ -130,6 +130,7 @@ VALUE_TEXTS = {
     "dropped objects": fill("without countersigning "), "un-ed words": fill("unescorted "),
     "approver lists": fill("held by nadia, the "), "units after words": fill("50 of the mg "),
     "label heads": fill("patient no 012 "), "ranges": fill("1 to 5 "),
+    "german routes": fill("von a b c "), "romance routes": fill("approuves par a, "), "other drops": fill("ohne senza "),
 }
 
 
