@@ -126,6 +126,11 @@ VALUE_TEXTS = {
     "numbers and units": fill("5 mg "), "weakening words": fill("alone without "),
     "check words": fill("checked without a call-back "), "deadline routes": fill("signed off by friday "),
     "labels and function words": fill("room 12 de "), "digit words": fill("a1b2"),
+    "negated weakenings": fill("no payment without "), "weakenings in a list": fill("no a, and without "),
+    "dropped objects": fill("without countersigning "), "un-ed words": fill("unescorted "),
+    "approver lists": fill("held by nadia, the "), "units after words": fill("50 of the mg "),
+    "label heads": fill("patient no 012 "), "ranges": fill("1 to 5 "),
+    "german routes": fill("von a b c "), "romance routes": fill("approuves par a, "), "other drops": fill("ohne senza "),
 }
 
 

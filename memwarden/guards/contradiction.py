@@ -50,8 +50,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memwarden.guards.folding import fold, signature_tokens
-from memwarden.guards.function_words import NEGATIONS, NOT_CONTENT
-from memwarden.guards.validators import Outcome, ValidationContext, Verdict
+from memwarden.guards.function_words import MOMENTS, NEGATIONS, NOT_CONTENT
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict, by_another
 from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
 
@@ -191,25 +191,54 @@ def content_words_of(tokens: Iterable[str]) -> frozenset[str]:
 
 # A number that measures nothing (no unit, no clock, no currency) labels something: "room
 # 305", "patient 12", "invoice 4", "class 7B". Words and numbers are read on the text with its
-# quantities blanked, so "5 mg" is a dose and "12" in "patient 12" a label.
+# quantities blanked, so "5 mg" is a dose and "12" in "patient 12" a label. A label is the
+# word it follows (its *head*: "room", "patient") with its value: a number after a function
+# word or a moment ("since 2024", "in March 2025") labels nothing, it dates.
 _LABEL_WORD = re.compile(r"\w+")
+# Words that stand between a head and its number ("invoice no. 4", "Zimmer Nr. 12").
+_NUMBER_WORDS = frozenset("no nr n num number nummer numero".split())
+# Words between the ends of a range ("1 to 5", "1 bis 5", "1 à 5", "1 a 5", "1 al 5").
+_RANGE = frozenset("to till until through bis a al au alle".split())
+
+
+def _label_key(value: str) -> str:
+    """A label's value as a reader reads it: look-alike digits and letters folded ("l2", "١٢"
+    and "12" are one patient to whoever reads them) and leading zeros dropped ("012")."""
+    return skeleton(value).lstrip("0") or "0"
 
 
 @lru_cache(maxsize=1024)
-def _labels(folded: str) -> frozenset[str]:
-    """The labels of a folded text: its numbers (and codes with a digit) outside quantities."""
+def _labels(folded: str) -> frozenset[tuple[str, str]]:
+    """The labels of a folded text, as (head, key) pairs: its numbers (and codes with a digit)
+    outside quantities, after a content word."""
     for pattern in (_CLOCK, _QUANTITY, _CURRENCY):  # a clock first: "17:45 Uhr" is no "45 Uhr"
         folded = pattern.sub(" ", folded)
-    return frozenset(w for w in _LABEL_WORD.findall(folded) if any(c.isdigit() for c in w))
+    words = _LABEL_WORD.findall(folded)
+    found = set()
+    for i, word in enumerate(words):
+        if not any(c.isdigit() for c in word) or (i > 1 and words[i - 1] in _RANGE and words[i - 2].isdigit()):
+            continue
+        if i + 2 < len(words) and words[i + 1] in _RANGE and words[i + 2].isdigit():
+            continue  # a range ("questions 1 to 5") counts, it labels nothing
+        j = i - 1
+        if j >= 1 and words[j] in _NUMBER_WORDS:
+            j -= 1
+        head = words[j] if j >= 0 else ""
+        if head.isalpha() and len(head) > 1 and head not in NOT_CONTENT and head not in MOMENTS:
+            found.add((head, _label_key(word)))
+    return frozenset(found)
 
 
 def _other_things(a: Statement, b: Statement) -> bool:
-    """True when ``a`` and ``b`` label different things: each has a label the other lacks
-    ("the meeting in room 305 ..." and "the meeting in room 21 ..."). Two statements about
-    different rooms, patients or invoices do not contradict each other, however alike their
-    words; a label added on one side only ("(ref 44)") does not make another thing."""
+    """True when ``a`` and ``b`` label different things: a head labelled on both sides, and no
+    head both sides label with the same value ("the meeting in room 305 ..." and "the meeting
+    in room 21 ..."). Two statements about different rooms, patients or invoices do not
+    contradict each other, however alike their words. A label on one side only ("(ref 44)"),
+    a date ("since 2025"), a look-alike of the same number ("patient l2") or one thing both
+    name alike ("patient 12, room 3" and "patient 12, room 4") does not make another thing."""
     la, lb = _labels(a.folded), _labels(b.folded)
-    return bool(la - lb) and bool(lb - la)
+    heads = {h for h, _ in la} & {h for h, _ in lb}
+    return bool(heads) and not any(label in lb for label in la if label[0] in heads)
 
 
 def conflict(a: Statement, b: Statement, *, max_diff: int = 1, min_shared: int = 2) -> str | None:
@@ -287,11 +316,22 @@ class ContradictionCheck:
         return record.source in self.untrusted_sources or record.trust < self.min_trust
 
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
-        """Compare the candidate with its nearest related records."""
+        """Compare the candidate with the version it replaces and its nearest related records."""
+        untrusted = self.untrusted(record)
+        replaced = context.replaced
+        # The version a write replaces is compared whatever the new version's kind, subjects
+        # and words: an update or a keyed put that drops the subjects, changes the kind or
+        # rewrites every other word still changes that record's procedure.
+        if untrusted and replaced is not None and replaced.kind in self.kinds and by_another(record, replaced):
+            changed = self._changes_procedure(record, statement(record.content), replaced,
+                                              statement(replaced.content), same_record=True)
+            if changed:
+                return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                               reason=f"{changed} of the record it replaces ({replaced.id}) by another writer: "
+                                      "needs review")
         if record.kind not in self.kinds or not record.subjects:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         short = len(record.content) <= self.max_chars
-        untrusted = self.untrusted(record)
         if not short and not untrusted:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="too long to compare as one statement")
         mine = statement(record.content)
@@ -316,11 +356,13 @@ class ContradictionCheck:
         return (o for o in others if o.id not in (record.id, record.supersedes) and o.kind in self.kinds)
 
     def _changes_procedure(self, record: MemoryRecord, mine: Statement, other: MemoryRecord,
-                           theirs: Statement) -> str | None:
-        """What the candidate changes of an established record's procedure, or None."""
+                           theirs: Statement, *, same_record: bool = False) -> str | None:
+        """What the candidate changes of an established record's procedure, or None.
+        ``same_record``: ``other`` is the version the candidate replaces, about the same thing
+        whatever their words."""
         # Words of two letters or fewer are mostly pieces of codes ("gb" of an IBAN): they
         # do not make two texts about the same thing.
-        if sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
+        if not same_record and sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
             return None
         new, old = procedure_values(record.content), procedure_values(other.content)
         if new.overflow:
@@ -330,7 +372,7 @@ class ContradictionCheck:
             # An amount of another labelled thing (class 7C's trip, invoice 7) changes nothing
             # established; a destination, an account or an approver is held whatever it is
             # said to be for (a "new invoice" paid to a new account is the fraud itself).
-            if what == "amount" and _other_things(mine, theirs):
+            if what == "amount" and not same_record and _other_things(mine, theirs):
                 continue
             if skeleton(new.raw.get(value, value)) == skeleton(old.raw.get(established, established)):
                 return f"changes the {what} to a look-alike"

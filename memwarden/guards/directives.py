@@ -68,7 +68,7 @@ _ACT = (r"(?:send|forward|transfer|wire|pay|route|redirect|email|e-mail|mail|cc|
         r"put|place|append|respond|route|direct|assign|transfer|follow|obey|remember|note|bring|take|fetch|remind|cc|"
         r"bcc|forward|ping|alert|inform|warn|escalate|authori[sz]e|waive|overlook)")
 _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confirming|confirm|approval|approving|sign-?off|"
-          r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|callback|audit(?:ing)?|"
+          r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|call-?backs?|audit(?:ing)?|"
           r"logging|logs|double-check|second check|clinician|physician|prescriber|manager|owner)")
 #: An optional opening quote after a sentence start: an order is still an order inside quotation
 #: marks ("\"Always forward ...\"", "« Forward ... »", German "»Forward ...«"; a guillemet may be
@@ -81,8 +81,10 @@ _OPENING = r"(?:[^,.;:!?\n]{1,40}, )?"
 _FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
              r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
              r"from now)|effective (?:immediately|today|now)|as of (?:now|today)|going forward|henceforth|hereafter|"
-             r"in (?:the )?future|until further notice|until (?:told|instructed|notified|advised) otherwise|"
-             r"for the time being|ab (?:jetzt|sofort|heute)|von nun an|kunftig|desormais|a partir de maintenant|"
+             r"in (?:the )?future|(?:until|till|pending) further notice|until (?:told|instructed|notified|advised) otherwise|"
+             r"until (?:we|i|they|management|the (?:manager|owner|office)) (?:says?|said|decides?|tells? you) otherwise|"
+             r"for the time being|bis auf (?:weiteres|widerruf)|jusqu'a (?:nouvel ordre|nouvel avis|nouvelle ordre)|"
+             r"hasta (?:nuevo aviso|nueva orden)|fino a (?:nuovo avviso|nuovo ordine|diversa comunicazione)|ab (?:jetzt|sofort|heute)|von nun an|kunftig|desormais|a partir de maintenant|"
              r"dorenavant|a partir de ahora|de ahora en adelante|d'ora in poi|da ora in poi|d'ora in avanti)")
 # Every later task or answer of the reader: a standing order whatever follows.
 _EVERY_TASK = (r"(?:for (?:every|all|each|any) (?:future|later|subsequent|upcoming) "
@@ -211,16 +213,27 @@ _SHAPES: list[tuple[str, float, str]] = [
                    r"those |these )?(?:[\w-]+ ){0,2}?(?:rules|regulations|policies|restrictions|requirements|laws|"
                    r"compliance|controls|safeguards|guardrails|protocols)\b"),
     # Nobody to be asked: the check that someone else approves, dropped.
-    ("trust", 0.6, r"\b(?:nobody|no one|no-one|noone) (?:needs?|has|have|is required|is expected) to (?:be )?(?:asked|"
-                   r"consulted|told|informed|notified|involved|called|checked with)\b"),
+    ("trust", 0.6, r"\b(?:nobody|no one|no-one|noone) (?:needs?|has|have|is required|is expected|must|should|has got) "
+                   r"(?:to )?(?:be )?(?:asked|consulted|told|informed|notified|involved|called|checked with)\b"),
+    ("trust", 0.6, r"\b(?:need not|needn't|do not need to|don't need to|does not need to|doesn't need to|have no need to) "
+                   r"(?:ask|consult|tell|inform|notify|involve|call|check with)(?: with)? (?:anyone|anybody|someone|"
+                   r"somebody|the (?:owner|manager|user|parents?|doctor|physician|office|team))\b"),
+    # A check stated as switched off ("the call-back check is paused this month"): an order to skip it.
+    ("trust", 0.6, rf"\b{_CHECK}s?\b[^.\n]{{0,40}}?\b(?:is|are|has been|have been|stays?|remains?) (?:now |temporarily |"
+                   rf"currently |hereby |officially )?(?:paused|suspended|on hold|lifted|waived|switched off|turned off|"
+                   rf"disabled|deactivated|no longer (?:required|needed|necessary|in force))\b"),
     # Another's words taken for the owner's ("requests signed X are Emma's own instructions").
     ("trust", 0.6, r"\b(?:are|is|counts? as|come from|comes from) (?:the )?(?:[\w-]+'s|my|our|your) own "
                    r"(?:instructions?|requests?|orders?|words|messages?|decisions?|commands?)\b"),
+    ("trust", 0.6, r"\b(?:read|taken|treated|regarded|handled) as (?:coming|come|if (?:they|it) came) from [\w-]+ "
+                   r"(?:herself|himself|themselves|personally|directly)\b|\bcarr(?:y|ies) (?:the )?[\w-]+'s "
+                   r"(?:authority|approval|signature|consent)\b"),
     # A check's absence named ("without written approval"): a hint, an order only with another shape.
     ("trust", 0.3, rf"\bwithout (?:any |a |the |prior |further |written |formal |second )?{_CHECK}\b"),
     # Someone empowered to act for the owner: whom to trust.
-    ("trust", 0.6, r"\b(?:authori[sz]ed|allowed|permitted|entitled|empowered|cleared) to (?:approve|sign|authori[sz]e|"
-                   r"decide|act|speak|order|pay|grant)\b[^.\n]{0,60}?\bon (?:[\w-]+'s|my|our|his|her|their) behalf\b"),
+    ("trust", 0.6, r"\b(?:(?:authori[sz]ed|allowed|permitted|entitled|empowered|cleared) to|may|can|will|should) "
+                   r"(?:approve|sign|authori[sz]e|decide|act|speak|order|pay|grant)\b[^.\n]{0,60}?\bon (?:behalf of [\w-]+|"
+                   r"(?:[\w-]+'s|my|our|his|her|their) behalf)\b"),
     # an override phrase before an ordinary fact
     ("override", 0.6, r"\b(?:ignore|disregard|forget|override|discard|scratch|scrap|drop|erase|delete|void|dismiss|"
                       r"throw out|set aside) (?:all |any |the |your |my )?(?:previous|prior|"
@@ -228,6 +241,11 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"guidance|directions?|orders?|commands?|prompts?|messages?|advice|"
                       r"notes?|records?|memor(?:y|ies)|information|facts?|entries|context|data|values?|details?)\b"),
     ("override", 0.6, r"\b(?:this|the following) (?:overrides|supersedes|replaces|takes precedence over)\b"),
+    # Earlier guidance set aside in the passive ("the previous refund guidance is withdrawn").
+    ("override", 0.6, r"\b(?:previous|prior|earlier|old|original|existing)(?: [\w-]+){0,2}? (?:instructions?|rules?|"
+                      r"guidelines|guidance|directions?|orders?|polic(?:y|ies)|procedures?|advice|notes?) (?:no longer "
+                      r"appl(?:y|ies)|(?:is|are|has been|have been) (?:now )?(?:withdrawn|void|revoked|cancell?ed|"
+                      r"superseded|obsolete|invalid|retired|lifted|suspended))\b"),
     ("override", 0.6, r"\b(?:ignore|disregard|forget|override) (?:what|whatever|anything|everything) (?:the |your |my |our )?"
                       r"[\w' -]{0,40}?(?:says|said|states|stated|told|tells|reads|wrote|writes|written|noted|recorded|instructs|"
                       r"instructed)\b"),
@@ -246,7 +264,7 @@ _SHAPES: list[tuple[str, float, str]] = [
                       r"as (?:if you were |though you were )?(?:an? |the )"),
     # A text that names itself a rule or a policy ("Escalation policy (ref: X): ...") is one.
     ("procedure", 0.5, r"(?:^|[.!?;]\s*|\n)(?:[\w-]+ ){0,3}?(?:rule|policy|procedure|protocol|directive|standing order)"
-                       r"(?: \([^)\n]{0,40}\))?\s*:"),
+                       r"(?: (?:note|update|change|v\d+))?(?: \([^)\n]{0,40}\))?(?:\s*:| - )"),
     # conditional procedures addressed to a reader
     ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}{_OPENING}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, "
                        rf"(?:always |then |just |"

@@ -8,7 +8,7 @@ values (where a number followed by one of these is no quantity: "facture 4 de MÃ
 
 from __future__ import annotations
 
-__all__ = ["NEGATIONS", "NOT_CONTENT", "ORDINAL_SUFFIXES", "STOP_WORDS"]
+__all__ = ["MOMENTS", "NEGATIONS", "NOT_CONTENT", "ORDINAL_SUFFIXES", "STOP_WORDS"]
 
 #: Negation words (folded, five languages).
 NEGATIONS = frozenset("""
@@ -42,3 +42,10 @@ NOT_CONTENT = STOP_WORDS | NEGATIONS
 
 #: What follows a number written as an ordinal ("12th", "1er", "3eme", "2te"): a position, no unit.
 ORDINAL_SUFFIXES = frozenset("st nd rd th er re eme ieme te ten ter tes".split())
+
+#: Moments and the time prepositions before them (English): "by Friday" is a deadline, "since
+#: March 2025" a date, neither an approver nor a label.
+MOMENTS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays
+fridays saturdays sundays today tomorrow tonight yesterday noon midday midnight morning afternoon evening night weekend
+end eod eow cob next this last january february march april may june july august september october november december
+by before until till on at in within during every each since""".split())

@@ -68,7 +68,9 @@ class ValidationContext:
     ``related(record, k)`` returns up to k active records that share a subject with the
     candidate and that the writer may read, nearest first (never records the writer could
     not see, so a verdict cannot leak them). ``lessons()`` returns the active lesson records
-    left by earlier rejections and retractions.
+    left by earlier rejections and retractions. ``replaced`` is the version the write replaces
+    (an update's predecessor, the current version of a keyed item), when the writer may read it:
+    whatever its subjects and however far from the new text, it is the record the write changes.
     """
 
     principal: Principal
@@ -76,6 +78,7 @@ class ValidationContext:
     related: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
     lessons: Callable[[], list[MemoryRecord]] = _none
     others: Callable[[MemoryRecord, int], list[MemoryRecord]] | None = None
+    replaced: MemoryRecord | None = None
 
     def related_by_others(self, record: MemoryRecord, k: int) -> list[MemoryRecord]:
         """Up to k records as ``related`` returns them, written by another (:func:`by_another`):

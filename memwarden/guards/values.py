@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import re2
 
-from memwarden.guards.function_words import ORDINAL_SUFFIXES, STOP_WORDS
+from memwarden.guards.function_words import MOMENTS, NEGATIONS, ORDINAL_SUFFIXES, STOP_WORDS
 from memwarden.guards.injection import fold
 from memwarden.guards.ruleset import project
 
@@ -47,6 +47,17 @@ def _compile(pattern: str) -> re2._Regexp:
     return re2.compile(pattern.encode("ascii"), _OPTIONS)
 
 
+# Units of one dimension, by their size in its base unit: 5 mg and 5 g are one quantity in two
+# units, so they compare (a thousandfold dose is a changed dose), and 5000 mg is 5 g.
+_MASS = {"mcg": "0.001", "\u03bcg": "0.001", "ug": "0.001", "microgram": "0.001", "mg": "1", "milligram": "1",
+         "g": "1000", "gram": "1000", "gr": "1000", "kg": "1000000", "kilogram": "1000000"}
+_VOLUME = {"ml": "1", "milliliter": "1", "millilitre": "1", "cc": "1", "cl": "10", "dl": "100",
+           "l": "1000", "liter": "1000", "litre": "1000"}
+_SCALES = {unit: (dimension, Decimal(size)) for dimension, sizes in (("mass:mg", _MASS), ("volume:ml", _VOLUME))
+           for unit, size in sizes.items()}
+_MEASURES = "|".join(sorted((u + "s?" for u in _SCALES if u.isascii()), key=len, reverse=True))
+
+
 _PATTERNS: dict[str, re2._Regexp] = {
     "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+"),
     # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
@@ -55,16 +66,29 @@ _PATTERNS: dict[str, re2._Regexp] = {
     "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:[ \-]?[a-zA]){{0,4}}(?:[ \-]?{_NUM}){{7,29}}[ \-]?{_D})|"
                         rf"{_EDGE}(\+?{_D}(?:[ \-./]?{_NUM}){{5,29}}[ \-./]?{_D})"),
     "credential": _compile(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
-                           rf"secret|login|credentials?)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
+                           rf"secret|login|credentials?|(?:alarm|door|gate|entry|access|lock|safe|keypad|garage|building|wi-?fi) code|"
+                           rf"combination)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
                            rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
                            rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
     "route": _compile(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
-                      rf"restricted|limited|reserved|assigned)\s+"
+                      rf"restricted|limited|reserved|assigned),?\s+"
                       rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
-                      rf"(?:['\s]+{_WI}+){{0,2}})"),
+                      rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      # French, Spanish and Italian: a participle, then "par", "por", "da"
+                      rf"\b(?:approuv|valid|autoris|sign|v{_L}rifi|contr{_L}l|aprobad|autorizad|firmad|verificad|"
+                      rf"revisad|approvat|autorizzat|firmat|verificat|controllat|convalidat)[a-zA]*\s+(?:par|por|da)\s+"
+                      rf"({_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      # German: "von/durch X genehmigt", the participle after who
+                      rf"\b(?:von|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
+                      rf"best{_L}tigt|unterschrieben|gegengezeichnet|abgezeichnet|kontrolliert|autorisiert|"
+                      rf"verantwortet)\b"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
-    "amount": _compile(rf"([$\x01])\s*({_D}+(?:[.,]{_D}+)*)|(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*(x\b|%|{_L}+)"),
+    # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
+    # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
+    # is none ("50 of the mg", "50 de mg"): group 5.
+    "amount": _compile(rf"([$\x01])\s*({_D}+(?:[.,]{_D}+)*)|(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
+                       rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?"),
 }
 _CURRENCY = frozenset("$€£¥₹₩₽")
 # Whom to trust opened to anyone: weakened whether or not a check is named.
@@ -72,7 +96,18 @@ _OPENED = _compile(r"\b(?:anyone|anybody|whoever|everyone|everybody)\b")
 _WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
-                     r"anyone|anybody|whoever)\b")
+                     r"anyone|anybody|whoever|suspended|paused|on hold|lifted)\b")
+# A weakening with its object: what it drops ("without countersigning", "skip the screening",
+# "no longer need an escort", "unescorted"). Where the established record names that object
+# ("countersigned by a second pharmacist"), the weakening weakens it, whether or not the check
+# is one :data:`_CHECK` knows by name.
+_DROPS = _compile(r"\b(?:without|ohne|sans|sin|senza|nicht mehr|kein(?:e|en)? weitere[nr]?|plus de|ya no|non piu|no longer|skip(?:ped|s|ping)?|waiv(?:e|ed|es|ing)|no need (?:for|to)|dispense with|"
+                  r"forgo|bypass(?:ed|es|ing)?|drop(?:ped|s|ping)?|suspend(?:ed|s|ing)?|paus(?:e|ed|es|ing))"
+                  r"((?:\s+[a-zA]+){1,3})|\bun([a-z]{3,})ed\b")
+# Words between a weakening and its object.
+_NOT_OBJECTS = STOP_WORDS | frozenset("need needs needed require requires required necessary any further "
+                                      "longer mandatory".split())
+_WORDS = _compile(r"[a-z]{4,}")
 # What a weakening weakens: a check, an approval, a second person, an identity proof. "Tea
 # without sugar" weakens nothing; "paid without a call-back" does.
 _CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|sign(?:ed)?[- ]?offs?|review\w*|"
@@ -125,12 +160,22 @@ class Values:
     names_check: bool = False
     #: Someone's role or right given to anyone ("whoever calls", "anyone on the list").
     opened: bool = False
+    #: The stems of what a weakening drops ("countersign" of "without countersigning").
+    dropped: frozenset[str] = frozenset()
+    #: The words of the text (four letters or more), for a weakening's object to be found in.
+    words: frozenset[str] = frozenset()
 
     def weakens(self, established: Values) -> bool:
         """True when this text weakens a check the established one does not: a weakening
-        ("alone", "without", "directly") where one of the two texts names a check, or a role
-        opened to anyone ("whoever calls")."""
-        return self.weakened and not established.weakened and (self.opened or self.names_check or established.names_check)
+        ("alone", "without", "directly") where one of the two texts names a check, a role
+        opened to anyone ("whoever calls"), or a weakening of something the established text
+        names ("without countersigning" where it is "countersigned by a second pharmacist")."""
+        if established.weakened:
+            return False
+        if self.weakened and (self.opened or self.names_check or established.names_check):
+            return True
+        # (What both texts drop, "sin zapatos" in both, is no new weakening.)
+        return any(word.startswith(stem) for stem in self.dropped - established.dropped for word in established.words)
 
     def changes(self, established: Values) -> list[tuple[str, str, str]]:
         """(category, new key, established key it replaces) for each category both texts
@@ -151,15 +196,6 @@ class Values:
 MAX_MATCHES = 512
 
 
-
-# Units of one dimension, by their size in its base unit: 5 mg and 5 g are one quantity in two
-# units, so they compare (a thousandfold dose is a changed dose), and 5000 mg is 5 g.
-_MASS = {"mcg": "0.001", "\u03bcg": "0.001", "ug": "0.001", "microgram": "0.001", "mg": "1", "milligram": "1",
-         "g": "1000", "gram": "1000", "gr": "1000", "kg": "1000000", "kilogram": "1000000"}
-_VOLUME = {"ml": "1", "milliliter": "1", "millilitre": "1", "cc": "1", "cl": "10", "dl": "100",
-           "l": "1000", "liter": "1000", "litre": "1000"}
-_SCALES = {unit: (dimension, Decimal(size)) for dimension, sizes in (("mass:mg", _MASS), ("volume:ml", _VOLUME))
-           for unit, size in sizes.items()}
 
 # What follows a number without being its unit: a function word of any of the five languages
 # ("facture 4 de Müller", "Zimmer 12 ist frei": the number labels something), an ordinal's
@@ -182,25 +218,61 @@ def _measure(unit: str, number: str) -> tuple[str, str]:
 
 
 # "Signed off by Friday", "sent to the board by Saturday": after "by" a moment is a deadline,
-# not who approves or receives. A route's value ends where a moment or a time preposition
-# starts, and is no route when it starts with one (or with a number: "by 5 pm", "by the 12th").
-_MOMENTS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays
-fridays saturdays sundays today tomorrow tonight yesterday noon midday midnight morning afternoon evening night weekend
-end eod eow cob next this last january february march april may june july august september october november december
-by before until till on at in within during every each""".split())
+# not who approves or receives. But a moment before a name qualifies it ("the night nurse",
+# "the weekend team", "May Lin"), and an approver may follow a deadline ("by Friday by
+# Mallory"): the approver is the first run of words that are no function word, moment or
+# number, wherever it starts.
+_TIME = MOMENTS | frozenset("day days week weeks month months quarter year shift".split())
+# Moments that are prepositions or determiners: never part of a name.
+_TIME_WORDS = frozenset("by before until till on at in within during every each this last since".split())
+
+
+def _is_name(word: str) -> bool:
+    w = word.casefold()
+    return not (w in STOP_WORDS or w in _TIME or w[:1].isdigit())
+
+
+# What joins the names of a list of approvers ("Ivan, the on-call admin and the vendor's
+# contractor"): the list is the route, so a name added to it changes the route.
+_JOINERS = frozenset("and or the a an any every all each some other another und oder et ou y o e".split())
 
 
 def _who(value: str) -> str:
-    """The approver or recipient a route names, without a deadline after it ("" for none)."""
-    words = value.split()
-    if words and words[0].casefold() == "the":
-        words = words[1:]
-    kept = []
-    for word in words:
-        if word.casefold() in _MOMENTS or word[:1].isdigit():
+    """The approvers or recipients a route names, without a deadline before or after them (""
+    for none)."""
+    words = value.replace(",", " , ").split()
+    kept: list[str] = []
+    for i, word in enumerate(words):
+        w = word.casefold()
+        if w != "," and (_is_name(word) or (w in _TIME and w not in _TIME_WORDS and i + 1 < len(words)
+                                            and _is_name(words[i + 1]))):
+            kept.append(word)
+        elif kept and not (w == "," or w in _JOINERS):
             break
-        kept.append(word)
     return " ".join(kept)
+
+
+_SENTENCE_END = re2.compile(rb"[.;!?\n]")
+_NEGATED = _compile(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
+_COORDINATED = _compile(r",|\b(?:and|or|und|oder|et|ou|y|o|e)\b")
+
+
+def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
+    """The matches of ``pattern`` in ``data`` whose sentence has no negation before them: "no
+    payment goes out without a call-back" states a check, it weakens none. (The look back is
+    bounded: at most 200 characters for each of at most :data:`MAX_MATCHES` matches.)"""
+    for n, match in enumerate(pattern.finditer(data)):
+        if n == MAX_MATCHES:
+            return
+        before = data[max(0, match.start() - 200):match.start()]
+        ends = list(_SENTENCE_END.finditer(before))
+        if ends:
+            before = before[ends[-1].end():]
+        negations = list(_NEGATED.finditer(before))
+        # A negation governs the weakening only with no list between them: in "no receipt and no
+        # approval" the first "no" is the list's other weakening.
+        if not negations or _COORDINATED.search(before[negations[-1].end():]) is not None:
+            yield match
 
 
 @lru_cache(maxsize=512)
@@ -211,7 +283,8 @@ def procedure_values(text: str) -> Values:
 
     def add(category: str, value: str) -> None:
         key = _key(value)
-        if key and not _DATE.search(key):
+        # (A date read before its separators go: "2025-01-01" is no account number.)
+        if key and not _DATE.search(key) and not _DATE.search(value.strip()):
             found.setdefault(category, set()).add(key)
             raw.setdefault(key, value)
 
@@ -238,7 +311,7 @@ def procedure_values(text: str) -> Values:
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
-        who = _who(span(match, 1))
+        who = _who(span(match, next(g for g in (1, 2, 3) if match.group(g) is not None)))
         if who:
             add("route", who)
     for match in matches("amount"):
@@ -248,9 +321,21 @@ def procedure_values(text: str) -> Values:
                 found.setdefault(f"amount:{symbol}", set()).add(_number(span(match, 2)))
         else:
             unit = span(match, 4).casefold()
+            if (unit == "x" or fold(unit) in _NOT_UNITS) and match.group(5) is not None:
+                unit = span(match, 5).casefold()
             if fold(unit) not in _NOT_UNITS:
                 # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
                 category, number = _measure(unit.rstrip("s") or unit, _number(span(match, 3)))
                 found.setdefault(f"amount:{category}", set()).add(number)
-    return Values({k: frozenset(v) for k, v in found.items()}, _WEAKENED.search(data) is not None, raw, overflow,
-                  _CHECK.search(data) is not None, _OPENED.search(data) is not None)
+    dropped = set()
+    for match in _unnegated(_DROPS, data):
+        if match.group(2) is not None:
+            dropped.add(match.group(2).decode()[:5])
+            continue
+        objects = [w for w in match.group(1).decode().split() if w not in _NOT_OBJECTS]
+        if objects and len(objects[0]) >= 4:
+            dropped.add(objects[0][:5])
+    weakened = next(_unnegated(_WEAKENED, data), None) is not None
+    return Values({k: frozenset(v) for k, v in found.items()}, weakened, raw, overflow,
+                  _CHECK.search(data) is not None, _OPENED.search(data) is not None, frozenset(dropped),
+                  frozenset(w.decode() for w in _WORDS.findall(data)))

@@ -180,14 +180,17 @@ class OpContext:
 
     # -- guards -----------------------------------------------------------------------------
 
-    def validate(self, record: MemoryRecord, decision: Decision) -> MemoryRecord:
+    def validate(self, record: MemoryRecord, decision: Decision, *, replaced: MemoryRecord | None = None) -> MemoryRecord:
         """Run the write validators on ``record``: WriteRejected (a lesson follows), or the
-        record, quarantined when a validator or the deciding rule asks for review."""
+        record, quarantined when a validator or the deciding rule asks for review.
+        ``replaced``: the version the write replaces (shown to the validators only if the
+        caller may read it, so that a verdict cannot leak it)."""
         pipeline = self._pipeline
         context = ValidationContext(self.facts.principal, self.facts.subjects,
                                     related=lambda r, k: pipeline.related(self, r, k),
                                     lessons=pipeline.lessons,
-                                    others=lambda r, k: pipeline.related(self, r, k, other_writers=True))
+                                    others=lambda r, k: pipeline.related(self, r, k, other_writers=True),
+                                    replaced=replaced if self.sees(replaced) else None)
         verdicts = list(pipeline.validators.run(record, context))
         if decision.review:
             verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,

@@ -132,7 +132,7 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
         expires_at=now + timedelta(seconds=ttl) if ttl else None, trust=trust, labels=op.labels,
         key=op.key, version=version, half_life=lifecycle.half_life,
         last_access=now if lifecycle.half_life else None,
-    ), decision)
+    ), decision, replaced=existing if keyed else None)
     if keyed and version > 1 and record.status is Status.QUARANTINED and existing.status is Status.ACTIVE:
         return _pending(record, rid, op, ctx)
     if lifecycle.capacity is not None and record.status is Status.ACTIVE:
@@ -193,7 +193,7 @@ def _run_update(op: UpdateOp, got: Found, ctx: OpContext) -> tuple[MemoryRecord,
     erased = ctx.tombstoned(candidate.subjects, candidate.namespace, candidate.content)
     if erased is not None:
         raise WriteRejected(f"this content about subject {erased!r} was erased; an update cannot re-ingest it")
-    new = ctx.validate(candidate, _held_by(ctx, candidate, after, before))
+    new = ctx.validate(candidate, _held_by(ctx, candidate, after, before), replaced=old)
     ctx.facts.record_ids = [new.id, old.id]
     effects: list[Effect] = [Store(new)]
     # A quarantined new version leaves the old one in force until it is approved.
