@@ -348,11 +348,6 @@ def test_an_other_language_until_further_notice_order_is_a_directive() -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(strict=True, reason="the check compares only records that share a declared subject "
-                                       "(Pipeline.related, SubjectIndex: out of this helper's bounds): a subject in "
-                                       "another case or with a look-alike letter, another subject or none at all "
-                                       "and the established record is never compared, while the reader's search "
-                                       "is not filtered by subject")
 @pytest.mark.parametrize("subjects", [["ACME"], ["\u0430cme"], ["acme-gmbh"], []])
 def test_a_procedure_change_under_other_subjects_is_compared(tmp_path: Path, subjects: list[str]) -> None:
     mem = _office(tmp_path)

@@ -98,6 +98,14 @@ def test_check_skips_its_predecessor_events_and_subjectless_records() -> None:
     ctx = _ctx(old)
     assert check.check(_rec("Patient p12 is not allergic to penicillin", subjects=()), ctx).outcome is Outcome.ACCEPT
     assert CALLS == []  # no store query for a record about nobody
+    # An agent's procedure value about nobody is compared with what is near it in its
+    # namespace, whatever the subjects (a writer declares its own).
+    near: list[int] = []
+    account = _rec("Invoices for p12 are paid into account DE89 3704 0044 0532 0130 00", rid="mem_acc")
+    nearby = ValidationContext(P("w", roles=["r"]), Subjects("w", frozenset({"r"})),
+                               nearby=lambda r, k: near.append(k) or [account.model_copy(update={"writer": "x"})])
+    changed = _rec("Invoices for p12 are paid into account GB29 NWBK 6016 1331 9268 19", subjects=())
+    assert check.check(changed, nearby).outcome is Outcome.QUARANTINE and near == [check.k]
 
 
 def test_check_asks_for_k_related_records() -> None:

@@ -71,6 +71,10 @@ class ValidationContext:
     left by earlier rejections and retractions. ``replaced`` is the version the write replaces
     (an update's predecessor, the current version of a keyed item), when the writer may read it:
     whatever its subjects and however far from the new text, it is the record the write changes.
+    ``nearby(record, k)`` returns up to k active records of the candidate's namespace, written
+    by another, that the writer may read and that share the most words with it, whatever their
+    subjects: a writer declares its own subjects, so subjects alone never decide which
+    established records a procedure change is compared with.
     """
 
     principal: Principal
@@ -79,6 +83,7 @@ class ValidationContext:
     lessons: Callable[[], list[MemoryRecord]] = _none
     others: Callable[[MemoryRecord, int], list[MemoryRecord]] | None = None
     replaced: MemoryRecord | None = None
+    nearby: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
 
     def related_by_others(self, record: MemoryRecord, k: int) -> list[MemoryRecord]:
         """Up to k records as ``related`` returns them, written by another (:func:`by_another`):

@@ -165,6 +165,11 @@ class Values:
     #: The words of the text (four letters or more), for a weakening's object to be found in.
     words: frozenset[str] = frozenset()
 
+    def any(self) -> bool:
+        """Whether the text holds anything a procedure change is made of (a value, a weakening,
+        a role opened to anyone, or more values than were read)."""
+        return bool(self.by_category) or self.weakened or self.opened or self.overflow
+
     def weakens(self, established: Values) -> bool:
         """True when this text weakens a check the established one does not: a weakening
         ("alone", "without", "directly") where one of the two texts names a check, a role

@@ -190,7 +190,8 @@ class OpContext:
                                     related=lambda r, k: pipeline.related(self, r, k),
                                     lessons=pipeline.lessons,
                                     others=lambda r, k: pipeline.related(self, r, k, other_writers=True),
-                                    replaced=replaced if self.sees(replaced) else None)
+                                    replaced=replaced if self.sees(replaced) else None,
+                                    nearby=lambda r, k: pipeline.nearby(self, r, k))
         verdicts = list(pipeline.validators.run(record, context))
         if decision.review:
             verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,

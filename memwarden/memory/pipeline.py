@@ -206,6 +206,21 @@ class Pipeline:
                     break
         return found
 
+    def nearby(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]:
+        """Up to ``k`` active records of ``record``'s namespace, of the kinds the subject index
+        holds, written by another (``by_another``) and visible to the caller, best BM25 match
+        first, writer by writer, whatever their subjects (a writer chooses its own). Empty
+        without a lexical index (against a Chroma server)."""
+        if not self.view.has_text_index:
+            return []
+        where = {"$and": [{Meta.NS.value: "/".join(record.namespace)}, {Meta.STATUS.value: Status.ACTIVE.value},
+                          {Meta.KIND.value: {"$in": sorted(kind.value for kind in INDEXED_KINDS)}}]}
+        ids = [rid for rid, _ in self.view.lexical(record.content, 4 * k, where) if rid != record.id]
+        rows = self.view.rows(ids)
+        found = [from_row(rows[rid]) for rid in ids if rid in rows]
+        return [r for r in across_writers(found, record_writer)
+                if by_another(record, r) and ctx.sees(r)][:k]
+
     def lessons(self) -> list[MemoryRecord]:
         """The active lesson records the lesson validator consults."""
         return self._lesson_cache.get()
