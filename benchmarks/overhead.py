@@ -140,6 +140,8 @@ DEFAULT_SIZES = (1_000, 10_000)
 FULL_SIZE = 100_000
 DECISION_RULES = 1_000
 INMEMORY_SIZE = 10_000
+# Ops whose blocks start right after a persist of every collection they write to (Bench.settle).
+SETTLED_OPS = ("write", "batch")
 
 TARGETS = {
     "search_vs_filtered_p50": 1.10,     # governed search p50 <= 1.10x raw with the same filter (10k)
@@ -598,7 +600,9 @@ class Bench:
     def settle(self, op: str) -> None:
         """Start a block of ``op`` right after a persist of every collection its writes go to:
         raw's and the governed partitions of the namespaces written (benchmarks/raw_arm.py),
-        recording how many unpersisted log entries each held (where it was in its cycle)."""
+        recording how many unpersisted log entries each held (where it was in its cycle). The
+        partitions are persisted by upserting some of their own rows again, unchanged, through
+        Chroma: the lexical index, the derived index and the audit log still describe them."""
         depth = self.backend.depth
         stored = {collection_name(depth, p) for p in self.backend.partitions(fresh=True)}
         names = sorted(stored & {collection_name(depth, self.backend.partition_of(ns)) for ns in self.write_namespaces})
@@ -886,19 +890,17 @@ def measure_ops(bench: Bench, args: argparse.Namespace, writes: int, progress: P
         "write": (lambda: bench.write_arms(5 + writes * repeats), writes, 5, 10),
         "batch": (lambda: bench.batch_arms(1 + args.batches * repeats, args.batch_size), args.batches, 1, 1),
     }
-    # Writes and batches start each block right after a persist of the collections they write to.
-    settled = {"write", "batch"}
     ops: dict[str, Any] = {}
     for op, (arms, n, warmup, floor) in plans.items():
         if op not in only or not n:
             continue
         task = progress.add_task(f"{op} @ {size:,}", total=n * repeats)
-        before = (lambda op=op: bench.settle(op)) if op in settled else None
+        before = (lambda op=op: bench.settle(op)) if op in SETTLED_OPS else None
         wall, cpu = interleaved(arms(), n, repeats, warmup, budget=budget, floor=floor, progress=progress, task=task,
                                 before_block=before)
         ops[op] = {"arms": {a: summary(v, cpu[a]) for a, v in wall.items()}, "samples_ms": _rounded(wall),
                    "cpu_samples_ms": _rounded(cpu)}
-        if op in settled:
+        if op in SETTLED_OPS:
             ops[op]["log_backlog_at_block_start"] = bench.block_starts.pop(op, [])
     if "write" in ops:
         ops["write"]["governed_outcomes"] = dict(bench.write_outcomes)
@@ -1164,7 +1166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = Bench(tmp, args, console)
         result["config"]["validators"] = bench.validators_name
         result["config"]["validator_chain"] = bench.validator_names
-        result["config"]["raw_arm"] = {"hnsw": hnsw_config(bench.col), "persisted_before_each_block": ["write", "batch"]}
+        result["config"]["raw_arm"] = {"hnsw": hnsw_config(bench.col), "persisted_before_each_block": list(SETTLED_OPS)}
         console.log(f"validators: {bench.validators_name} {bench.validator_names}; data in {tmp}")
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:
