@@ -12,6 +12,14 @@ embeddings (seeded random unit 384-d float32 vectors), with the same k:
 - **raw**: one plain Chroma collection holding the same rows (same ids, texts, metadata and
   vectors; its own directory), called directly, ``where`` filter or not. That is the store an
   application without memwarden would have, and what memwarden itself used before partitions.
+  It is configured as memwarden configures its partitions (the same ``hnsw:sync_threshold``
+  and ``hnsw:batch_size``; a kept collection made before is reconfigured), and every block of
+  writes or batches starts right after a persist of every collection it writes to, raw and
+  governed alike (``benchmarks/raw_arm.py``): Chroma re-reads a collection's unpersisted log
+  on each write, so a write's cost grows with the entries since the last persist, and a raw
+  collection left at Chroma's default (a persist every 1,000 entries), measured for a few
+  hundred writes from wherever the last run left it, cost 14 ms or 42 ms of CPU a write
+  depending on the run.
 
 Embedding time is excluded: memwarden gets an embedder that looks the precomputed vectors up
 in a dict (``embed_documents_array`` / ``embed_query``), and raw Chroma gets the same vectors.
@@ -40,7 +48,8 @@ per 10k rows stored, and the cost of a policy decision (pycasbin ``enforce`` unc
 memwarden's cached ``decide``) with 1,000 policy rules.
 
 Reported: p50 and p95 (wall clock, and process CPU) of every arm, the ratios of the p50s
-(pooled, per repeat, and the median of paired per-iteration ratios), the targets from the
+(pooled, per repeat, and the median of paired per-iteration ratios) in wall and in CPU time,
+the log backlog of each written collection when each block started, the targets from the
 issues, met or not. Slow arms are budget-limited (``--budget`` seconds per op and size, at least
 10 iterations per repeat). Output: a rich table, JSON (``overhead.json``, with every sample) and
 a PNG plot (``overhead.png``, when matplotlib is installed); ``--profile`` adds cProfile dumps of
@@ -107,6 +116,8 @@ from memwarden.policies.engine import EnforceRequest, PolicyEngine, new_enforcer
 from memwarden.policies.loading import PolicyData, bundled_policy_path, parse_policy_text  # noqa: E402
 from memwarden.policies.partitions import Coverage, Partition, plan  # noqa: E402
 from memwarden.policies.pushdown import all_of, scope_filter  # noqa: E402
+from memwarden.memory.compaction.config import hnsw_config  # noqa: E402
+from benchmarks import raw_arm  # noqa: E402
 
 try:
     from memwarden.guards.defaults import default_validators
@@ -129,6 +140,8 @@ DEFAULT_SIZES = (1_000, 10_000)
 FULL_SIZE = 100_000
 DECISION_RULES = 1_000
 INMEMORY_SIZE = 10_000
+# Ops whose blocks start right after a persist of every collection they write to (Bench.settle).
+SETTLED_OPS = ("write", "batch")
 
 TARGETS = {
     "search_vs_filtered_p50": 1.10,     # governed search p50 <= 1.10x raw with the same filter (10k)
@@ -260,7 +273,8 @@ def pct(values: Sequence[float], q: float) -> float:
 
 def interleaved(arms: dict[str, Callable[[int], Any]], queries: int, repeats: int, warmup: int, *,
                 budget: float = float("inf"), floor: int = 10, progress: Progress | None = None,
-                task: Any = None) -> tuple[dict[str, list[list[float]]], dict[str, list[list[float]]]]:
+                task: Any = None, before_block: Callable[[], Any] | None = None,
+                ) -> tuple[dict[str, list[list[float]]], dict[str, list[list[float]]]]:
     """Run every arm once per iteration, in an order rotated each iteration; ms per call.
 
     Returns wall-clock and process-CPU latencies: per arm, one list per repeat. CPU time
@@ -269,9 +283,12 @@ def interleaved(arms: dict[str, Callable[[int], Any]], queries: int, repeats: in
     Call index ``i`` is shared by all arms in an iteration (the same query, the same record)
     and is unique across the run. The warm-up also times an iteration: when ``queries``
     iterations per repeat would take longer than ``budget`` seconds in all, fewer are run
-    (never fewer than ``floor`` per repeat).
+    (never fewer than ``floor`` per repeat). ``before_block``, untimed, runs before the
+    warm-up and before each repeat (to put the stores in the same state each time).
     """
     names = list(arms)
+    if before_block is not None:
+        before_block()
     t0 = time.perf_counter()
     for i in range(warmup):
         for name in names:
@@ -285,6 +302,8 @@ def interleaved(arms: dict[str, Callable[[int], Any]], queries: int, repeats: in
     cpu: dict[str, list[list[float]]] = {name: [] for name in names}
     clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
     for r in range(repeats):
+        if before_block is not None:
+            before_block()
         gc.collect()
         for name in names:
             samples[name].append([])
@@ -366,11 +385,10 @@ class Bench:
             self.store._inner = self.derived
         # The same partitions and lexical index without the derived index: the partition path.
         self.partition_store = IndexedBackend(self.backend, self.store._index)
-        # Raw Chroma: one collection with the same rows, in its own directory.
-        self.raw_client = chromadb.PersistentClient(path=str(root / "raw"),
-                                                    settings=ChromaSettings(anonymized_telemetry=False))
-        self.col = self.raw_client.get_or_create_collection("raw-records", embedding_function=None,
-                                                            metadata={"hnsw:space": "cosine"})
+        # Raw Chroma: one collection with the same rows, in its own directory, with the HNSW
+        # settings memwarden gives its partitions (see benchmarks/raw_arm.py).
+        self.raw_client, self.col = raw_arm.open_raw(root / "raw", "raw-records")
+        self.block_starts: dict[str, list[dict[str, int]]] = {}
         audit = AuditLog(root / "audit.sqlite3")
         tombstones = Tombstones(root / "tombstones.sqlite3")
         self.validators_name = "default_validators()" if default_validators is not None else "none"
@@ -397,6 +415,7 @@ class Bench:
         self.size = 0
         self.pool = ThreadPoolExecutor(max(args.threads, 1), thread_name_prefix="bench-partitions")
         self.visible_ids: list[str] = []
+        self.write_namespaces: set[tuple[str, ...]] = set()
         self.visible_vecs: list[np.ndarray] = []
         self.written: dict[str, list[tuple[str, np.ndarray]]] = {"memwarden": [], "raw": []}
         self.rss_points: list[tuple[int, int, float, float]] = []
@@ -575,7 +594,26 @@ class Bench:
                                subjects=(f"w{w}{p}",), writer="alice", writer_roles=(), created_at=now)
             pool.append((text, ns, f"w{w}{p}", vecs[j], stored_metadata(to_metadata(rec)), rec.id))
         self.embedder.add([t for t, *_ in pool], vecs)
+        self.write_namespaces.update(ns for _, ns, *_ in pool)
         return pool
+
+    def settle(self, op: str) -> None:
+        """Start a block of ``op`` right after a persist of every collection its writes go to:
+        raw's and the governed partitions of the namespaces written (benchmarks/raw_arm.py),
+        recording how many unpersisted log entries each held (where it was in its cycle). The
+        partitions are persisted by upserting some of their own rows again, unchanged, through
+        Chroma: the lexical index, the derived index and the audit log still describe them."""
+        depth = self.backend.depth
+        stored = {collection_name(depth, p) for p in self.backend.partitions(fresh=True)}
+        names = sorted(stored & {collection_name(depth, self.backend.partition_of(ns)) for ns in self.write_namespaces})
+        cols = [("raw", self.root / "raw", self.col)] + [
+            (name, self.root / "chroma", self.client.get_collection(name, embedding_function=None)) for name in names]
+        threshold = raw_arm.sync_threshold(self.col)
+        for name, _, col in cols[1:]:
+            if raw_arm.sync_threshold(col) != threshold:
+                raise SystemExit(f"the raw arm persists every {threshold} log entries, partition {name} every "
+                                 f"{raw_arm.sync_threshold(col)}: not configured alike (benchmarks/raw_arm.py)")
+        self.block_starts.setdefault(op, []).append({name: raw_arm.persist_now(root, col) for name, root, col in cols})
 
     def write_arms(self, count: int) -> dict[str, Callable[[int], Any]]:
         """Fresh content per call and arm, vectors precomputed, raw metadata precomputed."""
@@ -857,9 +895,13 @@ def measure_ops(bench: Bench, args: argparse.Namespace, writes: int, progress: P
         if op not in only or not n:
             continue
         task = progress.add_task(f"{op} @ {size:,}", total=n * repeats)
-        wall, cpu = interleaved(arms(), n, repeats, warmup, budget=budget, floor=floor, progress=progress, task=task)
+        before = (lambda op=op: bench.settle(op)) if op in SETTLED_OPS else None
+        wall, cpu = interleaved(arms(), n, repeats, warmup, budget=budget, floor=floor, progress=progress, task=task,
+                                before_block=before)
         ops[op] = {"arms": {a: summary(v, cpu[a]) for a, v in wall.items()}, "samples_ms": _rounded(wall),
                    "cpu_samples_ms": _rounded(cpu)}
+        if op in SETTLED_OPS:
+            ops[op]["log_backlog_at_block_start"] = bench.block_starts.pop(op, [])
     if "write" in ops:
         ops["write"]["governed_outcomes"] = dict(bench.write_outcomes)
     if "batch" in ops:
@@ -1124,6 +1166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = Bench(tmp, args, console)
         result["config"]["validators"] = bench.validators_name
         result["config"]["validator_chain"] = bench.validator_names
+        result["config"]["raw_arm"] = {"hnsw": hnsw_config(bench.col), "persisted_before_each_block": list(SETTLED_OPS)}
         console.log(f"validators: {bench.validators_name} {bench.validator_names}; data in {tmp}")
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:

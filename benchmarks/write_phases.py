@@ -165,6 +165,7 @@ def main() -> int:
     for i in range(5):  # warm-up
         for arm in writes.values():
             arm(args.writes + i)
+    bench.settle("write")  # every collection written starts right after a persist (overhead.py)
     if prof:
         prof.enable()
     result["write"] = measure({k: v for k, v in writes.items() if k != "governed_novalidators"},
@@ -173,7 +174,13 @@ def main() -> int:
         batches = bench.batch_arms(args.batches + 1, args.batch_size)
         for arm in batches.values():
             arm(args.batches)  # warm-up
+        if prof:
+            prof.disable()  # the settling is no phase of a governed write
+        bench.settle("batch")
+        if prof:
+            prof.enable()
         result["batch"] = measure(batches, args.batches, "governed_novalidators")
+    result["log_backlog_at_block_start"] = bench.block_starts
     if prof:
         prof.disable()
         prof.dump_stats(str(args.cprofile))
