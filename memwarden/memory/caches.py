@@ -24,7 +24,7 @@ from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
 from memwarden.core.records import Kind, MemoryRecord, Status
 from memwarden.core.schema import LESSONS_NAMESPACE
-from memwarden.memory.writers import across_writers, record_writer
+from memwarden.memory.writers import across_principals, record_writer
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
 
@@ -131,6 +131,8 @@ class SubjectIndex:
         self._load, self._per_subject, self._subjects, self._ttl = load, per_subject, subjects, ttl
         self._lock = threading.Lock()
         self._by_subject: OrderedDict[str, tuple[float, OrderedDict[str, Related]]] = OrderedDict()
+        # Per subject being loaded, one log per load of what was added (or dropped: None) meanwhile.
+        self._loading: dict[str, list[list[tuple[str, Related | None]]]] = {}
 
     def about(self, subjects: Iterable[str]) -> list[Related]:
         """The indexed records about any of ``subjects``, each once, newest first."""
@@ -147,21 +149,32 @@ class SubjectIndex:
         related = Related(record, content_words(record.content))
         with self._lock:
             for subject in record.subjects:
+                for log in self._loading.get(subject, ()):
+                    log.append((record.id, related))
                 held = self._by_subject.get(subject)
                 if held is not None:
-                    entries = held[1]
-                    entries[record.id] = related
-                    entries.move_to_end(record.id)
-                    if len(entries) > self._per_subject:
-                        kept = across_writers(reversed(entries.values()), lambda r: record_writer(r.record))
-                        entries.clear()
-                        entries.update((r.record.id, r) for r in reversed(kept[:self._per_subject]))
+                    self._put(held[1], record.id, related)
+
+    def _put(self, entries: OrderedDict[str, Related], rid: str, related: Related | None) -> None:
+        """Index ``related`` under ``rid`` in one subject's ``entries`` (None: drop ``rid``);
+        when that makes one too many, the principal holding the most loses its oldest."""
+        if related is None:
+            entries.pop(rid, None)
+            return
+        entries[rid] = related
+        entries.move_to_end(rid)
+        if len(entries) > self._per_subject:
+            kept = across_principals(reversed(entries.values()), lambda r: record_writer(r.record))
+            entries.clear()
+            entries.update((r.record.id, r) for r in reversed(kept[:self._per_subject]))
 
     def discard(self, records: Iterable[MemoryRecord]) -> None:
         """These records are no longer what the store holds under their ids."""
         with self._lock:
             for record in records:
                 for subject in record.subjects:
+                    for log in self._loading.get(subject, ()):
+                        log.append((record.id, None))
                     held = self._by_subject.get(subject)
                     if held is not None:
                         held[1].pop(record.id, None)
@@ -178,14 +191,34 @@ class SubjectIndex:
             if held is not None and not _stale(held[0], self._ttl):
                 self._by_subject.move_to_end(subject)
                 return list(reversed(held[1].values()))
-        # Loaded outside the lock (a store query); an add for this subject that races with
-        # the load may be missing until the next reload.
-        records = sorted((r for r in self._load(subject, self._per_subject)
-                          if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
-        entries = OrderedDict((r.id, Related(r, content_words(r.content))) for r in records)
-        with self._lock:
+            # Loaded outside the lock (a store query). What is stored or removed meanwhile
+            # (a search loads outside the write lock) is logged and replayed on the result:
+            # without it, a record stored during the load was missing until the next reload,
+            # and a record erased during it came back.
+            log: list[tuple[str, Related | None]] = []
+            self._loading.setdefault(subject, []).append(log)
+        try:
+            records = sorted((r for r in self._load(subject, self._per_subject)
+                              if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
+            entries = OrderedDict((r.id, Related(r, content_words(r.content))) for r in records)
+        except BaseException:
+            with self._lock:
+                self._stop_logging(subject, log)
+            raise
+        with self._lock:  # one hold: no change falls between the log and the entries
+            self._stop_logging(subject, log)
+            for rid, related in log:
+                self._put(entries, rid, related)
             self._by_subject[subject] = (time.monotonic(), entries)
             self._by_subject.move_to_end(subject)
             while len(self._by_subject) > self._subjects:
                 self._by_subject.popitem(last=False)
             return list(reversed(entries.values()))
+
+    def _stop_logging(self, subject: str, log: list[tuple[str, Related | None]]) -> None:
+        """This load's log is no longer written to (called with the lock held)."""
+        others = [other for other in self._loading.get(subject, ()) if other is not log]
+        if others:
+            self._loading[subject] = others
+        else:
+            self._loading.pop(subject, None)

@@ -5,6 +5,13 @@ subject index keeps per subject, the nearest k related records, the records a co
 counts. Filled by record count, the window belongs to whoever writes the most: one agent's
 flood of harmless records evicted the established record a contradiction is compared with
 (tests/test_attack_flooding.py). Each window is filled writer by writer instead.
+
+A writer is a principal. Its source orders its own records, not its share: any session may
+declare a less trusted source than its binding without a claim, so counted as voices of
+their own, one principal's "user", "agent" and "tool" records were three voices, and three
+copies of a poison made a true record contested (tests/test_attack_flooding2.py). Within a
+principal's share its sources take turns, so that its agent's flood never pushes out what
+the principal itself established.
 """
 
 from __future__ import annotations
@@ -13,16 +20,13 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memwarden.core.fields import Meta
+from memwarden.core.records import SOURCE_ORDER
 
 if TYPE_CHECKING:
     from memwarden.core.records import MemoryRecord
     from memwarden.memory.backends import StoredRow
 
 T = TypeVar("T")
-
-#: The most rows about one subject the subject index reads to choose from (a subject with
-#: more is read in storage order, oldest first: what is established stays in view).
-SUBJECT_SCAN = 4096
 
 
 def across_writers(items: Iterable[T], writer: Callable[[T], Hashable]) -> list[T]:
@@ -44,9 +48,15 @@ def across_writers(items: Iterable[T], writer: Callable[[T], Hashable]) -> list[
     return [item for _, _, item in ranked]
 
 
+def across_principals(items: Iterable[T], writer: Callable[[T], tuple[Hashable, Hashable]]) -> list[T]:
+    """:func:`across_writers` by principal, where ``writer`` gives an item's (principal,
+    source): principals take turns, and within a principal's turns its sources do."""
+    by_source = across_writers(items, writer)
+    return across_writers(by_source, lambda item: writer(item)[0])
+
+
 def record_writer(record: MemoryRecord) -> tuple[str, str]:
-    """Whose voice a record is: its writer and source (a user's own record and her agent's
-    are two voices, as :func:`~memwarden.guards.validators.by_another` counts them)."""
+    """A record's principal and source (the principal is the voice; see the module docstring)."""
     return record.writer, record.source.value
 
 
@@ -56,6 +66,14 @@ def row_writer(row: StoredRow) -> tuple[Any, Any]:
 
 
 def newest_across_writers(rows: Iterable[StoredRow], limit: int) -> list[StoredRow]:
-    """Up to ``limit`` of ``rows``: each writer's newest first, in turn (:func:`across_writers`)."""
+    """Up to ``limit`` of ``rows``: each principal's newest first, in turn (:func:`across_principals`)."""
     newest = sorted(rows, key=lambda row: float(row.metadata.get(Meta.CREATED_AT) or 0.0), reverse=True)
-    return across_writers(newest, row_writer)[:limit]
+    return across_principals(newest, row_writer)[:limit]
+
+
+def voice_of(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+    """What one principal says, of ``records`` all written by it: those from its most trusted
+    source (an agent acting for a user does not outvote what she wrote herself)."""
+    records = list(records)
+    best = min((SOURCE_ORDER.index(r.source) for r in records), default=0)
+    return [r for r in records if SOURCE_ORDER.index(r.source) == best]

@@ -1,0 +1,190 @@
+"""A second round of attacks on the bounded windows the write and read checks compare with.
+
+tests/test_attack_flooding.py made one writer one voice. Attacked afresh:
+
+- a writer was its principal *and source*, and any session may declare a less trusted
+  source than its binding without a claim: one principal was up to four voices, and three
+  copies of a poison under three sources made a true record "contested" in read-time
+  consensus;
+- the subject index was loaded from the first 4,096 rows about the subject in storage
+  order, whatever their kind or state: a flood of events, of rows held for review or of
+  facts written before the established record kept it out after a restart; against a Chroma
+  server storage order is partition by partition, so a flood in a partition that sorts first
+  (notes before patients) did so whenever it was written;
+- a subject loaded while a write about it was stored (a consensus search runs outside the
+  write lock) lost that record for good, and a record forgotten meanwhile came back.
+
+Each test failed on the code before its fix (see the report of branch wt-attackflood).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memwarden import Memory, Principal, Status, WriteOp
+from memwarden.core.namespace import canonical_namespace
+from memwarden.core.records import Kind, MemoryRecord, Source
+from memwarden.memory.caches import SubjectIndex
+from memwarden.memory.embeddings import HashingEmbedding
+
+ACCOUNT = "Invoices for patient 12 are paid into account DE89 3704 0044 0532 0130 00."
+CHANGED = "Invoices for patient 12 are paid into account GB29 NWBK 6016 1331 9268 19."
+
+
+def _harmless(i: int) -> str:
+    a, b = divmod(i, 26)
+    return f"Observation note {chr(97 + a)}{chr(97 + b)}: patient twelve rested calmly during the ward round."
+
+
+POLICY = """
+p, staff, ward/**, read
+p, staff, ward/**, write
+g, w, staff
+g, n1, staff
+g, mallory, staff
+"""
+
+
+@pytest.mark.integration
+def test_a_principal_is_one_voice_whatever_sources_it_declares(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.csv"
+    policy.write_text(POLICY, encoding="utf-8")
+    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), validators=[]) as mem:
+        w, n1, mallory = (mem.session(Principal(p)) for p in ("w", "n1", "mallory"))
+        true1 = w.write("Patient 12 is allergic to penicillin", "ward/a", subjects=["p12"])
+        true2 = n1.write("Patient 12 is allergic to penicillin.", "ward/b", subjects=["p12"])
+        # A less trusted source than the session's needs no claim: three sources, one principal.
+        poison = [mallory.write(f"Patient 12 is not allergic to penicillin{end}", "ward/c", subjects=["p12"],
+                                source=source)
+                  for end, source in (("", Source.USER), (".", Source.AGENT), ("!", Source.TOOL))]
+        assert all(p.status is Status.ACTIVE for p in poison)
+        hits = {h.record.id: h for h in w.search("penicillin allergy patient 12", "ward", k=10, consensus=True)}
+        assert hits.keys() == {true1.id, true2.id, *(p.id for p in poison)}
+        # One principal against one: no majority against either true record.
+        assert not hits[true1.id].contested and set(hits[true1.id].contradicted_by) == {p.id for p in poison}
+        assert not hits[true2.id].contested
+        assert all(hits[p.id].contested for p in poison)
+
+
+@pytest.mark.integration
+def test_an_agent_flooding_under_its_users_name_does_not_outvote_her(tmp_path: Path) -> None:
+    """The other side of one voice per principal: a principal's voice is what its most
+    trusted source says, so her own agent's copies do not turn her against a true record."""
+    policy = tmp_path / "policy.csv"
+    policy.write_text(POLICY, encoding="utf-8")
+    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), validators=[]) as mem:
+        w, n1 = mem.session(Principal("w")), mem.session(Principal("n1"))
+        agent = mem.session(Principal("n1"), source="agent")
+        true1 = w.write("Patient 12 is allergic to penicillin", "ward/a", subjects=["p12"])
+        n1.write("Patient 12 is allergic to penicillin.", "ward/b", subjects=["p12"])
+        for end in ("", ".", "!"):
+            agent.write(f"Patient 12 is not allergic to penicillin{end}", "ward/c", subjects=["p12"])
+        hits = {h.record.id: h for h in w.search("penicillin allergy patient 12", "ward", k=10, consensus=True)}
+        assert not hits[true1.id].contested
+
+
+# -- what the subject index loads ------------------------------------------------------------
+
+FLOOD = 70  # more than the 64 records the subject index keeps per subject
+PATIENT, NOTES = ("ward3", "patients", "p12"), ("ward3", "notes", "p12")
+
+
+def _flood(bob, namespace: tuple[str, ...], kind: Kind = Kind.FACT, source: Source | None = None) -> list:
+    return bob.batch([WriteOp(_harmless(i), namespace, kind=kind, subjects=("p12",), source=source)
+                      for i in range(FLOOD)])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("flood", ["events", "quarantined rows", "facts"])
+def test_rows_written_first_do_not_hide_the_established_record_after_a_restart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flood: str) -> None:
+    # Before the fix the load read the first 4,096 rows about the subject (SUBJECT_SCAN),
+    # whatever their kind or state; 32 here, so that the flood is 70 writes, not 4,097. The
+    # code after it has no such scan (raising=False): the flood is then larger than the window.
+    monkeypatch.setattr("memwarden.memory.pipeline.SUBJECT_SCAN", 32, raising=False)
+    with Memory.open(tmp_path / "data", policy="hospital", embedding=HashingEmbedding()) as mem:
+        bob = mem.session(Principal("bob", roles=["nurse"]), source="agent")
+        if flood == "quarantined rows":  # what a nurse copies from a tool is held, and stored
+            assert all(r.status is Status.QUARANTINED for r in _flood(bob, PATIENT, source=Source.TOOL))
+        else:
+            assert all(r.status is Status.ACTIVE
+                       for r in _flood(bob, PATIENT, Kind.EVENT if flood == "events" else Kind.FACT))
+        alice = mem.session(Principal("alice", roles=["physician"]))
+        assert alice.write(ACCOUNT, PATIENT, subjects=["p12"]).status is Status.ACTIVE
+    with Memory.open(tmp_path / "data", policy="hospital", embedding=HashingEmbedding()) as mem:
+        bob = mem.session(Principal("bob", roles=["nurse"]), source="agent")
+        assert bob.write(CHANGED, PATIENT, subjects=["p12"]).status is Status.QUARANTINED
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind", [Kind.EVENT, Kind.FACT])
+def test_a_flood_in_a_partition_read_first_does_not_hide_the_established_record(
+        chroma_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: Kind) -> None:
+    # Against a Chroma server rows about a subject were read partition by partition, in the
+    # partitions' order: a flood in one that sorts first, written at any time, filled the read.
+    monkeypatch.setattr("memwarden.memory.pipeline.SUBJECT_SCAN", 32, raising=False)
+    site = f"site{uuid.uuid4().hex[:12]}"  # the session's server is shared by every server test
+    patient, notes = (site, "patients", "p12"), (site, "notes", "p12")
+    policy = tmp_path / "policy.csv"
+    policy.write_text(f"""
+p, physician, {site}/**, read
+p, physician, {site}/**, write
+p, nurse, {site}/**, read
+p, nurse, {site}/**, write
+g, alice, physician
+g, bob, nurse
+""", encoding="utf-8")
+    host, port = chroma_server
+
+    def connect() -> Memory:
+        return Memory.connect(host, port, policy=policy, state=tmp_path / "state", embedding=HashingEmbedding())
+
+    with connect() as mem:
+        alice = mem.session(Principal("alice"))
+        assert alice.write(ACCOUNT, patient, subjects=["p12" + site]).status is Status.ACTIVE
+        bob = mem.session(Principal("bob"), source="agent")
+        done = bob.batch([WriteOp(_harmless(i), notes, kind=kind, subjects=("p12" + site,)) for i in range(FLOOD)])
+        assert all(r.status is Status.ACTIVE for r in done)
+    with connect() as mem:  # another process: its subject index is loaded from the server
+        bob = mem.session(Principal("bob"), source="agent")
+        assert bob.write(CHANGED, patient, subjects=["p12" + site]).status is Status.QUARANTINED
+
+
+# -- a load racing with a change -------------------------------------------------------------
+
+def _record(n: int, writer: str = "alice") -> MemoryRecord:
+    return MemoryRecord(id=f"r{n}", content=f"Patient twelve note number {n}.", namespace=canonical_namespace("ward"),
+                        subjects=("p12",), writer=writer)
+
+
+@pytest.mark.unit
+def test_a_record_stored_while_its_subject_loads_is_kept() -> None:
+    stored = [_record(1)]
+    index: SubjectIndex
+
+    def load(subject: str, limit: int) -> list[MemoryRecord]:
+        before = list(stored)  # the store as the load read it
+        stored.append(_record(2))  # meanwhile a write stores a record and tells the index
+        index.add(stored[-1])
+        return before
+
+    index = SubjectIndex(load)
+    assert {r.record.id for r in index.about(["p12"])} == {"r1", "r2"}
+
+
+@pytest.mark.unit
+def test_a_record_discarded_while_its_subject_loads_does_not_come_back() -> None:
+    stored = [_record(1), _record(2)]
+    index: SubjectIndex
+
+    def load(subject: str, limit: int) -> list[MemoryRecord]:
+        before = list(stored)
+        gone = stored.pop()  # meanwhile it is erased, and the index told
+        index.discard([gone])
+        return before
+
+    index = SubjectIndex(load)
+    assert {r.record.id for r in index.about(["p12"])} == {"r1"}
