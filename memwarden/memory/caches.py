@@ -24,7 +24,6 @@ from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
 from memwarden.core.records import Kind, MemoryRecord, Status
 from memwarden.core.schema import LESSONS_NAMESPACE
-from memwarden.memory.writers import across_principals, record_writer
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
 
@@ -106,6 +105,17 @@ def _lessons(records: Iterable[MemoryRecord], index: LessonIndex) -> Lessons:
     return lessons
 
 
+def _evicted(entries: OrderedDict[str, Related]) -> str:
+    """Which of ``entries`` (oldest first) goes when one too many: the oldest record of the
+    principal holding the most, from its source holding the most (ties: the one whose oldest
+    is older). One pass, no sort: it runs on every write to a full subject."""
+    held: dict[str, dict[str, list[str]]] = {}
+    for rid, related in entries.items():  # oldest first, so each list's first is its oldest
+        held.setdefault(related.record.writer, {}).setdefault(related.record.source.value, []).append(rid)
+    principal = max(held.values(), key=lambda sources: sum(map(len, sources.values())))
+    return max(principal.values(), key=len)[0]
+
+
 @dataclass(frozen=True, slots=True)
 class Related:
     """A record about a subject, with its content words (computed once)."""
@@ -164,9 +174,7 @@ class SubjectIndex:
         entries[rid] = related
         entries.move_to_end(rid)
         if len(entries) > self._per_subject:
-            kept = across_principals(reversed(entries.values()), lambda r: record_writer(r.record))
-            entries.clear()
-            entries.update((r.record.id, r) for r in reversed(kept[:self._per_subject]))
+            del entries[_evicted(entries)]
 
     def discard(self, records: Iterable[MemoryRecord]) -> None:
         """These records are no longer what the store holds under their ids."""
