@@ -105,15 +105,18 @@ def _lessons(records: Iterable[MemoryRecord], index: LessonIndex) -> Lessons:
     return lessons
 
 
-def _evicted(entries: OrderedDict[str, Related]) -> str:
-    """Which of ``entries`` (oldest first) goes when one too many: the oldest record of the
-    principal holding the most, from its source holding the most (ties: the one whose oldest
-    is older). One pass, no sort: it runs on every write to a full subject."""
+def _by_principal(entries: OrderedDict[str, Related]) -> dict[str, dict[str, list[str]]]:
+    """The ids of ``entries`` (oldest first) by principal, then source; each list oldest first."""
     held: dict[str, dict[str, list[str]]] = {}
-    for rid, related in entries.items():  # oldest first, so each list's first is its oldest
+    for rid, related in entries.items():
         held.setdefault(related.record.writer, {}).setdefault(related.record.source.value, []).append(rid)
-    principal = max(held.values(), key=lambda sources: sum(map(len, sources.values())))
-    return max(principal.values(), key=len)[0]
+    return held
+
+
+def _oldest(sources: dict[str, list[str]]) -> str:
+    """A principal's record that goes first: the oldest of its source holding the most (ties:
+    the source whose oldest is older), so that its agent's flood goes before what it wrote itself."""
+    return max(sources.values(), key=len)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,20 +128,22 @@ class Related:
 
 
 class SubjectIndex:
-    """Active records of the kinds in :data:`INDEXED_KINDS` per subject, chosen writer by writer.
+    """Active records of the kinds in :data:`INDEXED_KINDS` per subject, chosen principal by principal.
 
-    ``per_subject`` records are kept per subject, for at most ``subjects`` subjects (least
-    recently used go first). Which records: each writer's newest, in turn
-    (:func:`~memwarden.memory.writers.across_writers`), both when a subject is loaded from the
-    store on first use and when a new record pushes one out: a writer's new record evicts its
-    own oldest when it holds the most, never the only record of another writer (one agent's
-    flood of harmless records evicted the established record the contradiction check compares
-    a change with).
+    Per subject, each principal's ``per_writer`` newest records (its sources in turn), and at
+    most ``per_subject`` records in all, for at most ``subjects`` subjects (least recently used
+    go first). A principal's new record past its ``per_writer`` evicts its own oldest: one
+    principal's flood never evicts another's records (a flood of harmless records evicted the
+    established record the contradiction check compares a change with; with one bound per
+    subject, a fair half of it, the established record its writer had followed with records of
+    its own). Past ``per_subject``, the principal holding the most loses its oldest. The
+    loader is called as ``load(subject, per_writer, per_subject)``.
     """
 
-    def __init__(self, load: Callable[[str, int], list[MemoryRecord]], *, per_subject: int = 64,
-                 subjects: int = 4096, ttl: float | None = None) -> None:
+    def __init__(self, load: Callable[[str, int, int], list[MemoryRecord]], *, per_writer: int = 64,
+                 per_subject: int = 256, subjects: int = 4096, ttl: float | None = None) -> None:
         self._load, self._per_subject, self._subjects, self._ttl = load, per_subject, subjects, ttl
+        self._per_writer = per_writer
         self._lock = threading.Lock()
         self._by_subject: OrderedDict[str, tuple[float, OrderedDict[str, Related]]] = OrderedDict()
         # Per subject being loaded, one log per load of what was added (or dropped: None) meanwhile.
@@ -167,14 +172,21 @@ class SubjectIndex:
 
     def _put(self, entries: OrderedDict[str, Related], rid: str, related: Related | None) -> None:
         """Index ``related`` under ``rid`` in one subject's ``entries`` (None: drop ``rid``);
-        when that makes one too many, the principal holding the most loses its oldest."""
+        past its principal's bound the principal loses its oldest, past the subject's the
+        principal holding the most does. One pass, no sort: it runs on every write."""
         if related is None:
             entries.pop(rid, None)
             return
         entries[rid] = related
         entries.move_to_end(rid)
-        if len(entries) > self._per_subject:
-            del entries[_evicted(entries)]
+        if len(entries) <= self._per_writer:
+            return  # no principal can hold more than the subject does
+        held = _by_principal(entries)
+        mine = held[related.record.writer]
+        if sum(map(len, mine.values())) > self._per_writer:
+            del entries[_oldest(mine)]
+        elif len(entries) > self._per_subject:
+            del entries[_oldest(max(held.values(), key=lambda sources: sum(map(len, sources.values()))))]
 
     def discard(self, records: Iterable[MemoryRecord]) -> None:
         """These records are no longer what the store holds under their ids."""
@@ -206,7 +218,7 @@ class SubjectIndex:
             log: list[tuple[str, Related | None]] = []
             self._loading.setdefault(subject, []).append(log)
         try:
-            records = sorted((r for r in self._load(subject, self._per_subject)
+            records = sorted((r for r in self._load(subject, self._per_writer, self._per_subject)
                               if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
             entries = OrderedDict((r.id, Related(r, content_words(r.content))) for r in records)
         except BaseException:

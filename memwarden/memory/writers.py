@@ -65,10 +65,20 @@ def row_writer(row: StoredRow) -> tuple[Any, Any]:
     return row.metadata.get(Meta.WRITER), row.metadata.get(Meta.SOURCE)
 
 
-def newest_across_writers(rows: Iterable[StoredRow], limit: int) -> list[StoredRow]:
-    """Up to ``limit`` of ``rows``: each principal's newest first, in turn (:func:`across_principals`)."""
+def newest_across_writers(rows: Iterable[StoredRow], limit: int, per_principal: int) -> list[StoredRow]:
+    """Up to ``limit`` of ``rows``, at most ``per_principal`` of each principal's: each
+    principal's newest first, in turn (:func:`across_principals`)."""
     newest = sorted(rows, key=lambda row: float(row.metadata.get(Meta.CREATED_AT) or 0.0), reverse=True)
-    return across_principals(newest, row_writer)[:limit]
+    taken: dict[Any, int] = {}
+    chosen = []
+    for row in across_principals(newest, row_writer):
+        principal = row_writer(row)[0]
+        if taken.get(principal, 0) < per_principal:
+            taken[principal] = taken.get(principal, 0) + 1
+            chosen.append(row)
+            if len(chosen) == limit:
+                break
+    return chosen
 
 
 def voice_of(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
