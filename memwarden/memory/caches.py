@@ -24,6 +24,7 @@ from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
 from memwarden.core.records import Kind, MemoryRecord, Status
 from memwarden.core.schema import LESSONS_NAMESPACE
+from memwarden.memory.writers import record_writer
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
 
@@ -109,7 +110,7 @@ def _by_principal(entries: OrderedDict[str, Related]) -> dict[str, dict[str, lis
     """The ids of ``entries`` (oldest first) by principal, then source; each list oldest first."""
     held: dict[str, dict[str, list[str]]] = {}
     for rid, related in entries.items():
-        held.setdefault(related.record.writer, {}).setdefault(related.record.source.value, []).append(rid)
+        held.setdefault(related.writer[0], {}).setdefault(related.writer[1], []).append(rid)
     return held
 
 
@@ -121,10 +122,17 @@ def _oldest(sources: dict[str, list[str]]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Related:
-    """A record about a subject, with its content words (computed once)."""
+    """A record about a subject, with its content words and its writer (computed once)."""
 
     record: MemoryRecord
     words: frozenset[str]
+    #: :func:`~memwarden.memory.writers.record_writer`: the windows group by it on every write.
+    writer: tuple[str, str]
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> Related:
+        """The entry of ``record``."""
+        return cls(record, content_words(record.content), record_writer(record))
 
 
 class SubjectIndex:
@@ -161,7 +169,7 @@ class SubjectIndex:
         """A record was just stored: index it under every subject already loaded."""
         if record.status is not Status.ACTIVE or record.kind not in INDEXED_KINDS:
             return
-        related = Related(record, content_words(record.content))
+        related = Related.of(record)
         with self._lock:
             for subject in record.subjects:
                 for log in self._loading.get(subject, ()):
@@ -182,7 +190,7 @@ class SubjectIndex:
         if len(entries) <= self._per_writer:
             return  # no principal can hold more than the subject does
         held = _by_principal(entries)
-        mine = held[related.record.writer]
+        mine = held[related.writer[0]]
         if sum(map(len, mine.values())) > self._per_writer:
             del entries[_oldest(mine)]
         elif len(entries) > self._per_subject:
@@ -220,7 +228,7 @@ class SubjectIndex:
         try:
             records = sorted((r for r in self._load(subject, self._per_writer, self._per_subject)
                               if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
-            entries = OrderedDict((r.id, Related(r, content_words(r.content))) for r in records)
+            entries = OrderedDict((r.id, Related.of(r)) for r in records)
         except BaseException:
             with self._lock:
                 self._stop_logging(subject, log)

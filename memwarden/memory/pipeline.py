@@ -62,7 +62,7 @@ from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.memory.tracing import GOVERNED, finish_operation, start_operation, use_operation
 from memwarden.memory.view import StoreView
-from memwarden.memory.writers import across_principals, newest_across_writers, record_writer
+from memwarden.memory.writers import across_principals, newest_across_writers
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
 from memwarden.policies.subjects import Subjects
@@ -198,7 +198,7 @@ class Pipeline:
         # Ranked first (set sizes are cheap), then served writer by writer (one writer's
         # paraphrases must not fill the k), checked against the policy only until k are found.
         ranked = sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine), reverse=True)
-        for related in across_principals(ranked, lambda r: record_writer(r.record)):
+        for related in across_principals(ranked, lambda r: r.writer):
             if (related.record.id != record.id and (not other_writers or by_another(record, related.record))
                     and ctx.sees(related.record)):
                 found.append(related.record)

@@ -16,7 +16,7 @@ the principal itself established.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memwarden.core.fields import Meta
@@ -48,11 +48,28 @@ def across_writers(items: Iterable[T], writer: Callable[[T], Hashable]) -> list[
     return [item for _, _, item in ranked]
 
 
-def across_principals(items: Iterable[T], writer: Callable[[T], tuple[Hashable, Hashable]]) -> list[T]:
+def across_principals(items: Iterable[T], writer: Callable[[T], tuple[Hashable, Hashable]]) -> Iterator[T]:
     """:func:`across_writers` by principal, where ``writer`` gives an item's (principal,
-    source): principals take turns, and within a principal's turns its sources do."""
-    by_source = across_writers(items, writer)
-    return across_writers(by_source, lambda item: writer(item)[0])
+    source): principals take turns, and within a principal's turns its sources do; within a
+    round, in the items' order. Lazy: a caller that wants the first few (the k related
+    records) pays for grouping the items, not for ordering all of them."""
+    grouped: dict[Hashable, dict[Hashable, list[tuple[int, T]]]] = {}
+    for position, item in enumerate(items):
+        principal, source = writer(item)
+        grouped.setdefault(principal, {}).setdefault(source, []).append((position, item))
+    turns = [_in_rounds(list(sources.values())) for sources in grouped.values()]
+    while turns:
+        heads = [(next(turn, None), turn) for turn in turns]
+        turns = [turn for head, turn in heads if head is not None]
+        for position, item in sorted((head for head, _ in heads if head is not None), key=lambda h: h[0]):
+            yield item
+
+
+def _in_rounds(queues: list[list[tuple[int, T]]]) -> Iterator[tuple[int, T]]:
+    """The (position, item) pairs of ``queues`` (each in order): every queue's first, by
+    position, then every queue's second, and so on."""
+    for turn in range(max(map(len, queues), default=0)):
+        yield from sorted((queue[turn] for queue in queues if len(queue) > turn), key=lambda h: h[0])
 
 
 def record_writer(record: MemoryRecord) -> tuple[str, str]:
