@@ -23,15 +23,18 @@ Each test failed on the code before its fix (see the report of branch wt-attackf
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from memwarden import Memory, Principal, Status, WriteOp
 from memwarden.core.namespace import canonical_namespace
-from memwarden.core.records import Kind, MemoryRecord, Source
+from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source
 from memwarden.memory.caches import SubjectIndex
 from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.memory.writers import across_principals
 
 ACCOUNT = "Invoices for patient 12 are paid into account DE89 3704 0044 0532 0130 00."
 CHANGED = "Invoices for patient 12 are paid into account GB29 NWBK 6016 1331 9268 19."
@@ -168,7 +171,7 @@ def test_a_record_stored_while_its_subject_loads_is_kept() -> None:
     stored = [_record(1)]
     index: SubjectIndex
 
-    def load(subject: str, per_writer: int, limit: int) -> list[MemoryRecord]:
+    def load(subject: str, per_principal: int, limit: int) -> list[MemoryRecord]:
         before = list(stored)  # the store as the load read it
         stored.append(_record(2))  # meanwhile a write stores a record and tells the index
         index.add(stored[-1])
@@ -183,7 +186,7 @@ def test_a_record_discarded_while_its_subject_loads_does_not_come_back() -> None
     stored = [_record(1), _record(2)]
     index: SubjectIndex
 
-    def load(subject: str, per_writer: int, limit: int) -> list[MemoryRecord]:
+    def load(subject: str, per_principal: int, limit: int) -> list[MemoryRecord]:
         before = list(stored)
         gone = stored.pop()  # meanwhile it is erased, and the index told
         index.discard([gone])
@@ -191,6 +194,63 @@ def test_a_record_discarded_while_its_subject_loads_does_not_come_back() -> None
 
     index = SubjectIndex(load)
     assert {r.record.id for r in index.about(["p12"])} == {"r1"}
+
+
+# -- the rules themselves -------------------------------------------------------------------
+
+VOICES = st.tuples(st.sampled_from("abc"), st.sampled_from([s.value for s in Source]))
+
+
+@pytest.mark.unit
+@given(st.lists(VOICES, max_size=40))
+def test_principals_take_turns_and_within_them_their_sources(voices: list[tuple[str, str]]) -> None:
+    items = list(enumerate(voices))  # (preference, (principal, source)), best first
+    out = list(across_principals(items, writer=lambda item: item[1]))
+    assert sorted(out) == items  # a reordering, nothing lost or added
+    for key in set(voices):  # each source's own order is kept
+        assert [i for i in out if i[1] == key] == [i for i in items if i[1] == key]
+
+    def fair(key: Callable[[tuple[str, str]], object]) -> None:
+        groups: dict[object, list[tuple[str, str]]] = {}
+        for v in voices:
+            groups.setdefault(key(v), []).append(v)
+        for group in groups.values():  # a principal's sources, or the principals themselves
+            total = {key2: group.count(key2) for key2 in group}
+            seen: dict[object, int] = {}
+            for _, v in out:
+                if v in total:
+                    seen[v] = seen.get(v, 0) + 1
+                    assert all(seen[v] <= seen.get(w, 0) + 1 for w in total if seen.get(w, 0) < total[w])
+
+    fair(lambda v: v[0])  # within a principal, no source two ahead of another with records left
+    principals = [v[0] for v in voices]
+    seen_p: dict[str, int] = {}
+    for _, (principal, _) in out:  # no principal two ahead of one with records left
+        seen_p[principal] = seen_p.get(principal, 0) + 1
+        assert all(seen_p[principal] <= seen_p.get(q, 0) + 1
+                   for q in set(principals) if seen_p.get(q, 0) < principals.count(q))
+
+
+@pytest.mark.unit
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from([s.value for s in Source])), max_size=60))
+def test_a_principal_within_its_fair_share_loses_nothing(voices: list[tuple[str, str]]) -> None:
+    index = SubjectIndex(lambda *_: [], per_principal=6, per_subject=8)
+    index.about(["p12"])  # loaded (empty): adds are indexed from now on
+    for n, (principal, source) in enumerate(voices):
+        index.add(_record(n, principal).model_copy(update={"source": Source(source)}))
+    held = [r.record for r in index.about(["p12"])]
+    assert len(held) <= 8
+    writers = {principal for principal, _ in voices}
+    for principal in writers:
+        mine = [r for r in held if r.writer == principal]
+        assert len(mine) <= 6
+        written = sum(1 for p, _ in voices if p == principal)
+        if written <= min(6, 8 // len(writers)):  # never the one holding the most past a bound
+            assert len(mine) == written
+        # What it wrote from its most trusted source is never all gone while it has records.
+        if mine:
+            best = min(SOURCE_ORDER.index(Source(s)) for p, s in voices if p == principal)
+            assert any(SOURCE_ORDER.index(r.source) == best for r in mine)
 
 
 # -- what is left --------------------------------------------------------------------------------

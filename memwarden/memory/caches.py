@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
-from memwarden.core.records import Kind, MemoryRecord, Status
+from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status
 from memwarden.core.schema import LESSONS_NAMESPACE
 from memwarden.memory.writers import record_writer
 
@@ -116,8 +116,8 @@ def _by_principal(entries: OrderedDict[str, Related]) -> dict[str, dict[str, lis
 
 def _oldest(sources: dict[str, list[str]]) -> str:
     """A principal's record that goes first: the oldest of its source holding the most (ties:
-    the source whose oldest is older), so that its agent's flood goes before what it wrote itself."""
-    return max(sources.values(), key=len)[0]
+    the least trusted), so that its agent's flood goes before what it wrote itself."""
+    return max(sources.items(), key=lambda item: (len(item[1]), SOURCE_ORDER.index(Source(item[0]))))[1][0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,20 +138,20 @@ class Related:
 class SubjectIndex:
     """Active records of the kinds in :data:`INDEXED_KINDS` per subject, chosen principal by principal.
 
-    Per subject, each principal's ``per_writer`` newest records (its sources in turn), and at
+    Per subject, each principal's ``per_principal`` newest records (its sources in turn), and at
     most ``per_subject`` records in all, for at most ``subjects`` subjects (least recently used
-    go first). A principal's new record past its ``per_writer`` evicts its own oldest: one
+    go first). A principal's new record past its ``per_principal`` evicts its own oldest: one
     principal's flood never evicts another's records (a flood of harmless records evicted the
     established record the contradiction check compares a change with; with one bound per
     subject, a fair half of it, the established record its writer had followed with records of
     its own). Past ``per_subject``, the principal holding the most loses its oldest. The
-    loader is called as ``load(subject, per_writer, per_subject)``.
+    loader is called as ``load(subject, per_principal, per_subject)``.
     """
 
-    def __init__(self, load: Callable[[str, int, int], list[MemoryRecord]], *, per_writer: int = 64,
+    def __init__(self, load: Callable[[str, int, int], list[MemoryRecord]], *, per_principal: int = 64,
                  per_subject: int = 256, subjects: int = 4096, ttl: float | None = None) -> None:
         self._load, self._per_subject, self._subjects, self._ttl = load, per_subject, subjects, ttl
-        self._per_writer = per_writer
+        self._per_principal = per_principal
         self._lock = threading.Lock()
         self._by_subject: OrderedDict[str, tuple[float, OrderedDict[str, Related]]] = OrderedDict()
         # Per subject being loaded, one log per load of what was added (or dropped: None) meanwhile.
@@ -187,11 +187,11 @@ class SubjectIndex:
             return
         entries[rid] = related
         entries.move_to_end(rid)
-        if len(entries) <= self._per_writer:
+        if len(entries) <= self._per_principal:
             return  # no principal can hold more than the subject does
         held = _by_principal(entries)
         mine = held[related.writer[0]]
-        if sum(map(len, mine.values())) > self._per_writer:
+        if sum(map(len, mine.values())) > self._per_principal:
             del entries[_oldest(mine)]
         elif len(entries) > self._per_subject:
             del entries[_oldest(max(held.values(), key=lambda sources: sum(map(len, sources.values()))))]
@@ -226,7 +226,7 @@ class SubjectIndex:
             log: list[tuple[str, Related | None]] = []
             self._loading.setdefault(subject, []).append(log)
         try:
-            records = sorted((r for r in self._load(subject, self._per_writer, self._per_subject)
+            records = sorted((r for r in self._load(subject, self._per_principal, self._per_subject)
                               if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
             entries = OrderedDict((r.id, Related.of(r)) for r in records)
         except BaseException:

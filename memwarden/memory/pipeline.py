@@ -521,14 +521,14 @@ class Pipeline:
 
     # -- cache loaders (system reads) ---------------------------------------------------------------
 
-    def _load_subject(self, subject: str, per_writer: int, limit: int) -> list[MemoryRecord]:
+    def _load_subject(self, subject: str, per_principal: int, limit: int) -> list[MemoryRecord]:
         """Up to ``limit`` visible records about ``subject`` of the kinds the index holds, each
-        principal's ``per_writer`` newest, chosen principal by principal (whatever else is stored
+        principal's ``per_principal`` newest, chosen principal by principal (whatever else is stored
         about the subject: a bounded read in storage order was filled by another writer's flood)."""
         now = utcnow().timestamp()
-        rows = [row for row in self.view.subject_rows(subject, {k.value for k in INDEXED_KINDS}, per_writer)
+        rows = [row for row in self.view.subject_rows(subject, {k.value for k in INDEXED_KINDS}, per_principal)
                 if visible_metadata(row.metadata, now)]
-        return [from_row(row) for row in newest_across_writers(rows, limit, per_writer)]
+        return [from_row(row) for row in newest_across_writers(rows, limit, per_principal)]
 
     def _load_lessons(self, limit: int) -> list[MemoryRecord]:
         """The first ``limit`` active lesson records as the lesson cache keeps them (kept_first)."""
