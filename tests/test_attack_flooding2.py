@@ -34,6 +34,7 @@ from memwarden.core.namespace import canonical_namespace
 from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source
 from memwarden.memory.caches import SubjectIndex
 from memwarden.memory.embeddings import HashingEmbedding
+from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.writers import across_principals
 
 ACCOUNT = "Invoices for patient 12 are paid into account DE89 3704 0044 0532 0130 00."
@@ -157,6 +158,39 @@ g, bob, nurse
     with connect() as mem:  # another process: its subject index is loaded from the server
         bob = mem.session(Principal("bob"), source="agent")
         assert bob.write(CHANGED, patient, subjects=["p12" + site]).status is Status.QUARANTINED
+
+
+@pytest.mark.integration
+def test_the_lexical_index_and_the_chroma_filter_choose_the_same_rows(tmp_path: Path) -> None:
+    """The subject index's load as the embedded store answers it (one SQL query over the
+    lexical index) and as a Chroma server would (a filtered read of every partition)."""
+    policy = tmp_path / "policy.csv"
+    policy.write_text(POLICY + "p, staff, ward/**, forget\n", encoding="utf-8")
+    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), validators=[]) as mem:
+        for principal in ("w", "n1", "mallory"):
+            session = mem.session(Principal(principal))
+            ops = [WriteOp(f"{principal} note {i} about patient twelve", ("ward", f"b{i % 3}"),
+                           kind=(Kind.EVENT, Kind.FACT, Kind.RULE)[i % 3], subjects=("p12", f"x{i % 2}"),
+                           source=(Source.USER, Source.AGENT, Source.TOOL)[i % 4 % 3]) for i in range(14)]
+            written = session.batch(ops)
+            session.forget(written[1].id)  # forgotten: not active
+        backend = mem._backend
+        store = backend
+        while not isinstance(store, PartitionedBackend):
+            store = store._inner
+        kinds = {Kind.FACT.value, Kind.RULE.value}
+        every = [r for r in store.fetch(where={"subjects": {"$contains": "p12"}})]
+        expected, capped = set(), 0
+        for voice in {(r.metadata["writer"], r.metadata["source"]) for r in every}:
+            mine = sorted((r for r in every if (r.metadata["writer"], r.metadata["source"]) == voice
+                           and r.metadata["status"] == "active" and r.metadata["kind"] in kinds),
+                          key=lambda r: r.metadata["created_at"], reverse=True)
+            expected |= {r.id for r in mine[:2]}
+            capped += len(mine) > 2
+        assert capped >= 3 and len(expected) >= 15  # the bound drops rows, of several writers
+        assert {r.id for r in backend.newest_about("p12", kinds, 2)} == expected
+        assert {r.id for r in store.newest_about("p12", kinds, 2)} == expected
+        assert backend.newest_about("nobody", kinds, 2) == []
 
 
 # -- a load racing with a change -------------------------------------------------------------
