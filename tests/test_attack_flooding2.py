@@ -279,6 +279,28 @@ def test_a_reviewers_agent_retracting_in_bulk_does_not_evict_the_reviewers_lesso
                 is Status.QUARANTINED
 
 
+@pytest.mark.integration
+def test_reviewers_agents_rejecting_in_bulk_do_not_evict_the_reviewers_lesson(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same through votes: what mallory's agent writes is held for review, and two
+    # reviewers' agents reject each; the quorum their votes make is the agents' decision.
+    monkeypatch.setattr("memwarden.memory.pipeline._MAX_LESSONS", 3)
+    policy = tmp_path / "policy.csv"
+    policy.write_text(LESSON_POLICY + "p, staff, ward/**, write, review, source=agent\ng, r2, reviewer\n",
+                      encoding="utf-8")
+    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), quorum=1) as mem:
+        planted = mem.session(Principal("w")).write(POISON, "ward/p12", subjects=["p12"])
+        mem.session(Principal("r1")).retract(planted.id)  # the reviewer herself: the lesson
+        mallory = mem.session(Principal("mallory"), source="agent")
+        agent = mem.session(Principal("r2"), source="agent")
+        for junk in JUNK:
+            held = mallory.write(junk, "ward/a")
+            assert held.status is Status.QUARANTINED
+            assert agent.reject(held.id).status is Status.FORGOTTEN
+        assert mem.session(Principal("w")).write(PARAPHRASE, "ward/p12", subjects=["p12"]).status \
+            is Status.QUARANTINED
+
+
 # -- the rules themselves -------------------------------------------------------------------
 
 VOICES = st.tuples(st.sampled_from("abc"), st.sampled_from([s.value for s in Source]))
