@@ -15,7 +15,13 @@ tests/test_attack_flooding.py made one writer one voice. Attacked afresh:
   write lock) lost that record for good, and a record forgotten meanwhile came back;
 - one bound of 64 records per subject, filled principal by principal, gave a flooder half of
   it: an established record that its own writer had followed with 40 records of its own fell
-  out. Now each principal keeps its own 64 newest per subject (256 in all).
+  out. Now each principal keeps its own 64 newest per subject (256 in all);
+- a retraction of another's record (or a quorum) ranked as people's decision in the lesson
+  cache whoever's session made it: a reviewer's agent retracting or rejecting a colluder's
+  junk in bulk pushed the reviewer's own lesson out.
+
+What is left is marked xfail (strict), with the reason: a changed account declared as an
+event, or without the established record's subject, is never compared with it.
 
 Each test failed on the code before its fix (see the report of branch wt-attackflood).
 """
@@ -280,10 +286,10 @@ def test_a_reviewers_agent_retracting_in_bulk_does_not_evict_the_reviewers_lesso
 
 
 @pytest.mark.integration
-def test_reviewers_agents_rejecting_in_bulk_do_not_evict_the_reviewers_lesson(
+def test_a_reviewers_agent_rejecting_in_bulk_does_not_evict_the_reviewers_lesson(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The same through votes: what mallory's agent writes is held for review, and two
-    # reviewers' agents reject each; the quorum their votes make is the agents' decision.
+    # The same through votes: what mallory's agent writes is held for review, and a
+    # reviewer's agent rejects each; the quorum its vote makes is the agent's decision.
     monkeypatch.setattr("memwarden.memory.pipeline._MAX_LESSONS", 3)
     policy = tmp_path / "policy.csv"
     policy.write_text(LESSON_POLICY + "p, staff, ward/**, write, review, source=agent\ng, r2, reviewer\n",
