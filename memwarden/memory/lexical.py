@@ -500,9 +500,7 @@ class IndexedBackend(DelegatingBackend):
         for rid, namespace in self._index.newest_about(subject, kinds, per_writer):
             groups.setdefault(self._inner.partition_of(namespace), []).append(rid)
         rows = [row for part, ids in groups.items() for row in self._inner.fetch(ids=ids, partitions=[part])]
-        return newest_per_writer([row for row in rows if subject in (row.metadata.get(Meta.SUBJECTS) or ())
-                                  and row.metadata.get(Meta.STATUS) == "active"
-                                  and row.metadata.get(Meta.KIND) in kinds], per_writer)
+        return newest_per_writer(rows, per_writer, kinds, subject)
 
     def delete(self, ids) -> None:
         self._index.mark(ids)

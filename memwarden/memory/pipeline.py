@@ -195,7 +195,7 @@ class Pipeline:
             return []
         mine = content_words(record.content)
         found: list[MemoryRecord] = []
-        # Ranked first (set sizes are cheap), then served writer by writer (one writer's
+        # Ranked first (set sizes are cheap), then served principal by principal (one writer's
         # paraphrases must not fill the k), checked against the policy only until k are found.
         ranked = sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine), reverse=True)
         for related in across_principals(ranked, lambda r: r.writer):
