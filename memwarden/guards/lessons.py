@@ -81,9 +81,13 @@ __all__ = ["LessonValidator", "Lesson", "LessonIndex", "Lessons", "lesson_conten
 LESSON_HEADER = "memwarden-lesson/3"
 SKETCH_SIZE = 64
 #: The verdicts of people's decisions that leave lessons: a quorum of reviewers rejected the
-#: record, someone retracted another's record. A writer retracting its own record is
-#: ``SELF_RETRACTION``: anyone may make many of those, so they rank with validators'.
+#: record, someone retracted another's record, from a session of their own (source ``user``).
+#: A writer retracting its own record is ``SELF_RETRACTION``: anyone may make many of those,
+#: so they rank with validators'. So do the same decisions made from an agent's (or a tool's)
+#: session, ``BY_AGENT`` after the name: an agent holding a reviewer's rights retracted a
+#: colluder's junk in bulk, and its "decided" lessons pushed the reviewer's own out.
 QUORUM, RETRACTION, SELF_RETRACTION = "quorum", "retraction", "self-retraction"
+BY_AGENT = "-by-agent"
 DECIDED_BY_PEOPLE = frozenset({QUORUM, RETRACTION})
 DEFAULT_THRESHOLD = 0.6
 DEFAULT_WORD_THRESHOLD = 0.8

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -68,7 +68,11 @@ class Backend(Protocol):
         """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
-        """Up to ``limit`` rows whose subjects include ``subject`` (for the subject index of the
+        """Up to ``limit`` rows whose subjects include ``subject``, in storage order."""
+
+    def newest_about(self, subject: str, kinds: Collection[str], per_writer: int) -> list[StoredRow]:
+        """The active rows about ``subject`` of ``kinds``: each writer's (principal and source)
+        ``per_writer`` newest, whatever else is stored about it (for the subject index of the
         write path: a cache, so a row another process is writing at that moment may be missing)."""
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -147,6 +151,25 @@ def subject_filter(subject: str) -> Where:
     return {Meta.SUBJECTS.value: {"$contains": subject}}
 
 
+def newest_per_writer(rows: Iterable[StoredRow], per_writer: int, kinds: Collection[str] | None = None,
+                      subject: str | None = None) -> list[StoredRow]:
+    """Each writer's (principal and source) ``per_writer`` newest active rows of ``rows``
+    (only of ``kinds``, only about ``subject``, when given). Rows of other kinds or states are
+    left out before any is counted: a flood of them took the places of the rows a bounded
+    read was for. Tested here, not in Chroma's filter: that costs by the rows each clause
+    matches, and ``status == active`` matches nearly every row of a partition."""
+    by_writer: dict[tuple[Any, Any], list[StoredRow]] = {}
+    for row in rows:
+        meta = row.metadata
+        if (meta.get(Meta.STATUS) != "active" or (kinds is not None and meta.get(Meta.KIND) not in kinds)
+                or (subject is not None and subject not in (meta.get(Meta.SUBJECTS) or ()))):
+            continue
+        by_writer.setdefault((meta.get(Meta.WRITER), meta.get(Meta.SOURCE)), []).append(row)
+    return [row for group in by_writer.values()
+            for row in sorted(group, key=lambda r: float(r.metadata.get(Meta.CREATED_AT) or 0.0),
+                              reverse=True)[:per_writer]]
+
+
 def _rows(ids: list[str], documents: list[str] | None, metadatas: list[dict] | None) -> list[StoredRow]:
     documents = documents or [""] * len(ids)
     metadatas = metadatas or [{}] * len(ids)
@@ -207,6 +230,10 @@ class ChromaBackend:
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """See :meth:`Backend.about`."""
         return self.fetch(where=subject_filter(subject), limit=limit)
+
+    def newest_about(self, subject: str, kinds: Collection[str], per_writer: int) -> list[StoredRow]:
+        """See :meth:`Backend.newest_about` (every row about the subject is read, and the newest kept)."""
+        return newest_per_writer(self.fetch(where=subject_filter(subject)), per_writer, kinds)
 
     def delete(self, ids) -> None:
         if ids:
@@ -314,6 +341,11 @@ class DelegatingBackend:
         """See :meth:`Backend.about`."""
         self._before_read()
         return self._inner.about(subject, limit)
+
+    def newest_about(self, subject: str, kinds: Collection[str], per_writer: int) -> list[StoredRow]:
+        """See :meth:`Backend.newest_about`."""
+        self._before_read()
+        return self._inner.newest_about(subject, kinds, per_writer)
 
     def query_targets(self, embedding: np.ndarray, k: int, targets: Sequence[Target], *,
                       accept: Callable[[dict[str, Any]], bool],

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonIndex, Lessons, parse_lesson
-from memwarden.core.records import Kind, MemoryRecord, Status
+from memwarden.core.records import SOURCE_ORDER, Kind, MemoryRecord, Source, Status
 from memwarden.core.schema import LESSONS_NAMESPACE
-from memwarden.memory.writers import across_writers, record_writer
+from memwarden.memory.writers import record_writer
 
 __all__ = ["LessonCache", "SubjectIndex", "Related", "INDEXED_KINDS"]
 
@@ -106,31 +106,56 @@ def _lessons(records: Iterable[MemoryRecord], index: LessonIndex) -> Lessons:
     return lessons
 
 
+def _by_principal(entries: OrderedDict[str, Related]) -> dict[str, dict[str, list[str]]]:
+    """The ids of ``entries`` (oldest first) by principal, then source; each list oldest first."""
+    held: dict[str, dict[str, list[str]]] = {}
+    for rid, related in entries.items():
+        held.setdefault(related.writer[0], {}).setdefault(related.writer[1], []).append(rid)
+    return held
+
+
+def _oldest(sources: dict[str, list[str]]) -> str:
+    """A principal's record that goes first: the oldest of its source holding the most (ties:
+    the least trusted), so that its agent's flood goes before what it wrote itself."""
+    return max(sources.items(), key=lambda item: (len(item[1]), SOURCE_ORDER.index(Source(item[0]))))[1][0]
+
+
 @dataclass(frozen=True, slots=True)
 class Related:
-    """A record about a subject, with its content words (computed once)."""
+    """A record about a subject, with its content words and its writer (computed once)."""
 
     record: MemoryRecord
     words: frozenset[str]
+    #: :func:`~memwarden.memory.writers.record_writer`: the windows group by it on every write.
+    writer: tuple[str, str]
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> Related:
+        """The entry of ``record``."""
+        return cls(record, content_words(record.content), record_writer(record))
 
 
 class SubjectIndex:
-    """Active records of the kinds in :data:`INDEXED_KINDS` per subject, chosen writer by writer.
+    """Active records of the kinds in :data:`INDEXED_KINDS` per subject, chosen principal by principal.
 
-    ``per_subject`` records are kept per subject, for at most ``subjects`` subjects (least
-    recently used go first). Which records: each writer's newest, in turn
-    (:func:`~memwarden.memory.writers.across_writers`), both when a subject is loaded from the
-    store on first use and when a new record pushes one out: a writer's new record evicts its
-    own oldest when it holds the most, never the only record of another writer (one agent's
-    flood of harmless records evicted the established record the contradiction check compares
-    a change with).
+    Per subject, each principal's ``per_principal`` newest records (its sources in turn), and at
+    most ``per_subject`` records in all, for at most ``subjects`` subjects (least recently used
+    go first). A principal's new record past its ``per_principal`` evicts its own oldest: one
+    principal's flood never evicts another's records (a flood of harmless records evicted the
+    established record the contradiction check compares a change with; with one bound per
+    subject, a fair half of it, the established record its writer had followed with records of
+    its own). Past ``per_subject``, the principal holding the most loses its oldest. The
+    loader is called as ``load(subject, per_principal, per_subject)``.
     """
 
-    def __init__(self, load: Callable[[str, int], list[MemoryRecord]], *, per_subject: int = 64,
-                 subjects: int = 4096, ttl: float | None = None) -> None:
+    def __init__(self, load: Callable[[str, int, int], list[MemoryRecord]], *, per_principal: int = 64,
+                 per_subject: int = 256, subjects: int = 4096, ttl: float | None = None) -> None:
         self._load, self._per_subject, self._subjects, self._ttl = load, per_subject, subjects, ttl
+        self._per_principal = per_principal
         self._lock = threading.Lock()
         self._by_subject: OrderedDict[str, tuple[float, OrderedDict[str, Related]]] = OrderedDict()
+        # Per subject being loaded, one log per load of what was added (or dropped: None) meanwhile.
+        self._loading: dict[str, list[list[tuple[str, Related | None]]]] = {}
 
     def about(self, subjects: Iterable[str]) -> list[Related]:
         """The indexed records about any of ``subjects``, each once, newest first."""
@@ -144,24 +169,40 @@ class SubjectIndex:
         """A record was just stored: index it under every subject already loaded."""
         if record.status is not Status.ACTIVE or record.kind not in INDEXED_KINDS:
             return
-        related = Related(record, content_words(record.content))
+        related = Related.of(record)
         with self._lock:
             for subject in record.subjects:
+                for log in self._loading.get(subject, ()):
+                    log.append((record.id, related))
                 held = self._by_subject.get(subject)
                 if held is not None:
-                    entries = held[1]
-                    entries[record.id] = related
-                    entries.move_to_end(record.id)
-                    if len(entries) > self._per_subject:
-                        kept = across_writers(reversed(entries.values()), lambda r: record_writer(r.record))
-                        entries.clear()
-                        entries.update((r.record.id, r) for r in reversed(kept[:self._per_subject]))
+                    self._put(held[1], record.id, related)
+
+    def _put(self, entries: OrderedDict[str, Related], rid: str, related: Related | None) -> None:
+        """Index ``related`` under ``rid`` in one subject's ``entries`` (None: drop ``rid``);
+        past its principal's bound the principal loses its oldest, past the subject's the
+        principal holding the most does. One pass, no sort: it runs on every write."""
+        if related is None:
+            entries.pop(rid, None)
+            return
+        entries[rid] = related
+        entries.move_to_end(rid)
+        if len(entries) <= self._per_principal:
+            return  # no principal can hold more than the subject does
+        held = _by_principal(entries)
+        mine = held[related.writer[0]]
+        if sum(map(len, mine.values())) > self._per_principal:
+            del entries[_oldest(mine)]
+        elif len(entries) > self._per_subject:
+            del entries[_oldest(max(held.values(), key=lambda sources: sum(map(len, sources.values()))))]
 
     def discard(self, records: Iterable[MemoryRecord]) -> None:
         """These records are no longer what the store holds under their ids."""
         with self._lock:
             for record in records:
                 for subject in record.subjects:
+                    for log in self._loading.get(subject, ()):
+                        log.append((record.id, None))
                     held = self._by_subject.get(subject)
                     if held is not None:
                         held[1].pop(record.id, None)
@@ -178,14 +219,34 @@ class SubjectIndex:
             if held is not None and not _stale(held[0], self._ttl):
                 self._by_subject.move_to_end(subject)
                 return list(reversed(held[1].values()))
-        # Loaded outside the lock (a store query); an add for this subject that races with
-        # the load may be missing until the next reload.
-        records = sorted((r for r in self._load(subject, self._per_subject)
-                          if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
-        entries = OrderedDict((r.id, Related(r, content_words(r.content))) for r in records)
-        with self._lock:
+            # Loaded outside the lock (a store query). What is stored or removed meanwhile
+            # (a search loads outside the write lock) is logged and replayed on the result:
+            # without it, a record stored during the load was missing until the next reload,
+            # and a record erased during it came back.
+            log: list[tuple[str, Related | None]] = []
+            self._loading.setdefault(subject, []).append(log)
+        try:
+            records = sorted((r for r in self._load(subject, self._per_principal, self._per_subject)
+                              if r.kind in INDEXED_KINDS and r.status is Status.ACTIVE), key=lambda r: r.created_at)
+            entries = OrderedDict((r.id, Related.of(r)) for r in records)
+        except BaseException:
+            with self._lock:
+                self._stop_logging(subject, log)
+            raise
+        with self._lock:  # one hold: no change falls between the log and the entries
+            self._stop_logging(subject, log)
+            for rid, related in log:
+                self._put(entries, rid, related)
             self._by_subject[subject] = (time.monotonic(), entries)
             self._by_subject.move_to_end(subject)
             while len(self._by_subject) > self._subjects:
                 self._by_subject.popitem(last=False)
             return list(reversed(entries.values()))
+
+    def _stop_logging(self, subject: str, log: list[tuple[str, Related | None]]) -> None:
+        """This load's log is no longer written to (called with the lock held)."""
+        others = [other for other in self._loading.get(subject, ()) if other is not log]
+        if others:
+            self._loading[subject] = others
+        else:
+            self._loading.pop(subject, None)

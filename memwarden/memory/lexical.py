@@ -27,6 +27,10 @@ opening the memory re-reads the marked ids from Chroma (the authority) and repai
 a whole-index rebuild runs when the counts differ. The index never decides what is returned:
 its candidates are re-read from Chroma through the same filter before they are used. Deletes
 are physical: ``secure_delete`` zeroes what they free, and a VACUUM leaves no free page.
+
+Why over 500 lines: the index and the backend that keeps it in step with Chroma change
+together (every query of the index has its counterpart there); apart, each would expose the
+other's internals.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import sqlite3
 import threading
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache
@@ -50,7 +54,7 @@ import snowballstemmer
 
 from memwarden.core.errors import ReadOnlyError
 from memwarden.core.fields import Meta, ns_label
-from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow
+from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, newest_per_writer
 from memwarden.core.namespace import MAX_DEPTH
 from memwarden.policies.sqlfilter import compile_where, scalar_column
 
@@ -73,6 +77,15 @@ _HOT_COLUMNS = ", ".join(f"k_{key} GENERATED ALWAYS AS ({scalar_column(key)}) ST
 _REBUILD_BATCH = 1000
 _ABOUT = (f"SELECT d.id, d.k_{Meta.NS_DEPTH.value}, {', '.join(f'd.k_{ns_label(i)}' for i in range(MAX_DEPTH))} "
           "FROM subjects AS s JOIN docs AS d ON d.rowid = s.doc WHERE s.subject = ? LIMIT ?")
+# The subject index's load: each writer's (principal and source) newest active rows of the
+# given kinds, ranked in SQL, so that rows of other writers, kinds or states take no place.
+_NEWEST_ABOUT = (
+    f"SELECT * FROM (SELECT d.id, d.k_{Meta.NS_DEPTH.value}, {', '.join(f'd.k_{ns_label(i)}' for i in range(MAX_DEPTH))}, "
+    f"ROW_NUMBER() OVER (PARTITION BY {scalar_column(Meta.WRITER.value, 'd.meta')}, "
+    f"{scalar_column(Meta.SOURCE.value, 'd.meta')} ORDER BY d.k_{Meta.CREATED_AT.value} DESC) AS turn "
+    "FROM subjects AS s JOIN docs AS d ON d.rowid = s.doc "
+    f"WHERE s.subject = ? AND d.k_{Meta.STATUS.value} = 'active' "
+    f"AND d.k_{Meta.KIND.value} IN (SELECT value FROM json_each(?))) WHERE turn <= ?")
 _SQL_CHUNK = 500
 
 STOPWORDS = frozenset(
@@ -328,6 +341,13 @@ class LexicalIndex:
             rows = self._db.execute(_ABOUT, (subject, limit)).fetchall()
         return [(row[0], tuple(row[2:2 + int(row[1] or 0)])) for row in rows]
 
+    def newest_about(self, subject: str, kinds: Collection[str], per_writer: int) -> list[tuple[str, tuple[Any, ...]]]:
+        """(id, namespace) pairs of each writer's ``per_writer`` newest active records of
+        ``kinds`` about ``subject``, as indexed."""
+        with self._lock:
+            rows = self._db.execute(_NEWEST_ABOUT, (subject, json.dumps(sorted(kinds)), per_writer)).fetchall()
+        return [(row[0], tuple(row[2:2 + int(row[1] or 0)])) for row in rows]
+
     def pending(self) -> list[str]:
         """Ids whose last change may not have reached Chroma (or the index)."""
         with self._lock:
@@ -472,6 +492,15 @@ class IndexedBackend(DelegatingBackend):
             groups.setdefault(self._inner.partition_of(namespace), []).append(rid)
         rows = [row for part, ids in groups.items() for row in self._inner.fetch(ids=ids, partitions=[part])]
         return [row for row in rows if subject in (row.metadata.get(Meta.SUBJECTS) or ())]
+
+    def newest_about(self, subject: str, kinds: Collection[str], per_writer: int) -> list[StoredRow]:
+        """See :meth:`Backend.newest_about`: which rows from the index, the rows themselves
+        from Chroma, checked again."""
+        groups: dict[Any, list[str]] = {}
+        for rid, namespace in self._index.newest_about(subject, kinds, per_writer):
+            groups.setdefault(self._inner.partition_of(namespace), []).append(rid)
+        rows = [row for part, ids in groups.items() for row in self._inner.fetch(ids=ids, partitions=[part])]
+        return newest_per_writer(rows, per_writer, kinds, subject)
 
     def delete(self, ids) -> None:
         self._index.mark(ids)

@@ -38,7 +38,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -51,7 +51,7 @@ from memwarden.memory import compaction
 from memwarden.memory.compaction import marker, scrub, versions
 from memwarden.memory.embedder_identity import EmbedderIdentity, check_dimension, settle
 from memwarden.memory.backends import (
-    COLLECTION, MetaTest, RowKey, RowTest, StoredRow, Where, _rows, select_rows, subject_filter,
+    COLLECTION, MetaTest, RowKey, RowTest, StoredRow, Where, _rows, newest_per_writer, select_rows, subject_filter,
 )
 from memwarden.core.namespace import MAX_DEPTH, Namespace
 from memwarden.policies.partitions import Partition, Target, partition_of
@@ -699,6 +699,12 @@ class PartitionedBackend:
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Rows about ``subject``: a filtered read of every partition (side by side)."""
         return self.fetch(where=subject_filter(subject), limit=limit)
+
+    def newest_about(self, subject: str, kinds: Collection[str], per_writer: int) -> list[StoredRow]:
+        """See :meth:`Backend.newest_about`: every row about the subject in every partition is
+        read (side by side), and each writer's newest kept; a read bounded in partition order
+        let a flood in a partition that sorts first hide every other."""
+        return newest_per_writer(self.fetch(where=subject_filter(subject)), per_writer, kinds)
 
     def count(self, *, where: Where | None = None, partitions: Sequence[Partition] | None = None) -> int:
         """Rows stored that pass ``where`` (in ``partitions``, or in all); ids only."""

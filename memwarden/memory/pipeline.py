@@ -62,7 +62,7 @@ from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.memory.tracing import GOVERNED, finish_operation, start_operation, use_operation
 from memwarden.memory.view import StoreView
-from memwarden.memory.writers import SUBJECT_SCAN, across_writers, newest_across_writers, record_writer
+from memwarden.memory.writers import across_principals, newest_across_writers
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
 from memwarden.policies.subjects import Subjects
@@ -195,10 +195,10 @@ class Pipeline:
             return []
         mine = content_words(record.content)
         found: list[MemoryRecord] = []
-        # Ranked first (set sizes are cheap), then served writer by writer (one writer's
+        # Ranked first (set sizes are cheap), then served principal by principal (one writer's
         # paraphrases must not fill the k), checked against the policy only until k are found.
         ranked = sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine), reverse=True)
-        for related in across_writers(ranked, lambda r: record_writer(r.record)):
+        for related in across_principals(ranked, lambda r: r.writer):
             if (related.record.id != record.id and (not other_writers or by_another(record, related.record))
                     and ctx.sees(related.record)):
                 found.append(related.record)
@@ -536,16 +536,14 @@ class Pipeline:
 
     # -- cache loaders (system reads) ---------------------------------------------------------------
 
-    def _load_subject(self, subject: str, limit: int) -> list[MemoryRecord]:
-        """Up to ``limit`` visible records about ``subject`` of the kinds the index holds."""
-        # Only the subject is looked up in the store: it matches few rows, and Chroma's filter
-        # costs by the rows a clause matches; visibility and kind are tested here.
+    def _load_subject(self, subject: str, per_principal: int, limit: int) -> list[MemoryRecord]:
+        """Up to ``limit`` visible records about ``subject`` of the kinds the index holds, each
+        principal's ``per_principal`` newest, chosen principal by principal (whatever else is stored
+        about the subject: a bounded read in storage order was filled by another writer's flood)."""
         now = utcnow().timestamp()
-        kinds = {k.value for k in INDEXED_KINDS}
-        rows = [row for row in self.view.subject_rows(subject, SUBJECT_SCAN)
-                if visible_metadata(row.metadata, now) and row.metadata.get(Meta.KIND) in kinds]
-        # Chosen writer by writer: one writer's flood must not keep another's records out.
-        return [from_row(row) for row in newest_across_writers(rows, limit)]
+        rows = [row for row in self.view.subject_rows(subject, {k.value for k in INDEXED_KINDS}, per_principal)
+                if visible_metadata(row.metadata, now)]
+        return [from_row(row) for row in newest_across_writers(rows, limit, per_principal)]
 
     def _load_lessons(self, limit: int) -> list[MemoryRecord]:
         """The first ``limit`` active lesson records as the lesson cache keeps them (kept_first)."""

@@ -14,7 +14,7 @@ answered at once, and a missing one only after probing every partition).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -162,9 +162,10 @@ class StoreView:
         """Every stored record whose label ``label`` is ``value``, anywhere (a system read)."""
         return [from_row(r) for r in self._backend.fetch(where={label_field(label): value})]
 
-    def subject_rows(self, subject: str, limit: int) -> list[StoredRow]:
-        """Up to ``limit`` rows about ``subject`` (for the subject index: a cache)."""
-        return self._backend.about(subject, limit)
+    def subject_rows(self, subject: str, kinds: Collection[str], per_writer: int) -> list[StoredRow]:
+        """Each writer's ``per_writer`` newest active rows of ``kinds`` about ``subject`` (for
+        the subject index: a cache)."""
+        return self._backend.newest_about(subject, kinds, per_writer)
 
     def in_namespace(self, namespace: Namespace) -> list[MemoryRecord]:
         """The visible records of exactly ``namespace`` (for capacity eviction)."""

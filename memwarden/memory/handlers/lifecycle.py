@@ -5,9 +5,9 @@ from __future__ import annotations
 from memwarden.core.fields import Meta
 from memwarden.core.errors import AccessDenied, InvalidRequest
 from memwarden.core.ops import ForgetOp, RetractOp, ReviewOp, SweepOp
-from memwarden.core.records import MemoryRecord, ReviewResult, Status, content_digest, keyed_id
+from memwarden.core.records import MemoryRecord, ReviewResult, Source, Status, content_digest, keyed_id
 from memwarden.core.schema import HELD_LABEL
-from memwarden.guards.lessons import QUORUM, RETRACTION, SELF_RETRACTION
+from memwarden.guards.lessons import BY_AGENT, QUORUM, RETRACTION, SELF_RETRACTION
 from memwarden.guards.validators import Outcome, Verdict
 from memwarden.memory.codec import from_row
 from memwarden.memory.context import OpContext
@@ -59,7 +59,7 @@ def _run_retract(op: RetractOp, got: Found, ctx: OpContext) -> tuple[list[str], 
         raise ctx.missing(op.id)
     held = _active_descendants(ctx, [record.id])
     ctx.facts.record_ids = [record.id] + [r.id for r in held]
-    verdict = Verdict(validator=SELF_RETRACTION if ctx.principal_id == record.writer else RETRACTION,
+    verdict = Verdict(validator=SELF_RETRACTION if ctx.principal_id == record.writer else _decided(RETRACTION, ctx),
                       outcome=Outcome.REJECT, reason=f"retracted by {ctx.principal_id}")
     ctx.learn(record, [verdict], stored=True)
     tainted = relabel(held, Status.QUARANTINED, {"tainted_by": record.id})
@@ -67,6 +67,12 @@ def _run_retract(op: RetractOp, got: Found, ctx: OpContext) -> tuple[list[str], 
     # know of now: the ones it may review (an id is a hash of writer, namespace and content).
     named = [new.id for new, _ in tainted.changes if ctx.allows("approve", new)]
     return named, [relabel([record], Status.FORGOTTEN, {"forgotten": "retracted"}), tainted]
+
+
+def _decided(verdict: str, ctx: OpContext) -> str:
+    """A decision's verdict name: as people's (kept first by the lesson cache) from a user's
+    own session, otherwise marked as an agent's (ranked with validators')."""
+    return verdict if ctx.binding.source is Source.USER else verdict + BY_AGENT
 
 
 RETRACT = Handler(need=lambda op, ctx: OnRecord(op.id, "approve", frozenset({Status.ACTIVE, Status.QUARANTINED})),
@@ -121,7 +127,8 @@ def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult,
     elif status is Status.ACTIVE and older is not None:
         effects.append(retire(older, ctx.now))
     if status is Status.FORGOTTEN:
-        ctx.learn(decided, [Verdict(validator=QUORUM, outcome=Outcome.REJECT,
+        # The session that made the quorum names the decision (earlier votes keep no source).
+        ctx.learn(decided, [Verdict(validator=_decided(QUORUM, ctx), outcome=Outcome.REJECT,
                                     reason=f"rejected by {len(rejections)} reviewers")], stored=True)
     # A reviewer who may approve but not read learns the outcome, never the content.
     shown = decided if ctx.allows("read", decided) else None

@@ -3,7 +3,7 @@ every result re-checked before it is returned."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +22,7 @@ from memwarden.memory.effects import Effect
 from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.reads import current, touched
 from memwarden.memory.needs import InScope
-from memwarden.memory.writers import record_writer
+from memwarden.memory.writers import voice_of
 from memwarden.memory.retrieval import SUPERSEDED_WEIGHT, compose, fuse, in_time, time_filter
 from memwarden.policies.engine import ReadScope
 from memwarden.policies.metafilter import compile_predicate
@@ -173,10 +173,11 @@ def _ranked(op: SearchOp, ctx: OpContext, targets: Sequence[Target], where: dict
 def _consensus(ctx: OpContext, hits: list[SearchHit]) -> list[SearchHit]:
     """Read-time consensus (A-MemGuard): each hit is compared with the related memories the
     caller may see, those about the same subject that share at least two content words with
-    it (comparable statements). Writers vote, not records (three copies of a poison are one
-    voice): a writer is against the hit when a strict majority of its comparable records
-    contradict it, and the hit is contested when a strict majority of those writers are
-    against it. Only ids the caller may see are named."""
+    it (comparable statements). Principals vote, not records nor sources (three copies of a
+    poison, under as many declared sources, are one voice): a principal is against the hit
+    when a strict majority of its comparable records from its most trusted source contradict
+    it (:func:`~memwarden.memory.writers.voice_of`), and the hit is contested when a strict
+    majority of those principals are against it. Only ids the caller may see are named."""
     judged = []
     for hit in hits:
         record = hit.record
@@ -188,10 +189,11 @@ def _consensus(ctx: OpContext, hits: list[SearchHit]) -> list[SearchHit]:
                       if r.record.id not in (record.id, record.supersedes) and len(r.words & mine) >= 2
                       and ctx.sees(r.record)]
         against = tuple(r.id for r in comparable if find_contradiction(record.content, r.content))
-        votes: dict[Hashable, list[bool]] = {}
+        by_principal: dict[str, list[MemoryRecord]] = {}
         for r in comparable:
-            votes.setdefault(record_writer(r), []).append(r.id in against)
-        contested = 2 * sum(2 * sum(v) > len(v) for v in votes.values()) > len(votes)
+            by_principal.setdefault(r.writer, []).append(r)
+        votes = [[r.id in against for r in voice_of(said)] for said in by_principal.values()]
+        contested = 2 * sum(2 * sum(v) > len(v) for v in votes) > len(votes)
         judged.append(hit.model_copy(update={"contested": contested, "contradicted_by": against}))
     return judged
 
