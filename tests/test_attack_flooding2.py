@@ -20,8 +20,10 @@ tests/test_attack_flooding.py made one writer one voice. Attacked afresh:
   cache whoever's session made it: a reviewer's agent retracting or rejecting a colluder's
   junk in bulk pushed the reviewer's own lesson out.
 
-What is left is marked xfail (strict), with the reason: a changed account declared as an
-event, or without the established record's subject, is never compared with it.
+A changed account declared as an event, or without the established record's subject, was
+never compared with it (strict xfails of branch wt-attackflood); since the contradiction
+check compares an untrusted writer's procedure value whatever kind and subjects it declares
+(and with its namespace's nearest records), those cases pass.
 
 Each test failed on the code before its fix (see the report of branch wt-attackflood).
 """
@@ -387,18 +389,9 @@ def test_an_established_record_followed_by_its_writers_own_does_not_fall_out(tmp
 
 @pytest.mark.integration
 @pytest.mark.parametrize("how", [
-    pytest.param({"kind": Kind.EVENT}, id="declared an event",
-                 marks=pytest.mark.xfail(strict=True, reason="ContradictionCheck (memwarden/guards/contradiction.py, "
-                                         "another helper's) compares facts, rules and preferences only; the kind is "
-                                         "the writer's to declare, and a statement declared as an event is no type "
-                                         "mismatch for TypedContentGuard")),
-    pytest.param({"subjects": []}, id="no subject",
-                 marks=pytest.mark.xfail(strict=True, reason="the related records are those sharing a declared "
-                                         "subject (Pipeline.related returns none for a record without subjects); "
-                                         "subjects are the writer's to declare")),
-    pytest.param({"subjects": ["patient-12"]}, id="another subject",
-                 marks=pytest.mark.xfail(strict=True, reason="as for no subject: another spelling of the subject "
-                                         "shares none with the established record")),
+    pytest.param({"kind": Kind.EVENT}, id="declared an event"),
+    pytest.param({"subjects": []}, id="no subject"),
+    pytest.param({"subjects": ["patient-12"]}, id="another subject"),
 ])
 def test_a_changed_account_is_held_however_it_is_declared(tmp_path: Path, how: dict) -> None:
     with Memory.open(tmp_path / "data", policy="hospital", embedding=HashingEmbedding()) as mem:

@@ -329,14 +329,19 @@ class ContradictionCheck:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                                reason=f"{changed} of the record it replaces ({replaced.id}) by another writer: "
                                       "needs review")
-        if record.kind not in self.kinds or not (record.subjects or untrusted):
+        # The writer declares the kind and the subjects too: an untrusted writer's procedure
+        # value is compared whatever kind it is declared as (an "event" that changes the
+        # account) and whatever subjects (or none) it names.
+        procedural = untrusted and procedure_values(record.content).any()
+        compared = record.kind in self.kinds
+        if not (compared or procedural) or not (record.subjects or untrusted):
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         short = len(record.content) <= self.max_chars
         if not short and not untrusted:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="too long to compare as one statement")
         mine = statement(record.content)
         about = bool(record.subjects)  # the subject index has nothing for a record about nobody
-        for other in self._comparable(record, context.related(record, self.k) if short and about else []):
+        for other in self._comparable(record, context.related(record, self.k) if short and about and compared else []):
             found = conflict(mine, statement(other.content), max_diff=self.max_diff)
             if found:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
@@ -344,9 +349,9 @@ class ContradictionCheck:
         # Established procedures are the nearest records by *other* writers, ranked among
         # themselves: records of the writer's own would otherwise fill the k nearest.
         established = context.related_by_others(record, self.k) if untrusted and about else []
-        if untrusted and procedure_values(record.content).any():
-            # The writer declares the subjects: a change written under another subject (or
-            # none) is compared with what a reader's search would find beside it too.
+        if procedural:
+            # A change written under another subject (or none) is compared with what a
+            # reader's search would find beside it too.
             seen = {r.id for r in established}
             established += [r for r in context.nearby(record, self.k) if r.id not in seen]
         for other in self._comparable(record, established):

@@ -62,7 +62,7 @@ from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.memory.tracing import GOVERNED, finish_operation, start_operation, use_operation
 from memwarden.memory.view import StoreView
-from memwarden.memory.writers import across_principals, newest_across_writers
+from memwarden.memory.writers import across_principals, newest_across_writers, record_writer
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
 from memwarden.policies.subjects import Subjects
@@ -218,7 +218,7 @@ class Pipeline:
         ids = [rid for rid, _ in self.view.lexical(record.content, 4 * k, where) if rid != record.id]
         rows = self.view.rows(ids)
         found = [from_row(rows[rid]) for rid in ids if rid in rows]
-        return [r for r in across_writers(found, record_writer)
+        return [r for r in across_principals(found, record_writer)
                 if by_another(record, r) and ctx.sees(r)][:k]
 
     def lessons(self) -> list[MemoryRecord]:
