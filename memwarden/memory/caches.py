@@ -51,10 +51,16 @@ class LessonCache:
     """The active lesson records (at most ``limit``, as :func:`kept_first` orders them), handed out as one
     :class:`~memwarden.guards.lessons.Lessons` tuple that stays the same object until the
     set changes, with a :class:`~memwarden.guards.lessons.LessonIndex` of them that is kept
-    up to date here, as lessons are stored, so that no checked write pays for it."""
+    up to date here, as lessons are stored, so that no checked write pays for it.
 
-    def __init__(self, load: Callable[[int], list[MemoryRecord]], *, limit: int = 500, ttl: float | None = None) -> None:
-        self._load, self._limit, self._ttl = load, limit, ttl
+    ``writer``: the core's principal id, the only writer whose lessons count (a policy that
+    lets anyone write into ``memwarden/lessons``, an administrator's ``**``, would otherwise
+    let them forge lessons, "decided" ones that push the real ones out included); the loader
+    must keep to it too."""
+
+    def __init__(self, load: Callable[[int], list[MemoryRecord]], *, writer: str, limit: int = 500,
+                 ttl: float | None = None) -> None:
+        self._load, self._limit, self._ttl, self._writer = load, limit, ttl, writer
         self._lock = threading.Lock()
         self._lessons: Lessons | None = None
         self._loaded_at = 0.0
@@ -73,9 +79,10 @@ class LessonCache:
 
     def add(self, lesson: MemoryRecord) -> None:
         """A lesson was just stored: the next write already consults it. Only what a reload
-        reads (an active lesson in ``memwarden/lessons``): a ``lesson`` record stored anywhere
-        else is an ordinary record, never a lesson until the next reload drops it."""
-        if lesson.status is not Status.ACTIVE or lesson.kind is not Kind.LESSON or lesson.namespace != LESSONS_NAMESPACE:
+        reads (an active lesson in ``memwarden/lessons`` by the core): a ``lesson`` record
+        stored anywhere else, or by anyone else, is an ordinary record, never a lesson."""
+        if lesson.status is not Status.ACTIVE or lesson.kind is not Kind.LESSON or lesson.namespace != LESSONS_NAMESPACE \
+                or lesson.writer != self._writer:
             return
         with self._lock:
             if self._lessons is not None:

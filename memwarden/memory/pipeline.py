@@ -123,7 +123,7 @@ class Pipeline:
         self._handlers = HANDLERS
         self._lesson_key = next((v.key for v in self.validators.validators if isinstance(v, LessonValidator)),
                                 store_key)
-        self._lesson_cache = LessonCache(self._load_lessons, limit=_MAX_LESSONS, ttl=settings.cache_ttl)
+        self._lesson_cache = LessonCache(self._load_lessons, writer=core.id, limit=_MAX_LESSONS, ttl=settings.cache_ttl)
         self.subject_index = SubjectIndex(self._load_subject, ttl=settings.cache_ttl)
         # Mutations check-then-store (idempotence, supersession, keyed versions); one lock
         # keeps that atomic within the process.
@@ -546,9 +546,11 @@ class Pipeline:
         return [from_row(row) for row in newest_across_writers(rows, limit, per_principal)]
 
     def _load_lessons(self, limit: int) -> list[MemoryRecord]:
-        """The first ``limit`` active lesson records as the lesson cache keeps them (kept_first)."""
+        """The first ``limit`` active lesson records the core wrote, as the lesson cache keeps
+        them (kept_first)."""
         now = utcnow()
-        return kept_first(r for r in self.view.kind_in(Kind.LESSON, LESSONS_NAMESPACE) if is_visible(r, now))[:limit]
+        return kept_first(r for r in self.view.kind_in(Kind.LESSON, LESSONS_NAMESPACE)
+                          if is_visible(r, now) and r.writer == self.core.id)[:limit]
 
     # -- lifetime -----------------------------------------------------------------------------------
 
