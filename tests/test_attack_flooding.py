@@ -21,12 +21,15 @@ consensus counts writers. Each test failed on the code before the change.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from memwarden import Memory, Principal, Status, WriteOp, WriteRejected
+from memwarden.core.records import MemoryRecord
+from memwarden.memory.caches import SubjectIndex
 from memwarden.guards.defaults import default_validators
 from memwarden.guards.provenance import ProvenanceRule
 from memwarden.memory.embeddings import HashingEmbedding
@@ -215,3 +218,32 @@ def test_lessons_written_by_anyone_but_the_core_are_no_lessons(tmp_path: Path, m
         with open_() as mem:
             assert mem.session(Principal("w")).write(PARAPHRASE, "ward/p12", subjects=["p12"]).status \
                 is Status.QUARANTINED
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["load", "add", "discard"]), st.integers(0, 9), st.integers(0, 5)),
+                max_size=60))
+def test_the_subject_index_holds_at_most_its_entries_in_all(steps: list[tuple[str, int, int]]) -> None:
+    # Subjects hold up to 256 records each now; the bound on memory is on records in all.
+    stored: dict[str, list[MemoryRecord]] = {}
+
+    def load(subject: str, per_principal: int, per_subject: int) -> list[MemoryRecord]:
+        return list(stored.get(subject, []))
+
+    index = SubjectIndex(load, per_principal=4, per_subject=8, subjects=5, entries=12)
+    for n, (step, s, w) in enumerate(steps):
+        subject = f"s{s}"
+        record = MemoryRecord(id=f"mem_{n:032x}", namespace=("ns",), content=f"note {n} about {subject}",
+                              subjects=(subject,), writer=f"w{w}", created_at=datetime(2026, 1, 1) + timedelta(seconds=n))
+        if step == "load":
+            index.about([subject])
+        elif step == "add":
+            stored.setdefault(subject, []).append(record)
+            index.add(record)
+        elif stored.get(subject):
+            index.discard([stored[subject].pop(0)])
+        held = sum(len(entries) for _, entries in index._by_subject.values())
+        assert held == index._held <= 12
+    for subject, records in stored.items():  # what is held is what the store has
+        assert {r.record.id for r in index.about([subject])} <= {r.id for r in records}

@@ -152,13 +152,16 @@ class SubjectIndex:
     established record the contradiction check compares a change with; with one bound per
     subject, a fair half of it, the established record its writer had followed with records of
     its own). Past ``per_subject``, the principal holding the most loses its oldest. The
-    loader is called as ``load(subject, per_principal, per_subject)``.
+    loader is called as ``load(subject, per_principal, per_subject)``. At most ``entries``
+    records are held in all (least recently used subjects go first): the bound on memory that
+    64 records for each of 4,096 subjects gave before subjects held up to 256.
     """
 
     def __init__(self, load: Callable[[str, int, int], list[MemoryRecord]], *, per_principal: int = 64,
-                 per_subject: int = 256, subjects: int = 4096, ttl: float | None = None) -> None:
+                 per_subject: int = 256, subjects: int = 4096, entries: int = 4096 * 64,
+                 ttl: float | None = None) -> None:
         self._load, self._per_subject, self._subjects, self._ttl = load, per_subject, subjects, ttl
-        self._per_principal = per_principal
+        self._per_principal, self._max_entries, self._held = per_principal, entries, 0
         self._lock = threading.Lock()
         self._by_subject: OrderedDict[str, tuple[float, OrderedDict[str, Related]]] = OrderedDict()
         # Per subject being loaded, one log per load of what was added (or dropped: None) meanwhile.
@@ -183,7 +186,10 @@ class SubjectIndex:
                     log.append((record.id, related))
                 held = self._by_subject.get(subject)
                 if held is not None:
+                    before = len(held[1])
                     self._put(held[1], record.id, related)
+                    self._held += len(held[1]) - before
+            self._evict()
 
     def _put(self, entries: OrderedDict[str, Related], rid: str, related: Related | None) -> None:
         """Index ``related`` under ``rid`` in one subject's ``entries`` (None: drop ``rid``);
@@ -211,13 +217,20 @@ class SubjectIndex:
                     for log in self._loading.get(subject, ()):
                         log.append((record.id, None))
                     held = self._by_subject.get(subject)
-                    if held is not None:
-                        held[1].pop(record.id, None)
+                    if held is not None and held[1].pop(record.id, None) is not None:
+                        self._held -= 1
 
     def clear(self) -> None:
         """Forget everything; subjects are reloaded on next use."""
         with self._lock:
             self._by_subject.clear()
+            self._held = 0
+
+    def _evict(self) -> None:
+        """Drop the least recently used subjects past either bound (called with the lock held)."""
+        while self._by_subject and (len(self._by_subject) > self._subjects or self._held > self._max_entries):
+            _, (_, gone) = self._by_subject.popitem(last=False)
+            self._held -= len(gone)
 
     def _entries(self, subject: str) -> list[Related]:
         """A snapshot of the subject's records, newest first (loaded when missing or stale)."""
@@ -244,10 +257,11 @@ class SubjectIndex:
             self._stop_logging(subject, log)
             for rid, related in log:
                 self._put(entries, rid, related)
+            stale = self._by_subject.get(subject)
+            self._held += len(entries) - (len(stale[1]) if stale is not None else 0)
             self._by_subject[subject] = (time.monotonic(), entries)
             self._by_subject.move_to_end(subject)
-            while len(self._by_subject) > self._subjects:
-                self._by_subject.popitem(last=False)
+            self._evict()
             return list(reversed(entries.values()))
 
     def _stop_logging(self, subject: str, log: list[tuple[str, Related | None]]) -> None:
