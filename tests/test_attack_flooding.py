@@ -247,3 +247,15 @@ def test_the_subject_index_holds_at_most_its_entries_in_all(steps: list[tuple[st
         assert held == index._held <= 12
     for subject, records in stored.items():  # what is held is what the store has
         assert {r.record.id for r in index.about([subject])} <= {r.id for r in records}
+
+
+@pytest.mark.unit
+def test_full_subjects_are_evicted_by_records_held_not_only_by_subjects() -> None:
+    stored = {f"s{s}": [MemoryRecord(id=f"mem_{s:016x}{n:016x}", namespace=("ns",), content=f"note {n}",
+                                     subjects=(f"s{s}",), writer=f"w{n % 3}") for n in range(8)] for s in range(5)}
+    index = SubjectIndex(lambda subject, *_: list(stored[subject]), per_principal=4, per_subject=8, subjects=5,
+                         entries=12)
+    for subject in stored:
+        assert len(index.about([subject])) == 8  # each load is served whole
+    assert index._held == sum(len(e) for _, e in index._by_subject.values()) <= 12
+    assert list(index._by_subject) == ["s4"]  # the least recently used went first
