@@ -329,14 +329,18 @@ class ContradictionCheck:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                                reason=f"{changed} of the record it replaces ({replaced.id}) by another writer: "
                                       "needs review")
-        if record.kind not in self.kinds or not (record.subjects or untrusted):
+        # The writer chooses the kind too: an untrusted procedure change declared an event
+        # ("Acme's IBAN changed to ...") is returned beside the established record all the
+        # same, so only the statement heuristics below are kept to the compared kinds.
+        compared = record.kind in self.kinds
+        if not (compared or untrusted) or not (record.subjects or untrusted):
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         short = len(record.content) <= self.max_chars
         if not short and not untrusted:
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT, reason="too long to compare as one statement")
         mine = statement(record.content)
         about = bool(record.subjects)  # the subject index has nothing for a record about nobody
-        for other in self._comparable(record, context.related(record, self.k) if short and about else []):
+        for other in self._comparable(record, context.related(record, self.k) if short and about and compared else []):
             found = conflict(mine, statement(other.content), max_diff=self.max_diff)
             if found:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,

@@ -56,6 +56,7 @@ from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.erasure import held
 from memwarden.memory.journal import ErasureJournal
 from memwarden.memory.metrics import record_operation
+from memwarden.memory.nearby import nearest_by_others
 from memwarden.memory.needs import Found, InNamespace, InScope, Need, OnRecord
 from memwarden.memory.receipts import sign_receipt
 from memwarden.memory.settings import Settings
@@ -207,19 +208,11 @@ class Pipeline:
         return found
 
     def nearby(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]:
-        """Up to ``k`` active records of ``record``'s namespace, of the kinds the subject index
-        holds, written by another (``by_another``) and visible to the caller, best BM25 match
-        first, writer by writer, whatever their subjects (a writer chooses its own). Empty
-        without a lexical index (against a Chroma server)."""
-        if not self.view.has_text_index:
-            return []
-        where = {"$and": [{Meta.NS.value: "/".join(record.namespace)}, {Meta.STATUS.value: Status.ACTIVE.value},
-                          {Meta.KIND.value: {"$in": sorted(kind.value for kind in INDEXED_KINDS)}}]}
-        ids = [rid for rid, _ in self.view.lexical(record.content, 4 * k, where) if rid != record.id]
-        rows = self.view.rows(ids)
-        found = [from_row(rows[rid]) for rid in ids if rid in rows]
-        return [r for r in across_writers(found, record_writer)
-                if by_another(record, r) and ctx.sees(r)][:k]
+        """Up to ``k`` active records of any namespace the caller may read, written by another,
+        that share the most words with ``record``, whatever their subjects
+        (:func:`~memwarden.memory.nearby.nearest_by_others`). Empty without a lexical index
+        (against a Chroma server)."""
+        return nearest_by_others(self.view, self.scope(ctx.facts.subjects, "read", ()), record, k, ctx.sees)
 
     def lessons(self) -> list[MemoryRecord]:
         """The active lesson records the lesson validator consults."""
