@@ -27,8 +27,8 @@ who approves ("approved by ..."), or a check weakened ("checked by the giving nu
 Values are compared as :mod:`memwarden.guards.values` keys them: grouping spaces and
 full-width digits do not make a value new, a look-alike letter, a digit of another script or
 an invisible character does (the reason then says it looks like the established value).
-"Compared with" means the two records share a subject and at least ``min_shared`` content
-words (the same topic). A user's own write, or one by the established record's writer, is
+"Compared with" means the two records share at least ``min_shared`` content words (the same
+topic) and a subject, or are among the nearest by words (``context.nearby``). A user's own write, or one by the established record's writer, is
 not held by this rule: the owner of a value may change it. The owner is the writer *and*
 its source: a user's agent does not own what the user wrote herself
 (:func:`~memwarden.guards.validators.by_another`). The records compared are the nearest
@@ -282,7 +282,8 @@ class ContradictionCheck:
     """Quarantine a write that likely contradicts a related record about the same subject.
 
     ``k``: how many related records to compare with (nearest first).
-    ``kinds``: the record kinds compared (events are about moments, so they may differ).
+    ``kinds``: the record kinds compared (events are about moments, so they may differ); an
+    untrusted writer's procedure change is compared whatever kind it declares.
     ``max_diff``: content words allowed to differ besides the conflicting one.
     ``max_chars``: longer content is not one statement and is not compared (two texts only
     conflict here when they differ in at most ``max_diff`` content words); the procedure

@@ -71,9 +71,10 @@ class ValidationContext:
     left by earlier rejections and retractions. ``replaced`` is the version the write replaces
     (an update's predecessor, the current version of a keyed item), when the writer may read it:
     whatever its subjects and however far from the new text, it is the record the write changes.
-    ``nearby(record, k)`` returns up to k active records of the candidate's namespace, written
-    by another, that the writer may read and that share the most words with it, whatever their
-    subjects: a writer declares its own subjects, so subjects alone never decide which
+    ``nearby(record, k)`` returns up to k active records of any namespace the writer may read
+    (a search of a common prefix returns them beside the candidate), written by another, that
+    share the most words with it, whatever their subjects, one voice's best before another's
+    second: a writer declares its own subjects, so subjects alone never decide which
     established records a procedure change is compared with.
     """
 
