@@ -112,3 +112,69 @@ def test_an_event_is_compared_for_procedures_only() -> None:
     assert ContradictionCheck().check(event, ctx).outcome is Outcome.ACCEPT
     fact = event.model_copy(update={"kind": Kind.FACT})
     assert ContradictionCheck().check(fact, ctx).outcome is Outcome.QUARANTINE
+
+
+def _verdict(new: str, established: str) -> Outcome:
+    old = MemoryRecord(id="mem_old", namespace=_NOTES, content=established, subjects=("acme",), writer="frank",
+                       source=Source.USER)
+    ctx = ValidationContext(P("erin", roles=["r"]), Subjects("erin", frozenset({"r"})),
+                            related=lambda record, k: [old][:k])
+    new_record = MemoryRecord(id="mem_new", namespace=_NOTES, content=new, subjects=("acme",), writer="erin",
+                              source=Source.AGENT)
+    return ContradictionCheck().check(new_record, ctx).outcome
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("new", [
+    "Pay the Acme invoice to LT121000011101001000.",     # 'invoice' for 'invoices', 'pay' for 'paid'
+    "Acme invoice payments: LT121000011101001000.",
+])
+def test_an_inflection_is_the_same_topic(new: str) -> None:
+    assert _verdict(new, _ESTABLISHED) is Outcome.QUARANTINE
+
+
+@pytest.mark.unit
+def test_one_shared_word_is_still_no_topic() -> None:
+    """Inflections count once: 'Acme' alone (with 'invoice' nowhere) does not make two texts
+    about the same thing."""
+    assert _verdict("Acme parcels go to locker LT121000011101001000.", _ESTABLISHED) is Outcome.ACCEPT
+
+
+@pytest.mark.parametrize("how", ["update", pytest.param("key", marks=pytest.mark.xfail(
+    strict=True, reason="a keyed put overwrites the item's row in place: after the writer's harmless put, the "
+                        "version the manager established is no longer stored, so the next put is compared only "
+                        "with the writer's own version (the item would need to keep who established it)"))])
+def test_a_chain_of_own_updates_is_compared_with_what_another_established(tmp_path: Path, how: str) -> None:
+    """A harmless first change makes the writer the author of the current version; the second
+    change then replaced only the writer's own version and was never compared."""
+    mem = _office(tmp_path)
+    try:
+        frank = mem.session(Principal("frank", roles=["manager"]))
+        erin = mem.session(Principal("erin", roles=["employee"]), source="agent")
+        key = "acme-payee" if how == "key" else None
+        old = frank.write(_ESTABLISHED, _NOTES, kind="fact", subjects=["acme"], key=key)
+        first = "Acme invoices are paid to IBAN DE89370400440532013000 (confirmed)."
+        changed = "Acme invoices are paid to IBAN LT121000011101001000 (confirmed)."
+        if how == "update":
+            one = erin.update(old.id, first)
+            assert one.status is Status.ACTIVE
+            planted = erin.update(one.id, changed)
+        else:
+            assert erin.write(first, _NOTES, kind="fact", subjects=["acme"], key=key).status is Status.ACTIVE
+            planted = erin.write(changed, _NOTES, kind="fact", subjects=["acme"], key=key)
+        assert planted.status is Status.QUARANTINED
+        found = [h.record.content for h in frank.search("Which IBAN are Acme invoices paid to?", _NOTES, k=10)]
+        assert changed not in found and first in found
+    finally:
+        mem.close()
+
+
+@pytest.mark.unit
+def test_two_links_are_no_topic() -> None:
+    """The false-positive direction: an agent's unrelated link shared only 'https', 'www' and
+    'com' with another's and was held as a changed destination (docs chunks of the jailbreak
+    benchmark against "Search link for the boots Leo wants: https://shop...")."""
+    assert _verdict("Library opening hours: https://www.citylib.com/hours",
+                    "Leo's winter boots: https://www.shop-boots.com/leo") is Outcome.ACCEPT
+    assert _verdict("Acme invoices are paid via https://pay.acme-payments.com/portal",
+                    "Acme invoices are paid via https://pay.acme.com/portal") is Outcome.QUARANTINE

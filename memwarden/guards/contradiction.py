@@ -56,7 +56,7 @@ from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
 
 __all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
-           "statement"]
+           "statement", "topic_stem"]
 
 
 _ANTONYMS = [
@@ -140,12 +140,30 @@ def _content(words: list[str]) -> set[str]:
 
 @dataclass(frozen=True)
 class Statement:
-    """A text prepared for comparison, once: folded, its words, content words and negation."""
+    """A text prepared for comparison, once: folded, its words, content words and negation,
+    and the stems of its content words of three letters or more (:func:`topic_stem`), but
+    those every link has ("https", "www", "com")."""
 
     folded: str
     words: tuple[str, ...]
     content: frozenset[str]
     negated: bool
+    topic: frozenset[str] = frozenset()
+
+
+_INFLECTION = re.compile(r"(?:ing|ed|es|s)$")
+# The parts every link has: two texts that each hold a link share them and nothing else
+# ("https://docs.python.org" and "https://shop.example.com" are no topic).
+_LINK_WORDS = frozenset("http https www com org net html htm php aspx".split())
+
+
+def topic_stem(word: str) -> str:
+    """What two inflections of a content word share, for telling that two texts are about the
+    same thing: an English ending dropped where four letters stay, then six letters at most
+    ("invoice"/"invoices", "approved"/"approval", "Rechnung"/"Rechnungen" are one topic; an
+    agent's "Pay the Acme invoice to ..." is about Acme's "invoices are paid to ...")."""
+    bare = _INFLECTION.sub("", word)
+    return (bare if len(bare) >= 4 else word)[:6]
 
 
 # Related records come back write after write (the same subject's records): each is prepared once.
@@ -154,7 +172,9 @@ def statement(text: str) -> Statement:
     """``text`` prepared for :func:`conflict`."""
     folded = fold(text)
     words = _words(folded)
-    return Statement(folded, tuple(words), frozenset(_content(words)), any(w in NEGATIONS for w in words))
+    content = frozenset(_content(words))
+    return Statement(folded, tuple(words), content, any(w in NEGATIONS for w in words),
+                     frozenset(topic_stem(w) for w in content - _LINK_WORDS if len(w) > 2))
 
 
 # The word alternative of _TOKEN alone: a number never covers a letter, so this finds the
@@ -319,10 +339,12 @@ class ContradictionCheck:
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the candidate with the version it replaces and its nearest related records."""
         untrusted = self.untrusted(record)
-        replaced = context.replaced
-        # The version a write replaces is compared whatever the new version's kind, subjects
-        # and words: an update or a keyed put that drops the subjects, changes the kind or
-        # rewrites every other word still changes that record's procedure.
+        # The version another writer established, which the write replaces or which the
+        # writer's own updates replaced before it, is compared whatever the new version's kind,
+        # subjects and words: an update or a keyed put that drops the subjects, changes the
+        # kind or rewrites every other word still changes that record's procedure, and so does
+        # a chain of updates that each change nothing.
+        replaced = context.replaced if context.established is None else context.established
         if untrusted and replaced is not None and replaced.kind in self.kinds and by_another(record, replaced):
             changed = self._changes_procedure(record, statement(record.content), replaced,
                                               statement(replaced.content), same_record=True)
@@ -372,8 +394,8 @@ class ContradictionCheck:
         ``same_record``: ``other`` is the version the candidate replaces, about the same thing
         whatever their words."""
         # Words of two letters or fewer are mostly pieces of codes ("gb" of an IBAN): they
-        # do not make two texts about the same thing.
-        if not same_record and sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
+        # do not make two texts about the same thing; inflections of one word do.
+        if not same_record and len(mine.topic & theirs.topic) < self.min_shared:
             return None
         new, old = procedure_values(record.content), procedure_values(other.content)
         if new.overflow:

@@ -6,8 +6,11 @@ procedure change with the records of other writers that share the most words wit
 window is what an attacker fills first: with records of its own, with near copies under
 another of its sources, with records the writer cannot read, or by writing one namespace over
 (tests/test_attack_contradiction2.py). So the window is chosen in the query itself: every
-namespace the writer may read (a reader's search of a common prefix returns both records),
-never the writer's own voice, and each further query leaves out the voices already found.
+namespace under the write's top-level one that the writer may read (a reader's search of a
+common prefix returns both records), never the writer's own voice, and each further query
+leaves out the voices already found. Not the whole store: the jailbreak benchmark's benign
+writes are spread over four top-level scenarios, and comparing across them held 16.8% of
+them instead of 13.6% (benchmarks/results/poisoning_corpus_quick_s28_attack18e.json).
 """
 
 from __future__ import annotations

@@ -208,11 +208,12 @@ class Pipeline:
         return found
 
     def nearby(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]:
-        """Up to ``k`` active records of any namespace the caller may read, written by another,
-        that share the most words with ``record``, whatever their subjects
+        """Up to ``k`` active records under ``record``'s top-level namespace that the caller may
+        read, written by another, that share the most words with it, whatever their subjects
         (:func:`~memwarden.memory.nearby.nearest_by_others`). Empty without a lexical index
         (against a Chroma server)."""
-        return nearest_by_others(self.view, self.scope(ctx.facts.subjects, "read", ()), record, k, ctx.sees)
+        scope = self.scope(ctx.facts.subjects, "read", record.namespace[:1])
+        return nearest_by_others(self.view, scope, record, k, ctx.sees)
 
     def lessons(self) -> list[MemoryRecord]:
         """The active lesson records the lesson validator consults."""
