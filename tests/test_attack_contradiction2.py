@@ -6,11 +6,18 @@ established record stored ACTIVE and returned to the manager's search:
   records (same voice, filtered out only after the cut) or its records under a more trusted
   source of its own (another voice, but one voice's near copies took every slot), padded with
   words the change repeats so that they outrank the established record.
+- Five voices filled the five records compared: written from 'external', the writer's user,
+  agent and tool records are three other voices, and two colleagues' agents made five.
 - The lookup covered one namespace: the same change written to a sibling project, to the
   project itself (a manager's agent) or to a namespace spelt with another case was never
   compared, though a search of the common prefix returns both records.
 - The check ran for facts, rules and preferences only: the change declared an event
   ("Acme's IBAN changed to ...") was never compared.
+- A chain of updates, the first harmless, replaced only the writer's own version the second
+  time, and the established version was superseded, so nothing compared it.
+- "The same topic" counted exact words: "Pay the Acme invoice to ..." shares only "acme" with
+  "Acme invoices are paid to IBAN ...". The false-positive direction: two unrelated texts that
+  each hold a link shared "https", "www" and "com", and were compared.
 
 Every example is written for this file. Each attack test failed on the code before its fix.
 """
@@ -178,3 +185,22 @@ def test_two_links_are_no_topic() -> None:
                     "Leo's winter boots: https://www.shop-boots.com/leo") is Outcome.ACCEPT
     assert _verdict("Acme invoices are paid via https://pay.acme-payments.com/portal",
                     "Acme invoices are paid via https://pay.acme.com/portal") is Outcome.QUARANTINE
+
+
+def test_a_window_of_voices_is_more_than_one_writer_and_a_friend_can_fill(tmp_path: Path) -> None:
+    """Written from 'external', the change counts the writer's user, agent and tool records as
+    three other voices; with two colleagues' agents, five voices of near copies filled the
+    five records compared, and the manager's was not among them."""
+    mem = _office(tmp_path)
+    try:
+        mem.session(Principal("frank", roles=["manager"])).write(_ESTABLISHED, _NOTES, kind="fact", subjects=["acme"])
+        voices = [mem.session(Principal("erin", roles=["employee"]), source=s) for s in ("user", "agent", "tool")]
+        voices += [mem.session(Principal(p, roles=["employee"]), source="agent") for p in ("lena", "omar")]
+        for i, word in enumerate(_PAD_WORDS):
+            pad = voices[i % len(voices)].write(f"Acme invoices are paid, IBAN {word}.", _NOTES, kind="fact")
+            assert pad.status is Status.ACTIVE
+        external = mem.session(Principal("erin", roles=["employee"]), source="external")
+        planted = external.write(f"{_CHANGED[:-1]} ({' '.join(_PAD_WORDS)}).", _NOTES, kind="fact")
+        _planted_and_hidden(mem, planted, _NOTES)
+    finally:
+        mem.close()

@@ -310,7 +310,10 @@ class ContradictionCheck:
     values of longer content are still compared (their patterns run in linear time).
     ``untrusted_sources`` / ``min_trust``: whose procedure-changing facts are held for review
     (see the module docstring); ``min_shared``: content words two records must share to be
-    about the same thing.
+    about the same thing; ``nearby_k``: how many records by other writers nearest by words
+    (``context.nearby``) a procedure change is compared with, as many voices (writer and
+    source) as an attacker must write as, each with near copies, to push the established
+    record out (comparing is cheap; each compared record may also hold a benign write).
     """
 
     name = "contradiction"
@@ -319,9 +322,9 @@ class ContradictionCheck:
     def __init__(self, *, k: int = 5, kinds: tuple[Kind, ...] = (Kind.FACT, Kind.RULE, Kind.PREFERENCE),
                  max_diff: int = 1, max_chars: int = 1000,
                  untrusted_sources: tuple[str | Source, ...] = (Source.AGENT, Source.TOOL, Source.EXTERNAL),
-                 min_trust: float = 0.5, min_shared: int = 2) -> None:
-        if k < 1:
-            raise ValueError("k must be at least 1")
+                 min_trust: float = 0.5, min_shared: int = 2, nearby_k: int = 20) -> None:
+        if k < 1 or nearby_k < 1:
+            raise ValueError("k and nearby_k must be at least 1")
         if min_shared < 1:
             raise ValueError("min_shared must be at least 1")
         self.k = k
@@ -331,6 +334,7 @@ class ContradictionCheck:
         self.untrusted_sources = frozenset(Source(s) for s in untrusted_sources)
         self.min_trust = min_trust
         self.min_shared = min_shared
+        self.nearby_k = nearby_k
 
     def untrusted(self, record: MemoryRecord) -> bool:
         """True when ``record``'s procedure-changing facts need review."""
@@ -375,7 +379,7 @@ class ContradictionCheck:
             # The writer declares the subjects: a change written under another subject (or
             # none) is compared with what a reader's search would find beside it too.
             seen = {r.id for r in established}
-            established += [r for r in context.nearby(record, self.k) if r.id not in seen]
+            established += [r for r in context.nearby(record, self.nearby_k) if r.id not in seen]
         for other in self._comparable(record, established):
             changed = self._changes_procedure(record, mine, other, statement(other.content))
             if changed:

@@ -27,7 +27,11 @@ from memwarden.memory.writers import across_writers, record_writer
 from memwarden.policies.engine import ReadScope
 from memwarden.policies.pushdown import Where, all_of, any_of, scope_filter
 
-__all__ = ["nearest_by_others"]
+__all__ = ["ROUNDS", "nearest_by_others"]
+
+#: Lexical queries per look-up at most: an attacker must write as this many voices, each
+#: with a window's worth of near copies, before an established record is out of reach.
+ROUNDS = 5
 
 
 def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k: int,
@@ -37,7 +41,7 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     passing ``sees``, best BM25 match for ``record``'s content first, writer by writer.
 
     Each round asks for the ``k`` best of the voices not found yet, so that one voice's many
-    near copies take one round, not the window; at most ``k`` rounds."""
+    near copies take one round, not the window; at most ``ROUNDS`` rounds."""
     if not view.has_text_index or scope.empty:
         return []
     base = [{Meta.STATUS.value: Status.ACTIVE.value},
@@ -45,7 +49,7 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
             _not_own(record), scope_filter(scope)]
     found: list[MemoryRecord] = []
     voices: set[tuple[str, str]] = set()
-    for _ in range(k):
+    for _ in range(ROUNDS):
         where = all_of(base + [_not_voice(*voice) for voice in sorted(voices)])
         ids = [rid for rid, _ in view.lexical(record.content, k, where) if rid != record.id]
         rows = view.rows(ids)
