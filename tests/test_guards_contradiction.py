@@ -105,7 +105,7 @@ def test_check_skips_its_predecessor_events_and_subjectless_records() -> None:
     nearby = ValidationContext(P("w", roles=["r"]), Subjects("w", frozenset({"r"})),
                                nearby=lambda r, k: near.append(k) or [account.model_copy(update={"writer": "x"})])
     changed = _rec("Invoices for p12 are paid into account GB29 NWBK 6016 1331 9268 19", subjects=())
-    assert check.check(changed, nearby).outcome is Outcome.QUARANTINE and near == [check.k]
+    assert check.check(changed, nearby).outcome is Outcome.QUARANTINE and near == [check.nearby_k]
 
 
 def test_check_asks_for_k_related_records() -> None:

@@ -27,8 +27,8 @@ who approves ("approved by ..."), or a check weakened ("checked by the giving nu
 Values are compared as :mod:`memwarden.guards.values` keys them: grouping spaces and
 full-width digits do not make a value new, a look-alike letter, a digit of another script or
 an invisible character does (the reason then says it looks like the established value).
-"Compared with" means the two records share a subject and at least ``min_shared`` content
-words (the same topic). A user's own write, or one by the established record's writer, is
+"Compared with" means the two records share at least ``min_shared`` content words (the same
+topic) and a subject, or are among the nearest by words (``context.nearby``). A user's own write, or one by the established record's writer, is
 not held by this rule: the owner of a value may change it. The owner is the writer *and*
 its source: a user's agent does not own what the user wrote herself
 (:func:`~memwarden.guards.validators.by_another`). The records compared are the nearest
@@ -56,7 +56,7 @@ from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
 
 __all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
-           "statement"]
+           "statement", "topic_stem"]
 
 
 _ANTONYMS = [
@@ -140,12 +140,30 @@ def _content(words: list[str]) -> set[str]:
 
 @dataclass(frozen=True)
 class Statement:
-    """A text prepared for comparison, once: folded, its words, content words and negation."""
+    """A text prepared for comparison, once: folded, its words, content words and negation,
+    and the stems of its content words of three letters or more (:func:`topic_stem`), but
+    those every link has ("https", "www", "com")."""
 
     folded: str
     words: tuple[str, ...]
     content: frozenset[str]
     negated: bool
+    topic: frozenset[str] = frozenset()
+
+
+_INFLECTION = re.compile(r"(?:ing|ed|es|s)$")
+# The parts every link has: two texts that each hold a link share them and nothing else
+# ("https://docs.python.org" and "https://shop.example.com" are no topic).
+_LINK_WORDS = frozenset("http https www com org net html htm php aspx".split())
+
+
+def topic_stem(word: str) -> str:
+    """What two inflections of a content word share, for telling that two texts are about the
+    same thing: an English ending dropped where four letters stay, then six letters at most
+    ("invoice"/"invoices", "approved"/"approval", "Rechnung"/"Rechnungen" are one topic; an
+    agent's "Pay the Acme invoice to ..." is about Acme's "invoices are paid to ...")."""
+    bare = _INFLECTION.sub("", word)
+    return (bare if len(bare) >= 4 else word)[:6]
 
 
 # Related records come back write after write (the same subject's records): each is prepared once.
@@ -154,7 +172,9 @@ def statement(text: str) -> Statement:
     """``text`` prepared for :func:`conflict`."""
     folded = fold(text)
     words = _words(folded)
-    return Statement(folded, tuple(words), frozenset(_content(words)), any(w in NEGATIONS for w in words))
+    content = frozenset(_content(words))
+    return Statement(folded, tuple(words), content, any(w in NEGATIONS for w in words),
+                     frozenset(topic_stem(w) for w in content - _LINK_WORDS if len(w) > 2))
 
 
 # The word alternative of _TOKEN alone: a number never covers a letter, so this finds the
@@ -282,14 +302,18 @@ class ContradictionCheck:
     """Quarantine a write that likely contradicts a related record about the same subject.
 
     ``k``: how many related records to compare with (nearest first).
-    ``kinds``: the record kinds compared (events are about moments, so they may differ).
+    ``kinds``: the record kinds compared (events are about moments, so they may differ); an
+    untrusted writer's procedure change is compared whatever kind it declares.
     ``max_diff``: content words allowed to differ besides the conflicting one.
     ``max_chars``: longer content is not one statement and is not compared (two texts only
     conflict here when they differ in at most ``max_diff`` content words); the procedure
     values of longer content are still compared (their patterns run in linear time).
     ``untrusted_sources`` / ``min_trust``: whose procedure-changing facts are held for review
     (see the module docstring); ``min_shared``: content words two records must share to be
-    about the same thing.
+    about the same thing; ``nearby_k``: how many records by other writers nearest by words
+    (``context.nearby``) a procedure change is compared with, as many voices (writer and
+    source) as an attacker must write as, each with near copies, to push the established
+    record out (comparing is cheap; each compared record may also hold a benign write).
     """
 
     name = "contradiction"
@@ -298,9 +322,9 @@ class ContradictionCheck:
     def __init__(self, *, k: int = 5, kinds: tuple[Kind, ...] = (Kind.FACT, Kind.RULE, Kind.PREFERENCE),
                  max_diff: int = 1, max_chars: int = 1000,
                  untrusted_sources: tuple[str | Source, ...] = (Source.AGENT, Source.TOOL, Source.EXTERNAL),
-                 min_trust: float = 0.5, min_shared: int = 2) -> None:
-        if k < 1:
-            raise ValueError("k must be at least 1")
+                 min_trust: float = 0.5, min_shared: int = 2, nearby_k: int = 20) -> None:
+        if k < 1 or nearby_k < 1:
+            raise ValueError("k and nearby_k must be at least 1")
         if min_shared < 1:
             raise ValueError("min_shared must be at least 1")
         self.k = k
@@ -310,6 +334,7 @@ class ContradictionCheck:
         self.untrusted_sources = frozenset(Source(s) for s in untrusted_sources)
         self.min_trust = min_trust
         self.min_shared = min_shared
+        self.nearby_k = nearby_k
 
     def untrusted(self, record: MemoryRecord) -> bool:
         """True when ``record``'s procedure-changing facts need review."""
@@ -318,10 +343,12 @@ class ContradictionCheck:
     def check(self, record: MemoryRecord, context: ValidationContext) -> Verdict:
         """Compare the candidate with the version it replaces and its nearest related records."""
         untrusted = self.untrusted(record)
-        replaced = context.replaced
-        # The version a write replaces is compared whatever the new version's kind, subjects
-        # and words: an update or a keyed put that drops the subjects, changes the kind or
-        # rewrites every other word still changes that record's procedure.
+        # The version another writer established, which the write replaces or which the
+        # writer's own updates replaced before it, is compared whatever the new version's kind,
+        # subjects and words: an update or a keyed put that drops the subjects, changes the
+        # kind or rewrites every other word still changes that record's procedure, and so does
+        # a chain of updates that each change nothing.
+        replaced = context.replaced if context.established is None else context.established
         if untrusted and replaced is not None and replaced.kind in self.kinds and by_another(record, replaced):
             changed = self._changes_procedure(record, statement(record.content), replaced,
                                               statement(replaced.content), same_record=True)
@@ -353,7 +380,7 @@ class ContradictionCheck:
             # A change written under another subject (or none) is compared with what a
             # reader's search would find beside it too.
             seen = {r.id for r in established}
-            established += [r for r in context.nearby(record, self.k) if r.id not in seen]
+            established += [r for r in context.nearby(record, self.nearby_k) if r.id not in seen]
         for other in self._comparable(record, established):
             changed = self._changes_procedure(record, mine, other, statement(other.content))
             if changed:
@@ -372,8 +399,8 @@ class ContradictionCheck:
         ``same_record``: ``other`` is the version the candidate replaces, about the same thing
         whatever their words."""
         # Words of two letters or fewer are mostly pieces of codes ("gb" of an IBAN): they
-        # do not make two texts about the same thing.
-        if not same_record and sum(len(w) > 2 for w in mine.content & theirs.content) < self.min_shared:
+        # do not make two texts about the same thing; inflections of one word do.
+        if not same_record and len(mine.topic & theirs.topic) < self.min_shared:
             return None
         new, old = procedure_values(record.content), procedure_values(other.content)
         if new.overflow:

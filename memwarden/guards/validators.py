@@ -71,10 +71,15 @@ class ValidationContext:
     left by earlier rejections and retractions. ``replaced`` is the version the write replaces
     (an update's predecessor, the current version of a keyed item), when the writer may read it:
     whatever its subjects and however far from the new text, it is the record the write changes.
-    ``nearby(record, k)`` returns up to k active records of the candidate's namespace, written
-    by another, that the writer may read and that share the most words with it, whatever their
-    subjects: a writer declares its own subjects, so subjects alone never decide which
-    established records a procedure change is compared with.
+    ``nearby(record, k)`` returns up to k active records under the candidate's top-level
+    namespace that the writer may read (a search of a common prefix returns them beside the
+    candidate), written by another, that
+    share the most words with it, whatever their subjects, one voice's best before another's
+    second: a writer declares its own subjects, so subjects alone never decide which
+    established records a procedure change is compared with. ``established`` is the newest
+    version, ``replaced`` or one it supersedes, written by another than the writer
+    (:func:`by_another`), when the writer may read the memory: what a chain of the writer's
+    own updates of another's record changes.
     """
 
     principal: Principal
@@ -84,6 +89,7 @@ class ValidationContext:
     others: Callable[[MemoryRecord, int], list[MemoryRecord]] | None = None
     replaced: MemoryRecord | None = None
     nearby: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
+    established: MemoryRecord | None = None
 
     def related_by_others(self, record: MemoryRecord, k: int) -> list[MemoryRecord]:
         """Up to k records as ``related`` returns them, written by another (:func:`by_another`):

@@ -22,7 +22,7 @@ from memwarden.core.errors import AccessDenied, NotFound, WriteRejected
 from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Status
 from memwarden.guards.forgetting import forget_at
-from memwarden.guards.validators import Outcome, ValidationContext, Verdict, strongest
+from memwarden.guards.validators import Outcome, ValidationContext, Verdict, by_another, strongest
 from memwarden.guards.visibility import is_visible
 from memwarden.memory.caches import Related
 from memwarden.memory.facts import OpFacts
@@ -47,6 +47,11 @@ if TYPE_CHECKING:
     from memwarden.memory.tombstones import Tombstones
     from memwarden.memory.view import StoreView
     from memwarden.policies.subjects import Subjects
+
+
+#: How many of the writer's own versions an update may walk back over to find the version
+#: another writer established (each is one read by id).
+_MAX_OWN_VERSIONS = 1000
 
 
 class Governor(Protocol):
@@ -180,6 +185,22 @@ class OpContext:
 
     # -- guards -----------------------------------------------------------------------------
 
+    def _established(self, record: MemoryRecord, replaced: MemoryRecord | None) -> MemoryRecord | None:
+        """The newest version, ``replaced`` or one it supersedes, written by another than
+        ``record``'s writer (``by_another``), when the caller may read the memory: a chain of
+        the writer's own updates, each harmless, still changes what that version established."""
+        if not self.sees(replaced):
+            return None
+        version = replaced
+        for _ in range(_MAX_OWN_VERSIONS):
+            if version is None or by_another(record, version):
+                break
+            older = version.supersedes
+            version = self.view.stored(older, version.namespace) if older else None
+        else:
+            version = None
+        return version if version is not None and self.allows("read", version) else None
+
     def validate(self, record: MemoryRecord, decision: Decision, *, replaced: MemoryRecord | None = None) -> MemoryRecord:
         """Run the write validators on ``record``: WriteRejected (a lesson follows), or the
         record, quarantined when a validator or the deciding rule asks for review.
@@ -191,7 +212,8 @@ class OpContext:
                                     lessons=pipeline.lessons,
                                     others=lambda r, k: pipeline.related(self, r, k, other_writers=True),
                                     replaced=replaced if self.sees(replaced) else None,
-                                    nearby=lambda r, k: pipeline.nearby(self, r, k))
+                                    nearby=lambda r, k: pipeline.nearby(self, r, k),
+                                    established=self._established(record, replaced))
         verdicts = list(pipeline.validators.run(record, context))
         if decision.review:
             verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,

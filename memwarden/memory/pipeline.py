@@ -56,13 +56,14 @@ from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.erasure import held
 from memwarden.memory.journal import ErasureJournal
 from memwarden.memory.metrics import record_operation
+from memwarden.memory.nearby import nearest_by_others
 from memwarden.memory.needs import Found, InNamespace, InScope, Need, OnRecord
 from memwarden.memory.receipts import sign_receipt
 from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.memory.tracing import GOVERNED, finish_operation, start_operation, use_operation
 from memwarden.memory.view import StoreView
-from memwarden.memory.writers import across_principals, newest_across_writers, record_writer
+from memwarden.memory.writers import across_principals, newest_across_writers, trusted_first
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
 from memwarden.policies.subjects import Subjects
@@ -198,6 +199,8 @@ class Pipeline:
         # Ranked first (set sizes are cheap), then served principal by principal (one writer's
         # paraphrases must not fill the k), checked against the policy only until k are found.
         ranked = sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine), reverse=True)
+        if other_writers:  # what more trusted sources established comes first (memory/writers.py)
+            ranked = trusted_first(ranked, lambda r: r.writer[1], record.source)
         for related in across_principals(ranked, lambda r: r.writer):
             if (related.record.id != record.id and (not other_writers or by_another(record, related.record))
                     and ctx.sees(related.record)):
@@ -207,19 +210,12 @@ class Pipeline:
         return found
 
     def nearby(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]:
-        """Up to ``k`` active records of ``record``'s namespace, of the kinds the subject index
-        holds, written by another (``by_another``) and visible to the caller, best BM25 match
-        first, writer by writer, whatever their subjects (a writer chooses its own). Empty
-        without a lexical index (against a Chroma server)."""
-        if not self.view.has_text_index:
-            return []
-        where = {"$and": [{Meta.NS.value: "/".join(record.namespace)}, {Meta.STATUS.value: Status.ACTIVE.value},
-                          {Meta.KIND.value: {"$in": sorted(kind.value for kind in INDEXED_KINDS)}}]}
-        ids = [rid for rid, _ in self.view.lexical(record.content, 4 * k, where) if rid != record.id]
-        rows = self.view.rows(ids)
-        found = [from_row(rows[rid]) for rid in ids if rid in rows]
-        return [r for r in across_principals(found, record_writer)
-                if by_another(record, r) and ctx.sees(r)][:k]
+        """Up to ``k`` active records under ``record``'s top-level namespace that the caller may
+        read, written by another, that share the most words with it, whatever their subjects
+        (:func:`~memwarden.memory.nearby.nearest_by_others`). Empty without a lexical index
+        (against a Chroma server)."""
+        scope = self.scope(ctx.facts.subjects, "read", record.namespace[:1])
+        return nearest_by_others(self.view, scope, record, k, ctx.sees)
 
     def lessons(self) -> list[MemoryRecord]:
         """The active lesson records the lesson validator consults."""

@@ -12,6 +12,11 @@ their own, one principal's "user", "agent" and "tool" records were three voices,
 copies of a poison made a true record contested (tests/test_attack_flooding2.py). Within a
 principal's share its sources take turns, so that its agent's flood never pushes out what
 the principal itself established.
+
+Trust comes before turns where a write is compared with what others established: the records
+of sources more trusted than the writer's are served first (:func:`trusted_first`), so that
+colluding agents, however many principals they are, never push a user's record out of the
+window an agent's change is compared with (tests/test_attack_collusion.py).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memwarden.core.fields import Meta
-from memwarden.core.records import SOURCE_ORDER
+from memwarden.core.records import SOURCE_ORDER, Source
 
 if TYPE_CHECKING:
     from memwarden.core.records import MemoryRecord
@@ -70,6 +75,13 @@ def _in_rounds(queues: list[list[tuple[int, T]]]) -> Iterator[tuple[int, T]]:
     position, then every queue's second, and so on."""
     for turn in range(max(map(len, queues), default=0)):
         yield from sorted((queue[turn] for queue in queues if len(queue) > turn), key=lambda h: h[0])
+
+
+def trusted_first(items: Iterable[T], source: Callable[[T], Any], than: Source) -> list[T]:
+    """``items`` with those whose ``source`` is more trusted than ``than`` first, each group in
+    its own order (see the module docstring)."""
+    rank = SOURCE_ORDER.index(than)
+    return sorted(items, key=lambda item: SOURCE_ORDER.index(Source(source(item))) >= rank)
 
 
 def record_writer(record: MemoryRecord) -> tuple[str, str]:
