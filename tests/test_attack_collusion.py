@@ -24,32 +24,23 @@ from pathlib import Path
 import pytest
 
 from memwarden import Memory, Principal, Status
-from memwarden.guards.defaults import default_validators
-from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.memory.nearby import ROUNDS
 from memwarden.memory.pipeline import Pipeline
+from tests.test_attack_contradiction import office_memory
+from tests.test_attack_contradiction2 import CHANGED, ESTABLISHED, NOTES, PAD_WORDS
 
 pytestmark = pytest.mark.integration
 
-_ESTABLISHED = "Acme invoices are paid to IBAN DE89370400440532013000."
-_CHANGED = "Acme invoices are paid to IBAN LT121000011101001000"
-_NOTES = ("office", "projects", "alpha", "notes")
-# Twenty rare words (as many as the nearest window compares): every pad holds one, the change
+_CHANGED = CHANGED.removesuffix(".")
+# Twenty rare words (as many as the nearest window compares): every pad holds some, the change
 # holds all, so each pad outranks the established record in a lexical query.
-_RARE = ("zorblat quixel mervane plotrix sandune tovrel gambrik hollen fistrel yarrow lumbrik crenshaw "
-         "dovetal ombrel pristak vantel wemble kestrik norvane jallop").split()
+_RARE = PAD_WORDS[:20]
 _COLLUDERS = [f"colleague{i}" for i in range(ROUNDS)]
-
-
-def _office(tmp_path: Path) -> Memory:
-    chain = default_validators()
-    chain[0].quarantine_at = 0.3  # the detector as the benchmark tunes it
-    return Memory.open(tmp_path / "data", policy="office", embedding=HashingEmbedding(), validators=chain)
 
 
 def _established(mem: Memory, source: str) -> None:
     frank = mem.session(Principal("frank", roles=["manager"]), source=source)
-    assert frank.write(_ESTABLISHED, _NOTES, kind="fact", subjects=["acme"]).status is Status.ACTIVE
+    assert frank.write(ESTABLISHED, NOTES, kind="fact", subjects=["acme"]).status is Status.ACTIVE
 
 
 def _agents(mem: Memory) -> list:
@@ -60,8 +51,8 @@ def _held_and_hidden(mem: Memory, status: Status, planted: str) -> None:
     """The change was held, and the manager's search returns its own record, not the change."""
     assert status is Status.QUARANTINED
     frank = mem.session(Principal("frank", roles=["manager"]))
-    found = [h.record.content for h in frank.search("Which IBAN are Acme invoices paid to?", _NOTES, k=50)]
-    assert planted not in found and _ESTABLISHED in found
+    found = [h.record.content for h in frank.search("Which IBAN are Acme invoices paid to?", NOTES, k=50)]
+    assert planted not in found and ESTABLISHED in found
 
 
 def _flood_nearest_window(mem: Memory) -> tuple[str, Status]:
@@ -72,16 +63,16 @@ def _flood_nearest_window(mem: Memory) -> tuple[str, Status]:
         held = len(_COLLUDERS) + 1 - rank
         for j in range(len(_RARE)):
             words = " ".join(_RARE[(j + n) % len(_RARE)] for n in range(held))
-            pad = agent.write(f"Acme invoices are paid, IBAN {words} ({name}).", _NOTES, kind="fact")
+            pad = agent.write(f"Acme invoices are paid, IBAN {words} ({name}).", NOTES, kind="fact")
             assert pad.status is Status.ACTIVE
     planted = f"{_CHANGED} ({' '.join(_RARE)})."
     mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-    return planted, mallory.write(planted, _NOTES, kind="fact").status
+    return planted, mallory.write(planted, NOTES, kind="fact").status
 
 
 @pytest.mark.slow  # 101 governed writes
 def test_colluding_agents_never_push_a_users_record_out_of_the_nearest_window(tmp_path: Path) -> None:
-    with _office(tmp_path) as mem:
+    with office_memory(tmp_path) as mem:
         _established(mem, "user")
         planted, status = _flood_nearest_window(mem)
         _held_and_hidden(mem, status, planted)
@@ -93,7 +84,7 @@ def test_colluding_agents_never_push_a_users_record_out_of_the_nearest_window(tm
     "the writer's own trust, each with twenty near copies, fill them before an agent's "
     "established record; a user's is served first (the test above)"))
 def test_colluding_agents_of_the_same_trust_push_an_agents_record_out(tmp_path: Path) -> None:
-    with _office(tmp_path) as mem:
+    with office_memory(tmp_path) as mem:
         _established(mem, "agent")
         assert _flood_nearest_window(mem)[1] is Status.QUARANTINED
 
@@ -104,13 +95,13 @@ def test_colluding_agents_never_push_a_users_record_out_of_the_related_records(
     five colleagues' pads about "acme", each sharing more words with the change than the
     manager's record does, filled the five related records compared."""
     monkeypatch.setattr(Pipeline, "nearby", lambda self, ctx, record, k: [])
-    with _office(tmp_path) as mem:
+    with office_memory(tmp_path) as mem:
         _established(mem, "user")
         for agent, name in zip(_agents(mem), _COLLUDERS):
-            pad = agent.write(f"Acme invoices are paid on file today ({name}).", _NOTES, kind="fact",
+            pad = agent.write(f"Acme invoices are paid on file today ({name}).", NOTES, kind="fact",
                               subjects=["acme"])
             assert pad.status is Status.ACTIVE
         planted = f"{_CHANGED} on file today."
         mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        status = mallory.write(planted, _NOTES, kind="fact", subjects=["acme"]).status
+        status = mallory.write(planted, NOTES, kind="fact", subjects=["acme"]).status
         _held_and_hidden(mem, status, planted)

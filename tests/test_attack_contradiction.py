@@ -252,7 +252,7 @@ def test_the_owner_may_replace_its_own_record() -> None:
     assert _replacing(new, old).outcome is Outcome.ACCEPT
 
 
-def _office(tmp_path: Path) -> Memory:
+def office_memory(tmp_path: Path) -> Memory:
     chain = default_validators()
     chain[0].quarantine_at = 0.3  # the detector as the benchmark tunes it
     return Memory.open(tmp_path / "data", policy="office", embedding=HashingEmbedding(), validators=chain)
@@ -270,7 +270,7 @@ _NOTES = ("office", "projects", "alpha", "notes")
 ])
 def test_a_planted_procedure_change_is_never_returned_to_its_owner(tmp_path: Path, established: str, planted: str,
                                                                   how: str) -> None:
-    mem = _office(tmp_path)
+    mem = office_memory(tmp_path)
     try:
         frank = mem.session(Principal("frank", roles=["manager"]))
         erin = mem.session(Principal("erin", roles=["employee"]), source="agent")
@@ -350,7 +350,7 @@ def test_an_other_language_until_further_notice_order_is_a_directive() -> None:
 @pytest.mark.integration
 @pytest.mark.parametrize("subjects", [["ACME"], ["\u0430cme"], ["acme-gmbh"], []])
 def test_a_procedure_change_under_other_subjects_is_compared(tmp_path: Path, subjects: list[str]) -> None:
-    mem = _office(tmp_path)
+    mem = office_memory(tmp_path)
     try:
         frank = mem.session(Principal("frank", roles=["manager"]))
         erin = mem.session(Principal("erin", roles=["employee"]), source="agent")

@@ -31,25 +31,18 @@ import pytest
 from memwarden import Memory, Principal, Status
 from memwarden.core.records import Kind, MemoryRecord, Principal as P, Source
 from memwarden.guards.contradiction import ContradictionCheck
-from memwarden.guards.defaults import default_validators
 from memwarden.guards.validators import Outcome, ValidationContext
-from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.policies.subjects import Subjects
+from tests.test_attack_contradiction import office_memory
 
 pytestmark = pytest.mark.integration
 
-_ESTABLISHED = "Acme invoices are paid to IBAN DE89370400440532013000."
-_CHANGED = "Acme invoices are paid to IBAN LT121000011101001000."
-_NOTES = ("office", "projects", "alpha", "notes")
+ESTABLISHED = "Acme invoices are paid to IBAN DE89370400440532013000."
+CHANGED = "Acme invoices are paid to IBAN LT121000011101001000."
+NOTES = ("office", "projects", "alpha", "notes")
 # Words only the padding and the change share: each pad outranks the established record.
-_PAD_WORDS = ("zorblat quixel mervane plotrix sandune tovrel gambrik hollen fistrel yarrow lumbrik crenshaw "
+PAD_WORDS = ("zorblat quixel mervane plotrix sandune tovrel gambrik hollen fistrel yarrow lumbrik crenshaw "
               "dovetal ombrel pristak vantel wemble kestrik norvane jallop brindle caspell drovik elmtrix").split()
-
-
-def _office(tmp_path: Path) -> Memory:
-    chain = default_validators()
-    chain[0].quarantine_at = 0.3  # the detector as the benchmark tunes it
-    return Memory.open(tmp_path / "data", policy="office", embedding=HashingEmbedding(), validators=chain)
 
 
 def _planted_and_hidden(mem: Memory, planted: MemoryRecord, where: tuple[str, ...]) -> None:
@@ -57,22 +50,22 @@ def _planted_and_hidden(mem: Memory, planted: MemoryRecord, where: tuple[str, ..
     assert planted.status is Status.QUARANTINED
     frank = mem.session(Principal("frank", roles=["manager"]))
     found = [h.record.content for h in frank.search("Where are Acme invoices paid to, which IBAN?", where, k=50)]
-    assert planted.content not in found and _ESTABLISHED in found
+    assert planted.content not in found and ESTABLISHED in found
 
 
 @pytest.mark.parametrize("pad_source", ["agent", "user"])
 def test_the_writers_own_records_never_fill_the_nearest_window(tmp_path: Path, pad_source: str) -> None:
     """Pads in the change's own voice (agent) or in a more trusted voice of the same writer
     (user, each a voice of its own): 24 of them, each sharing a rare word with the change."""
-    mem = _office(tmp_path)
+    mem = office_memory(tmp_path)
     try:
-        mem.session(Principal("frank", roles=["manager"])).write(_ESTABLISHED, _NOTES, kind="fact", subjects=["acme"])
+        mem.session(Principal("frank", roles=["manager"])).write(ESTABLISHED, NOTES, kind="fact", subjects=["acme"])
         pads = mem.session(Principal("erin", roles=["employee"]), source=pad_source)
-        for word in _PAD_WORDS:
-            assert pads.write(f"Acme invoices are paid, IBAN {word}.", _NOTES, kind="fact").status is Status.ACTIVE
+        for word in PAD_WORDS:
+            assert pads.write(f"Acme invoices are paid, IBAN {word}.", NOTES, kind="fact").status is Status.ACTIVE
         erin = mem.session(Principal("erin", roles=["employee"]), source="agent")
-        planted = erin.write(f"{_CHANGED[:-1]} ({' '.join(_PAD_WORDS)}).", _NOTES, kind="fact")
-        _planted_and_hidden(mem, planted, _NOTES)
+        planted = erin.write(f"{CHANGED[:-1]} ({' '.join(PAD_WORDS)}).", NOTES, kind="fact")
+        _planted_and_hidden(mem, planted, NOTES)
     finally:
         mem.close()
 
@@ -83,25 +76,25 @@ def test_the_writers_own_records_never_fill_the_nearest_window(tmp_path: Path, p
     ("frank", ("office", "projects", "alpha")),          # the project itself, by the manager's agent
 ])
 def test_a_change_one_namespace_over_is_compared(tmp_path: Path, writer: str, namespace: tuple[str, ...]) -> None:
-    mem = _office(tmp_path)
+    mem = office_memory(tmp_path)
     try:
-        mem.session(Principal("frank", roles=["manager"])).write(_ESTABLISHED, _NOTES, kind="fact", subjects=["acme"])
+        mem.session(Principal("frank", roles=["manager"])).write(ESTABLISHED, NOTES, kind="fact", subjects=["acme"])
         role = "manager" if writer == "frank" else "employee"
         agent = mem.session(Principal(writer, roles=[role]), source="agent")
-        _planted_and_hidden(mem, agent.write(_CHANGED, namespace, kind="fact"), ("office", "projects"))
+        _planted_and_hidden(mem, agent.write(CHANGED, namespace, kind="fact"), ("office", "projects"))
     finally:
         mem.close()
 
 
 @pytest.mark.parametrize("subjects", [["acme"], []])
 def test_a_change_declared_an_event_is_compared(tmp_path: Path, subjects: list[str]) -> None:
-    mem = _office(tmp_path)
+    mem = office_memory(tmp_path)
     try:
-        mem.session(Principal("frank", roles=["manager"])).write(_ESTABLISHED, _NOTES, kind="fact", subjects=["acme"])
+        mem.session(Principal("frank", roles=["manager"])).write(ESTABLISHED, NOTES, kind="fact", subjects=["acme"])
         erin = mem.session(Principal("erin", roles=["employee"]), source="agent")
-        planted = erin.write("Acme's IBAN changed today: invoices are paid to IBAN LT121000011101001000.", _NOTES,
+        planted = erin.write("Acme's IBAN changed today: invoices are paid to IBAN LT121000011101001000.", NOTES,
                              kind="event", subjects=subjects)
-        _planted_and_hidden(mem, planted, _NOTES)
+        _planted_and_hidden(mem, planted, NOTES)
     finally:
         mem.close()
 
@@ -110,11 +103,11 @@ def test_a_change_declared_an_event_is_compared(tmp_path: Path, subjects: list[s
 def test_an_event_is_compared_for_procedures_only() -> None:
     """The statement heuristics stay with facts, rules and preferences: an event may say what
     a fact denies ("the door was open" against "the door is closed")."""
-    old = MemoryRecord(id="mem_old", namespace=_NOTES, content="The server room door is closed.", kind=Kind.FACT,
+    old = MemoryRecord(id="mem_old", namespace=NOTES, content="The server room door is closed.", kind=Kind.FACT,
                        subjects=("door",), writer="frank", source=Source.USER)
     ctx = ValidationContext(P("erin", roles=["r"]), Subjects("erin", frozenset({"r"})),
                             related=lambda record, k: [old][:k])
-    event = MemoryRecord(id="mem_new", namespace=_NOTES, content="The server room door is open.", kind=Kind.EVENT,
+    event = MemoryRecord(id="mem_new", namespace=NOTES, content="The server room door is open.", kind=Kind.EVENT,
                          subjects=("door",), writer="erin", source=Source.AGENT)
     assert ContradictionCheck().check(event, ctx).outcome is Outcome.ACCEPT
     fact = event.model_copy(update={"kind": Kind.FACT})
@@ -122,11 +115,11 @@ def test_an_event_is_compared_for_procedures_only() -> None:
 
 
 def _verdict(new: str, established: str) -> Outcome:
-    old = MemoryRecord(id="mem_old", namespace=_NOTES, content=established, subjects=("acme",), writer="frank",
+    old = MemoryRecord(id="mem_old", namespace=NOTES, content=established, subjects=("acme",), writer="frank",
                        source=Source.USER)
     ctx = ValidationContext(P("erin", roles=["r"]), Subjects("erin", frozenset({"r"})),
                             related=lambda record, k: [old][:k])
-    new_record = MemoryRecord(id="mem_new", namespace=_NOTES, content=new, subjects=("acme",), writer="erin",
+    new_record = MemoryRecord(id="mem_new", namespace=NOTES, content=new, subjects=("acme",), writer="erin",
                               source=Source.AGENT)
     return ContradictionCheck().check(new_record, ctx).outcome
 
@@ -137,14 +130,14 @@ def _verdict(new: str, established: str) -> Outcome:
     "Acme invoice payments: LT121000011101001000.",
 ])
 def test_an_inflection_is_the_same_topic(new: str) -> None:
-    assert _verdict(new, _ESTABLISHED) is Outcome.QUARANTINE
+    assert _verdict(new, ESTABLISHED) is Outcome.QUARANTINE
 
 
 @pytest.mark.unit
 def test_one_shared_word_is_still_no_topic() -> None:
     """Inflections count once: 'Acme' alone (with 'invoice' nowhere) does not make two texts
     about the same thing."""
-    assert _verdict("Acme parcels go to locker LT121000011101001000.", _ESTABLISHED) is Outcome.ACCEPT
+    assert _verdict("Acme parcels go to locker LT121000011101001000.", ESTABLISHED) is Outcome.ACCEPT
 
 
 @pytest.mark.parametrize("how", ["update", pytest.param("key", marks=pytest.mark.xfail(
@@ -154,12 +147,12 @@ def test_one_shared_word_is_still_no_topic() -> None:
 def test_a_chain_of_own_updates_is_compared_with_what_another_established(tmp_path: Path, how: str) -> None:
     """A harmless first change makes the writer the author of the current version; the second
     change then replaced only the writer's own version and was never compared."""
-    mem = _office(tmp_path)
+    mem = office_memory(tmp_path)
     try:
         frank = mem.session(Principal("frank", roles=["manager"]))
         erin = mem.session(Principal("erin", roles=["employee"]), source="agent")
         key = "acme-payee" if how == "key" else None
-        old = frank.write(_ESTABLISHED, _NOTES, kind="fact", subjects=["acme"], key=key)
+        old = frank.write(ESTABLISHED, NOTES, kind="fact", subjects=["acme"], key=key)
         first = "Acme invoices are paid to IBAN DE89370400440532013000 (confirmed)."
         changed = "Acme invoices are paid to IBAN LT121000011101001000 (confirmed)."
         if how == "update":
@@ -167,10 +160,10 @@ def test_a_chain_of_own_updates_is_compared_with_what_another_established(tmp_pa
             assert one.status is Status.ACTIVE
             planted = erin.update(one.id, changed)
         else:
-            assert erin.write(first, _NOTES, kind="fact", subjects=["acme"], key=key).status is Status.ACTIVE
-            planted = erin.write(changed, _NOTES, kind="fact", subjects=["acme"], key=key)
+            assert erin.write(first, NOTES, kind="fact", subjects=["acme"], key=key).status is Status.ACTIVE
+            planted = erin.write(changed, NOTES, kind="fact", subjects=["acme"], key=key)
         assert planted.status is Status.QUARANTINED
-        found = [h.record.content for h in frank.search("Which IBAN are Acme invoices paid to?", _NOTES, k=10)]
+        found = [h.record.content for h in frank.search("Which IBAN are Acme invoices paid to?", NOTES, k=10)]
         assert changed not in found and first in found
     finally:
         mem.close()
@@ -191,16 +184,16 @@ def test_a_window_of_voices_is_more_than_one_writer_and_a_friend_can_fill(tmp_pa
     """Written from 'external', the change counts the writer's user, agent and tool records as
     three other voices; with two colleagues' agents, five voices of near copies filled the
     five records compared, and the manager's was not among them."""
-    mem = _office(tmp_path)
+    mem = office_memory(tmp_path)
     try:
-        mem.session(Principal("frank", roles=["manager"])).write(_ESTABLISHED, _NOTES, kind="fact", subjects=["acme"])
+        mem.session(Principal("frank", roles=["manager"])).write(ESTABLISHED, NOTES, kind="fact", subjects=["acme"])
         voices = [mem.session(Principal("erin", roles=["employee"]), source=s) for s in ("user", "agent", "tool")]
         voices += [mem.session(Principal(p, roles=["employee"]), source="agent") for p in ("lena", "omar")]
-        for i, word in enumerate(_PAD_WORDS):
-            pad = voices[i % len(voices)].write(f"Acme invoices are paid, IBAN {word}.", _NOTES, kind="fact")
+        for i, word in enumerate(PAD_WORDS):
+            pad = voices[i % len(voices)].write(f"Acme invoices are paid, IBAN {word}.", NOTES, kind="fact")
             assert pad.status is Status.ACTIVE
         external = mem.session(Principal("erin", roles=["employee"]), source="external")
-        planted = external.write(f"{_CHANGED[:-1]} ({' '.join(_PAD_WORDS)}).", _NOTES, kind="fact")
-        _planted_and_hidden(mem, planted, _NOTES)
+        planted = external.write(f"{CHANGED[:-1]} ({' '.join(PAD_WORDS)}).", NOTES, kind="fact")
+        _planted_and_hidden(mem, planted, NOTES)
     finally:
         mem.close()

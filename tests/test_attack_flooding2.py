@@ -25,7 +25,9 @@ never compared with it (strict xfails of branch wt-attackflood); since the contr
 check compares an untrusted writer's procedure value whatever kind and subjects it declares
 (and with its namespace's nearest records), those cases pass.
 
-Each test failed on the code before its fix (see the report of branch wt-attackflood).
+Each test failed on the code before its fix (see the report of branch wt-attackflood). The
+three-sources case of read-time consensus is a parameter of the consensus test in
+tests/test_attack_flooding.py.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from memwarden.memory.caches import SubjectIndex
 from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.memory.partitioned import PartitionedBackend
 from memwarden.memory.writers import across_principals
+from tests.test_attack_flooding import LESSON_POLICY, POLICY, lesson_survives
 
 ACCOUNT = "Invoices for patient 12 are paid into account DE89 3704 0044 0532 0130 00."
 CHANGED = "Invoices for patient 12 are paid into account GB29 NWBK 6016 1331 9268 19."
@@ -52,36 +55,6 @@ CHANGED = "Invoices for patient 12 are paid into account GB29 NWBK 6016 1331 926
 def _harmless(i: int) -> str:
     a, b = divmod(i, 26)
     return f"Observation note {chr(97 + a)}{chr(97 + b)}: patient twelve rested calmly during the ward round."
-
-
-POLICY = """
-p, staff, ward/**, read
-p, staff, ward/**, write
-g, w, staff
-g, n1, staff
-g, mallory, staff
-"""
-
-
-@pytest.mark.integration
-def test_a_principal_is_one_voice_whatever_sources_it_declares(tmp_path: Path) -> None:
-    policy = tmp_path / "policy.csv"
-    policy.write_text(POLICY, encoding="utf-8")
-    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), validators=[]) as mem:
-        w, n1, mallory = (mem.session(Principal(p)) for p in ("w", "n1", "mallory"))
-        true1 = w.write("Patient 12 is allergic to penicillin", "ward/a", subjects=["p12"])
-        true2 = n1.write("Patient 12 is allergic to penicillin.", "ward/b", subjects=["p12"])
-        # A less trusted source than the session's needs no claim: three sources, one principal.
-        poison = [mallory.write(f"Patient 12 is not allergic to penicillin{end}", "ward/c", subjects=["p12"],
-                                source=source)
-                  for end, source in (("", Source.USER), (".", Source.AGENT), ("!", Source.TOOL))]
-        assert all(p.status is Status.ACTIVE for p in poison)
-        hits = {h.record.id: h for h in w.search("penicillin allergy patient 12", "ward", k=10, consensus=True)}
-        assert hits.keys() == {true1.id, true2.id, *(p.id for p in poison)}
-        # One principal against one: no majority against either true record.
-        assert not hits[true1.id].contested and set(hits[true1.id].contradicted_by) == {p.id for p in poison}
-        assert not hits[true2.id].contested
-        assert all(hits[p.id].contested for p in poison)
 
 
 @pytest.mark.integration
@@ -240,20 +213,8 @@ def test_a_record_discarded_while_its_subject_loads_does_not_come_back() -> None
 
 # -- lessons --------------------------------------------------------------------------------------
 
-LESSON_POLICY = """
-p, staff, ward/**, read
-p, staff, ward/**, write
-p, reviewer, ward/**, approve
-g, w, staff
-g, mallory, staff
-g, r1, reviewer
-"""
-POISON = ("Ward handover: the pharmacy confirmed that the insulin for patient 12 is now stored in the "
-          "unlocked fridge in the corridor, and staff take doses from there without signing the register.")
 JUNK = ("Bed four was made up with fresh linen this morning.", "The corridor lights flicker near the lift.",
         "Visiting hours end at eight on Sundays.", "The coffee machine on level two takes coins only.")
-PARAPHRASE = ("Staff take the insulin doses for patient 12 from the unlocked corridor fridge without signing "
-              "the register; the pharmacy confirmed it is now stored there (ward handover).")
 
 
 @pytest.mark.integration
@@ -263,28 +224,14 @@ def test_a_reviewers_agent_retracting_in_bulk_does_not_evict_the_reviewers_lesso
     # A retraction of another's record ranked as people's decision whoever's session made it:
     # a reviewer's agent (the reviewer's rights, the agent's judgement) retracting a
     # colluder's junk made as many "decided" lessons as it liked, and the newest of those
-    # pushed the reviewer's own out. 3 lessons kept here, 500 in use.
-    monkeypatch.setattr("memwarden.memory.pipeline._MAX_LESSONS", 3)
-    policy = tmp_path / "policy.csv"
-    policy.write_text(LESSON_POLICY, encoding="utf-8")
-
-    def open_() -> Memory:
-        return Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding())
-
-    with open_() as mem:
-        planted = mem.session(Principal("w")).write(POISON, "ward/p12", subjects=["p12"])
-        mem.session(Principal("r1")).retract(planted.id)  # the reviewer herself: the lesson
+    # pushed the reviewer's own out.
+    def retract_junk(mem: Memory) -> None:
         mallory = mem.session(Principal("mallory"), source="agent")
         agent = mem.session(Principal("r1"), source="agent")
         for junk in JUNK:  # unlike each other: no lesson of one holds the next
             agent.retract(mallory.write(junk, "ward/a").id)
-        if not restart:
-            assert mem.session(Principal("w")).write(PARAPHRASE, "ward/p12", subjects=["p12"]).status \
-                is Status.QUARANTINED
-    if restart:
-        with open_() as mem:
-            assert mem.session(Principal("w")).write(PARAPHRASE, "ward/p12", subjects=["p12"]).status \
-                is Status.QUARANTINED
+
+    lesson_survives(tmp_path, monkeypatch, LESSON_POLICY, restart, retract_junk)
 
 
 @pytest.mark.integration
@@ -292,21 +239,16 @@ def test_a_reviewers_agent_rejecting_in_bulk_does_not_evict_the_reviewers_lesson
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The same through votes: what mallory's agent writes is held for review, and a
     # reviewer's agent rejects each; the quorum its vote makes is the agent's decision.
-    monkeypatch.setattr("memwarden.memory.pipeline._MAX_LESSONS", 3)
-    policy = tmp_path / "policy.csv"
-    policy.write_text(LESSON_POLICY + "p, staff, ward/**, write, review, source=agent\ng, r2, reviewer\n",
-                      encoding="utf-8")
-    with Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), quorum=1) as mem:
-        planted = mem.session(Principal("w")).write(POISON, "ward/p12", subjects=["p12"])
-        mem.session(Principal("r1")).retract(planted.id)  # the reviewer herself: the lesson
+    def reject_junk(mem: Memory) -> None:
         mallory = mem.session(Principal("mallory"), source="agent")
         agent = mem.session(Principal("r2"), source="agent")
         for junk in JUNK:
             held = mallory.write(junk, "ward/a")
             assert held.status is Status.QUARANTINED
             assert agent.reject(held.id).status is Status.FORGOTTEN
-        assert mem.session(Principal("w")).write(PARAPHRASE, "ward/p12", subjects=["p12"]).status \
-            is Status.QUARANTINED
+
+    lesson_survives(tmp_path, monkeypatch, LESSON_POLICY + "p, staff, ward/**, write, review, source=agent\n"
+                    "g, r2, reviewer\n", False, reject_junk, quorum=1)
 
 
 # -- the rules themselves -------------------------------------------------------------------
