@@ -7,13 +7,16 @@ working together each take a turn, and five colleagues' agents, each writing nea
 outrank the manager's record, filled both windows for a sixth:
 
 - the nearest records by words (five rounds of a lexical query, each leaving out the
-  principals found): five principals' pads, graded so that each round is one's, filled them;
+  principals found): five principals' pads, graded so that each round is one's, filled them.
+  Now one query ranks every match with its writer, and every principal's best comes before
+  any principal's second: five colluders take five of the twenty places;
 - the related records by subject (five, one principal's best before another's second), as
   against a Chroma server where there is no lexical index: five principals' pads filled them.
 
 What a more trusted source established (a user's record, for an agent's change) is now served
-first in both windows, so no number of colluding agents pushes it out. Colluders of the
-writer's own trust can still push out a record of that same trust: a strict xfail names it.
+first in both windows, so no number of colluding agents pushes it out. Twenty colluders of the
+writer's own trust (one record each) can still push out a record of that same trust: a strict
+xfail names it.
 Every text is written for this file; each attack test failed on the code before the change.
 """
 
@@ -24,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from memwarden import Memory, Principal, Status
-from memwarden.memory.nearby import ROUNDS
+from memwarden.guards.contradiction import ContradictionCheck
 from memwarden.memory.pipeline import Pipeline
 from tests.test_attack_contradiction import office_memory
 from tests.test_attack_contradiction2 import CHANGED, ESTABLISHED, NOTES, PAD_WORDS
@@ -35,7 +38,7 @@ _CHANGED = CHANGED.removesuffix(".")
 # Twenty rare words (as many as the nearest window compares): every pad holds some, the change
 # holds all, so each pad outranks the established record in a lexical query.
 _RARE = PAD_WORDS[:20]
-_COLLUDERS = [f"colleague{i}" for i in range(ROUNDS)]
+_COLLUDERS = [f"colleague{i}" for i in range(5)]  # as many as the related records compared
 
 
 def _established(mem: Memory, source: str) -> None:
@@ -43,8 +46,8 @@ def _established(mem: Memory, source: str) -> None:
     assert frank.write(ESTABLISHED, NOTES, kind="fact", subjects=["acme"]).status is Status.ACTIVE
 
 
-def _agents(mem: Memory) -> list:
-    return [mem.session(Principal(name, roles=["employee"]), source="agent") for name in _COLLUDERS]
+def _agents(mem: Memory, names: list[str] = _COLLUDERS) -> list:
+    return [mem.session(Principal(name, roles=["employee"]), source="agent") for name in names]
 
 
 def _held_and_hidden(mem: Memory, status: Status, planted: str) -> None:
@@ -79,14 +82,29 @@ def test_colluding_agents_never_push_a_users_record_out_of_the_nearest_window(tm
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "the nearest window goes principal by principal for five rounds: five colluding agents of "
-    "the writer's own trust, each with twenty near copies, fill them before an agent's "
-    "established record; a user's is served first (the test above)"))
-def test_colluding_agents_of_the_same_trust_push_an_agents_record_out(tmp_path: Path) -> None:
+def test_colluding_agents_of_the_same_trust_take_one_place_each(tmp_path: Path) -> None:
+    """Against an agent's established record (no more trusted source to serve first): five
+    colluders filled five rounds of twenty before the change, and now take five places."""
     with office_memory(tmp_path) as mem:
         _established(mem, "agent")
-        assert _flood_nearest_window(mem)[1] is Status.QUARANTINED
+        planted, status = _flood_nearest_window(mem)
+        _held_and_hidden(mem, status, planted)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the nearest window holds nearby_k (20) principals' best: twenty colluding agents, one near "
+    "copy each, fill it before an agent's established record (a user's is served first); the "
+    "related records by subject, had the change named one, would be compared as well"))
+def test_as_many_colluding_agents_as_the_window_push_an_agents_record_out(tmp_path: Path) -> None:
+    names = [f"colleague{i}" for i in range(ContradictionCheck().nearby_k)]
+    with office_memory(tmp_path) as mem:
+        _established(mem, "agent")
+        for agent, name in zip(_agents(mem, names), names):
+            pad = agent.write(f"Acme invoices are paid, IBAN {' '.join(_RARE)} ({name}).", NOTES, kind="fact")
+            assert pad.status is Status.ACTIVE
+        planted = f"{_CHANGED} ({' '.join(_RARE)})."
+        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
+        assert mallory.write(planted, NOTES, kind="fact").status is Status.QUARANTINED
 
 
 def test_colluding_agents_never_push_a_users_record_out_of_the_related_records(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -190,13 +191,35 @@ def test_a_store_without_a_format_file_is_migrated(tmp_path: Path, policy_file: 
     root = tmp_path / "data"
     rid = _written(root, policy_file, "Patient 1 is stable")
     (root / FORMAT_FILE).unlink()  # as main made it
-    with pytest.raises(StoreFormatError, match="needs migrating to format 1; a read-only open cannot"):
+    with pytest.raises(StoreFormatError, match=f"needs migrating to format {FORMAT_VERSION}; a read-only open cannot"):
         _open(root, policy_file, read_only=True)
     with _open(root, policy_file) as mem:
         assert mem.session(ALICE).get(rid) is not None
     assert json.loads((root / FORMAT_FILE).read_text())["format"] == FORMAT_VERSION
     with _open(root, policy_file, read_only=True) as mem:
         assert mem.session(ALICE).get(rid) is not None
+
+
+def test_a_format_1_store_gets_the_lexical_voice_columns(tmp_path: Path, policy_file: Path) -> None:
+    """Format 1 kept a lexical index without writer and source columns: a read-only open is
+    refused and leaves the index as it was; a read-write open rebuilds it from Chroma, and a
+    lexical search finds what was written."""
+    root = tmp_path / "data"
+    rid = _written(root, policy_file, "Patient 1 is stable after the zorblat infusion")
+    index = root / "lexical.sqlite3"
+    with sqlite3.connect(index) as db:  # as format 1 left it: another schema
+        db.execute("UPDATE info SET value = '2' WHERE key = 'schema'")
+    (root / FORMAT_FILE).write_text(json.dumps({"format": 1}))
+    before = index.read_bytes()
+    with pytest.raises(StoreFormatError, match="a read-only open cannot migrate it"):
+        _open(root, policy_file, read_only=True)
+    assert index.read_bytes() == before
+    with _open(root, policy_file) as mem:
+        hits = mem.session(ALICE).search("zorblat", "ward3", mode="lexical")
+        assert [h.record.id for h in hits] == [rid]
+    with sqlite3.connect(index) as db:
+        assert db.execute("SELECT value FROM info WHERE key = 'schema'").fetchone()[0] != "2"
+    assert json.loads((root / FORMAT_FILE).read_text())["format"] == FORMAT_VERSION
 
 
 def test_migrations_run_in_order_with_progress_and_resume_after_a_failure(tmp_path: Path) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from memwarden.memory.lexical import bm25, terms
+from memwarden.memory.lexical import LexicalIndex, bm25, terms
 from memwarden.core.records import Kind, MemoryRecord, SearchHit
 from memwarden.memory.retrieval import RRF_K, compose, estimate_tokens, fuse, in_time, time_filter, timeframe
 
@@ -120,3 +121,30 @@ def test_timeframe_relative_spans_and_refusals() -> None:
             timeframe(bad, now)
     with pytest.raises(ValueError):
         timeframe("today", datetime(2024, 3, 13))
+
+
+WORDS = ["acme", "invoice", "paid", "iban", "ledger", "supplier", "call", "back"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), st.sampled_from("abc"),
+                          st.sampled_from(["user", "agent"])), min_size=1, max_size=25),
+       st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(1, 10))
+def test_voices_rank_every_match_as_search_does_with_its_writer(tmp_path_factory: pytest.TempPathFactory,
+                                                                docs: list[tuple[list[str], str, str]],
+                                                                query: list[str], k: int) -> None:
+    """The nearest window's one query (memory/nearby.py) ranks exactly as the lexical leg:
+    its first k are search's k, it holds every match, and each carries its own writer and source."""
+    index = LexicalIndex(tmp_path_factory.mktemp("lexical") / "lexical.sqlite3")
+    try:
+        ids = [f"d{i}" for i in range(len(docs))]
+        index.upsert(ids, [" ".join(words) for words, _, _ in docs],
+                     [{"writer": writer, "source": source, "status": "active"} for _, writer, source in docs])
+        text, where = " ".join(query), {"status": "active"}
+        voices = index.voices(text, where)
+        assert [(rid, score) for rid, score, _, _ in voices][:k] == index.search(text, k, where)
+        assert {rid for rid, *_ in voices} == {rid for rid, (words, _, _) in zip(ids, docs) if set(words) & set(query)}
+        written = {rid: (writer, source) for rid, (_, writer, source) in zip(ids, docs)}
+        assert all(written[rid] == (writer, source) for rid, _, writer, source in voices)
+    finally:
+        index.close()

@@ -67,6 +67,10 @@ class Backend(Protocol):
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
+    def text_voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+        """Every row that passes ``where`` and matches ``text``, best BM25 first: its id, score,
+        writer and source (a window chosen voice by voice needs all of them, in one query)."""
+
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Up to ``limit`` rows whose subjects include ``subject``, in storage order."""
 
@@ -227,6 +231,9 @@ class ChromaBackend:
     def text_query(self, text, k, where) -> list[tuple[str, float]]:
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
+    def text_voices(self, text, where) -> list[tuple[str, float, Any, Any]]:
+        raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
+
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """See :meth:`Backend.about`."""
         return self.fetch(where=subject_filter(subject), limit=limit)
@@ -336,6 +343,11 @@ class DelegatingBackend:
         """See :meth:`Backend.text_query`."""
         self._before_read()
         return self._inner.text_query(text, k, where)
+
+    def text_voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+        """See :meth:`Backend.text_voices`."""
+        self._before_read()
+        return self._inner.text_voices(text, where)
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """See :meth:`Backend.about`."""

@@ -36,13 +36,14 @@ from typing import Any
 
 from memwarden.core.errors import InvalidRequest, ReadOnlyError, StoreFormatError, StoreLocked
 from memwarden.memory.backends import Backend, DelegatingBackend
+from memwarden.memory.lexical import INDEX_FILE, LexicalIndex
 
 #: The lock file, inside the data directory.
 LOCK_FILE = "memwarden.lock"
 #: The format file, inside the data directory.
 FORMAT_FILE = "memwarden-format.json"
 #: The format this memwarden writes and reads.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 # What a store made before the format file existed always holds (its format is 0).
 _LEGACY_MARKERS = ("chroma", "audit.sqlite3", "lexical.sqlite3", "tombstones.sqlite3")
 
@@ -70,10 +71,21 @@ def _nothing_to_migrate(root: Path, report: Report) -> None:
     report(1, 1)
 
 
+def _lexical_voice_columns(root: Path, report: Report) -> None:
+    # Opening the index drops a layout of another schema (its freed pages zeroed: secure
+    # delete); the memory's open then rebuilds it from Chroma. Safe to run again.
+    if (root / INDEX_FILE).exists():
+        LexicalIndex(root / INDEX_FILE).close()
+    report(1, 1)
+
+
 #: Every migration, in order: ``MIGRATIONS[n]`` takes format ``n`` to ``n + 1``.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(0, "record the store's format version (a store from before memwarden-format.json)",
               _nothing_to_migrate),
+    Migration(1, "the lexical index keeps each record's writer and source as columns (the write checks rank "
+                 "the nearest records writer by writer in one query); it is rebuilt from Chroma",
+              _lexical_voice_columns),
 )
 
 

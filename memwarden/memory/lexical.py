@@ -67,22 +67,25 @@ INDEX_FILE = "lexical.sqlite3"
 MAX_TERMS = 64
 #: Okapi BM25 parameters.
 K1, B = 1.2, 0.75
-_SCHEMA_VERSION = "2"
-# Keys every read filter compares (policy scope, visibility, kind, time), kept as generated
-# columns so a filter reads them without parsing the JSON (memwarden.policies.sqlfilter).
+_SCHEMA_VERSION = "3"
+# Keys every read filter compares (policy scope, visibility, kind, time, and who wrote it:
+# the windows of the write checks go writer by writer), kept as generated columns so a filter
+# reads them without parsing the JSON (memwarden.policies.sqlfilter).
 _HOT_KEYS = (*(k.value for k in (Meta.STATUS, Meta.EXPIRES_AT, Meta.KIND, Meta.NS_DEPTH)),
-             *(ns_label(i) for i in range(MAX_DEPTH)), *(k.value for k in (Meta.CREATED_AT, Meta.T_FROM, Meta.T_TO)))
+             *(ns_label(i) for i in range(MAX_DEPTH)),
+             *(k.value for k in (Meta.CREATED_AT, Meta.T_FROM, Meta.T_TO, Meta.WRITER, Meta.SOURCE)))
 _SCALARS = {key: f"d.k_{key}" for key in _HOT_KEYS}
 _HOT_COLUMNS = ", ".join(f"k_{key} GENERATED ALWAYS AS ({scalar_column(key)}) STORED" for key in _HOT_KEYS)
 _REBUILD_BATCH = 1000
+_VOICE = f", d.k_{Meta.WRITER.value}, d.k_{Meta.SOURCE.value}"
 _ABOUT = (f"SELECT d.id, d.k_{Meta.NS_DEPTH.value}, {', '.join(f'd.k_{ns_label(i)}' for i in range(MAX_DEPTH))} "
           "FROM subjects AS s JOIN docs AS d ON d.rowid = s.doc WHERE s.subject = ? LIMIT ?")
 # The subject index's load: each writer's (principal and source) newest active rows of the
 # given kinds, ranked in SQL, so that rows of other writers, kinds or states take no place.
 _NEWEST_ABOUT = (
     f"SELECT * FROM (SELECT d.id, d.k_{Meta.NS_DEPTH.value}, {', '.join(f'd.k_{ns_label(i)}' for i in range(MAX_DEPTH))}, "
-    f"ROW_NUMBER() OVER (PARTITION BY {scalar_column(Meta.WRITER.value, 'd.meta')}, "
-    f"{scalar_column(Meta.SOURCE.value, 'd.meta')} ORDER BY d.k_{Meta.CREATED_AT.value} DESC) AS turn "
+    f"ROW_NUMBER() OVER (PARTITION BY d.k_{Meta.WRITER.value}, d.k_{Meta.SOURCE.value} "
+    f"ORDER BY d.k_{Meta.CREATED_AT.value} DESC) AS turn "
     "FROM subjects AS s JOIN docs AS d ON d.rowid = s.doc "
     f"WHERE s.subject = ? AND d.k_{Meta.STATUS.value} = 'active' "
     f"AND d.k_{Meta.KIND.value} IN (SELECT value FROM json_each(?))) WHERE turn <= ?")
@@ -323,15 +326,25 @@ class LexicalIndex:
     def search(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """Up to ``k`` ids that pass ``where``, ranked by BM25 over in-scope records only
         (see :func:`bm25`), with their scores."""
+        return bm25(self._postings(text, where), k)
+
+    def voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+        """Every id that passes ``where`` ranked as :meth:`search` ranks them, all of them, with
+        its writer and source (one query: the ranking and who wrote what come together)."""
+        rows = self._postings(text, where, _VOICE)
+        voice = {row[1]: row[4:] for row in rows}
+        return [(rid, score, *voice[rid]) for rid, score in bm25((row[:4] for row in rows), None)]
+
+    def _postings(self, text: str, where: Where | None, columns: str = "") -> list[tuple[Any, ...]]:
+        """(term, id, tf, length, *``columns``) of the query's terms, for the rows that pass ``where``."""
         words = list(dict.fromkeys(terms(text)))[:MAX_TERMS]
         if not words:
             return []
         condition, params = compile_where(where, "d.meta", _SCALARS)
-        sql = (f"SELECT p.term, d.id, p.tf, d.len FROM postings AS p JOIN docs AS d ON d.rowid = p.doc "
+        sql = (f"SELECT p.term, d.id, p.tf, d.len{columns} FROM postings AS p JOIN docs AS d ON d.rowid = p.doc "
                f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}")
         with self._lock:
-            rows = self._db.execute(sql, [*words, *params]).fetchall()
-        return bm25(rows, k)
+            return self._db.execute(sql, [*words, *params]).fetchall()
 
     def about(self, subject: str, limit: int) -> list[tuple[str, tuple[Any, ...]]]:
         """Up to ``limit`` (id, namespace) pairs of the records about ``subject``, as indexed."""
@@ -482,6 +495,11 @@ class IndexedBackend(DelegatingBackend):
         scores. Only ids: the caller reads the rows it keeps from Chroma (the authority) and
         re-checks them, so a stale index entry can never surface what Chroma holds otherwise."""
         return self._index.search(text, k, where)
+
+    def text_voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+        """See :meth:`Backend.text_voices`; ids only, as :meth:`text_query` (and writers,
+        sources as indexed: the caller reads the rows from Chroma and checks them again)."""
+        return self._index.voices(text, where)
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Rows about ``subject``: which ones, and in which partitions, from the index (one

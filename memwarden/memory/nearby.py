@@ -13,16 +13,19 @@ tests/test_attack_collusion.py). So the window is chosen in the query itself:
   benign writes are spread over four top-level scenarios, and comparing across them held
   16.8% of them instead of 13.6% (benchmarks/results/poisoning_corpus_quick_s28_attack18e.json);
 - never the writer's own voice (left out by the query, not after the cut);
-- round by round, each query leaving out the principals already found, so that one
-  principal's near copies, under any of its sources, take one round;
+- principal by principal: every principal's best match before any principal's second, so that
+  one principal's near copies, under any of its sources, take one place (colluders of the
+  writer's own trust must be ``k`` principals to push out an established record of that trust);
 - first among the records of sources more trusted than the writer's (a user's, for an
-  agent's change): however many principals collude, their agents' near copies never reach
-  those rounds; then among all.
+  agent's change): however many principals collude, their agents' near copies never come
+  before it; then among all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
+from typing import TypeVar
 
 from memwarden.core.fields import Meta
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Status
@@ -30,16 +33,13 @@ from memwarden.guards.validators import by_another
 from memwarden.memory.caches import INDEXED_KINDS
 from memwarden.memory.codec import from_row
 from memwarden.memory.view import StoreView
-from memwarden.memory.writers import across_principals, record_writer
+from memwarden.memory.writers import across_principals
 from memwarden.policies.engine import ReadScope
 from memwarden.policies.pushdown import Where, all_of, any_of, scope_filter
 
-__all__ = ["ROUNDS", "nearest_by_others"]
+T = TypeVar("T")
 
-#: Lexical queries by principal per look-up at most (twice: among more trusted sources, then
-#: among all): colluders of the writer's own trust must be this many principals, each with a
-#: window's worth of near copies, before an established record of their trust is out of reach.
-ROUNDS = 5
+__all__ = ["nearest_by_others"]
 
 
 def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k: int,
@@ -47,38 +47,37 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     """Up to ``k`` active records in ``scope`` (the writer's read scope), of the kinds the
     subject index holds, written by another than ``record``'s voice (``by_another``) and
     passing ``sees``: those of sources more trusted than ``record``'s first, then the rest,
-    each group best BM25 match for ``record``'s content first, principal by principal."""
+    each group every principal's best BM25 match for ``record``'s content before any
+    principal's second, best first."""
     if not view.has_text_index or scope.empty:
         return []
-    base = [{Meta.STATUS.value: Status.ACTIVE.value},
-            {Meta.KIND.value: {"$in": sorted(kind.value for kind in INDEXED_KINDS)}},
-            _not_own(record), scope_filter(scope)]
-    trusted = _more_trusted(record)
+    where = all_of([{Meta.STATUS.value: Status.ACTIVE.value},
+                    {Meta.KIND.value: {"$in": sorted(kind.value for kind in INDEXED_KINDS)}},
+                    _not_own(record), scope_filter(scope)])
+    # One query ranks every match with its writer: the turns below need all of them, and
+    # a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
+    ranked = [(rid, (writer, source)) for rid, _, writer, source in view.lexical_voices(record.content, where)
+              if rid != record.id]
+    trusted = set(_more_trusted(record))
+    first = across_principals((m for m in ranked if m[1][1] in trusted), lambda m: m[1])
+    rest = across_principals(ranked, lambda m: m[1])
+    found: list[MemoryRecord] = []
+    seen: set[str] = set()
+    for chunk in _chunks((rid for rid, _ in chain(first, rest)), 2 * k):
+        chunk = [rid for rid in chunk if rid not in seen]
+        seen.update(chunk)
+        rows = view.rows(chunk)
+        found += [r for r in (from_row(rows[rid]) for rid in chunk if rid in rows) if by_another(record, r) and sees(r)]
+        if len(found) >= k:
+            break
+    return found[:k]
 
-    def best(extra: list[Where]) -> list[MemoryRecord]:
-        ids = [rid for rid, _ in view.lexical(record.content, k, all_of(base + extra)) if rid != record.id]
-        rows = view.rows(ids)
-        return [from_row(rows[rid]) for rid in ids if rid in rows]
 
-    def by_principal(extra: list[Where]) -> list[MemoryRecord]:
-        found: list[MemoryRecord] = []
-        principals: set[str] = set()
-        for _ in range(ROUNDS):
-            left_out = [{Meta.WRITER.value: {"$nin": sorted(principals)}}] if principals else []
-            batch = best(extra + left_out)
-            new = [r for r in batch if r.writer not in principals]
-            found += new
-            principals |= {r.writer for r in new}
-            # Fewer than k rows: every match of the principals not left out is in.
-            if not new or len(batch) < k or len(principals) >= k:
-                break
-        return found
-
-    first = by_principal([{Meta.SOURCE.value: {"$in": trusted}}]) if trusted else []
-    rest = by_principal([])
-    chosen = [*across_principals(first, record_writer), *across_principals(rest, record_writer)]
-    unique = list({r.id: r for r in chosen}.values())
-    return [r for r in unique if by_another(record, r) and sees(r)][:k]
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last may be shorter)."""
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
 
 
 def _more_trusted(record: MemoryRecord) -> list[str]:

@@ -696,6 +696,10 @@ class PartitionedBackend:
         """Not available: see :attr:`has_text_index`."""
         raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
 
+    def text_voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+        """Not available: see :attr:`has_text_index`."""
+        raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
+
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Rows about ``subject``: a filtered read of every partition (side by side)."""
         return self.fetch(where=subject_filter(subject), limit=limit)

@@ -198,6 +198,10 @@ class StoreView:
         """The k best BM25 matches that pass ``where`` (the whole scope filter)."""
         return self._backend.text_query(text, k, where)
 
+    def lexical_voices(self, text: str, where: Where) -> list[tuple[str, float, Any, Any]]:
+        """Every BM25 match that passes ``where``, best first, with its writer and source."""
+        return self._backend.text_voices(text, where)
+
     def count(self, where: Where, partition: Partition) -> int:
         """Rows of ``partition`` that pass ``where``."""
         return self._backend.count(where=where, partitions=[partition])
