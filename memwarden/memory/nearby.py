@@ -17,7 +17,9 @@ tests/test_attack_collusion.py). So the window is chosen in the query itself:
   principal's near copies, under any of its sources, take one round;
 - first among the records of sources more trusted than the writer's (a user's, for an
   agent's change): however many principals collude, their agents' near copies never reach
-  those rounds; then among all.
+  those rounds; one query of its own per more trusted source, the most trusted first (for a
+  tool's change an agent's records are more trusted too, but never share a user's rounds);
+  then among all.
 """
 
 from __future__ import annotations
@@ -74,9 +76,11 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
                 break
         return found
 
-    first = by_principal([{Meta.SOURCE.value: {"$in": trusted}}]) if trusted else []
-    rest = by_principal([])
-    chosen = [*across_principals(first, record_writer), *across_principals(rest, record_writer)]
+    # One tier per more trusted source, most trusted first: a tool or external writer (a less
+    # trusted source needs no claim) counts agents as more trusted, and five colluding agents
+    # filled one shared tier's rounds before a user's record (tests/test_attack_collusion2.py).
+    tiers = [by_principal([{Meta.SOURCE.value: source}]) for source in trusted]
+    chosen = [r for tier in [*tiers, by_principal([])] for r in across_principals(tier, record_writer)]
     unique = list({r.id: r for r in chosen}.values())
     return [r for r in unique if by_another(record, r) and sees(r)][:k]
 
