@@ -38,9 +38,10 @@ from memwarden.policies.pushdown import Where, all_of, any_of, scope_filter
 
 __all__ = ["ROUNDS", "nearest_by_others"]
 
-#: Lexical queries by principal per look-up at most (twice: among more trusted sources, then
-#: among all): colluders of the writer's own trust must be this many principals, each with a
-#: window's worth of near copies, before an established record of their trust is out of reach.
+#: Lexical queries by principal per tier at most (a tier per more trusted source, then the
+#: rest; 2 * ROUNDS in all): colluders of the writer's own trust must be this many principals,
+#: each with a window's worth of near copies, before an established record of their trust is
+#: out of reach.
 ROUNDS = 5
 
 
@@ -62,10 +63,16 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
         rows = view.rows(ids)
         return [from_row(rows[rid]) for rid in ids if rid in rows]
 
+    # The queries of all tiers together stay at 2 * ROUNDS (a tool's or external's change
+    # would otherwise pay a tier per more trusted source). Tiers run most trusted first, so
+    # the budget runs out only for the least trusted records.
+    budget = [2 * ROUNDS]
+
     def by_principal(extra: list[Where]) -> list[MemoryRecord]:
         found: list[MemoryRecord] = []
         principals: set[str] = set()
-        for _ in range(ROUNDS):
+        for _ in range(min(ROUNDS, budget[0])):
+            budget[0] -= 1
             left_out = [{Meta.WRITER.value: {"$nin": sorted(principals)}}] if principals else []
             batch = best(extra + left_out)
             new = [r for r in batch if r.writer not in principals]
@@ -79,8 +86,10 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     # One tier per more trusted source, most trusted first: a tool or external writer (a less
     # trusted source needs no claim) counts agents as more trusted, and five colluding agents
     # filled one shared tier's rounds before a user's record (tests/test_attack_collusion2.py).
+    # The last tier is the rest (the writer's trust and less): the more trusted had theirs.
     tiers = [by_principal([{Meta.SOURCE.value: source}]) for source in trusted]
-    chosen = [r for tier in [*tiers, by_principal([])] for r in across_principals(tier, record_writer)]
+    tiers.append(by_principal([{Meta.SOURCE.value: {"$nin": trusted}}] if trusted else []))
+    chosen = [r for tier in tiers for r in across_principals(tier, record_writer)]
     unique = list({r.id: r for r in chosen}.values())
     return [r for r in unique if by_another(record, r) and sees(r)][:k]
 
