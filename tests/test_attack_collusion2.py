@@ -7,7 +7,12 @@ What more trusted sources established is served first in both windows. Attacks:
   for such a writer agents are "more trusted" too, and five colleagues' agent pads shared the
   first tier with the manager's record and filled its rounds (nearest window), or sorted
   beside it and filled the five related records (subject window). Each more trusted source is
-  now a tier of its own, the most trusted first.
+  now a tier of its own, the most trusted first (and the tiers share 2 * ROUNDS queries).
+- No collusion at all: the manager's own notes crowd out his record. A round takes the k best
+  rows and then leaves their principals out, so a principal's rows below the k are never
+  reached. The change repeats words of twenty of the manager's notes about the same customer,
+  they fill the user tier's first round, and his IBAN record, ranked 21st, is never compared
+  (a strict xfail: a fix needs a query per principal found, or rows per principal, in BM25).
 
 Every text is written for this file; each attack test failed on the code before its fix.
 """
@@ -94,3 +99,21 @@ def test_a_less_trusted_declared_source_never_lets_agents_push_a_user_out_of_the
         mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
         record = mallory.write(planted, _NOTES, kind="fact", subjects=["globex"], source=declared)
         _held_and_hidden(mem, record.status, planted)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a round of the nearest window takes the k (20) best rows, then leaves their principals "
+    "out of later rounds: twenty of the manager's own notes that the change echoes fill the "
+    "first round, and his established record, ranked below them, is never reached (the subject "
+    "window finds nothing: the change declares no subject)"))
+def test_the_established_writers_own_notes_never_crowd_out_his_record(tmp_path: Path) -> None:
+    with _office(tmp_path) as mem:
+        _manager_establishes(mem)
+        frank = mem.session(Principal("frank", roles=["manager"]))
+        for j in range(len(_RARE)):
+            words = " ".join(_RARE[(j + n) % len(_RARE)] for n in range(6))
+            note = frank.write(f"Globex remittances reconciled with {words} this week.", _NOTES, kind="fact")
+            assert note.status is Status.ACTIVE
+        planted = f"{_CHANGED} ({' '.join(_RARE)})."
+        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
+        _held_and_hidden(mem, mallory.write(planted, _NOTES, kind="fact").status, planted)
