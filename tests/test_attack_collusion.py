@@ -14,9 +14,9 @@ outrank the manager's record, filled both windows for a sixth:
   against a Chroma server where there is no lexical index: five principals' pads filled them.
 
 What a more trusted source established (a user's record, for an agent's change) is now served
-first in both windows, so no number of colluding agents pushes it out. Twenty colluders of the
-writer's own trust (one record each) can still push out a record of that same trust: a strict
-xfail names it.
+first in both windows, so no number of colluding agents pushes it out. Colluders of the
+writer's own trust must be as many principals as the window (20), each with a copy that
+outranks the established record, to push out a record of that same trust.
 Every text is written for this file; each attack test failed on the code before the change.
 """
 
@@ -91,11 +91,10 @@ def test_colluding_agents_of_the_same_trust_take_one_place_each(tmp_path: Path) 
         _held_and_hidden(mem, status, planted)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the nearest window holds nearby_k (20) principals' best: twenty colluding agents, one near "
-    "copy each, fill it before an agent's established record (a user's is served first); the "
-    "related records by subject, had the change named one, would be compared as well"))
-def test_as_many_colluding_agents_as_the_window_push_an_agents_record_out(tmp_path: Path) -> None:
+def test_as_many_colluding_agents_as_the_window_without_a_value_change_nothing(tmp_path: Path) -> None:
+    """Twenty colluding agents (the window's nearby_k), one near copy each, filled the nearest
+    window before an agent's established record; without a value, their copies now come
+    after every record that holds what the change changes."""
     names = [f"colleague{i}" for i in range(ContradictionCheck().nearby_k)]
     with office_memory(tmp_path) as mem:
         _established(mem, "agent")
@@ -103,6 +102,29 @@ def test_as_many_colluding_agents_as_the_window_push_an_agents_record_out(tmp_pa
             pad = agent.write(f"Acme invoices are paid, IBAN {' '.join(_RARE)} ({name}).", NOTES, kind="fact")
             assert pad.status is Status.ACTIVE
         planted = f"{_CHANGED} ({' '.join(_RARE)})."
+        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
+        _held_and_hidden(mem, mallory.write(planted, NOTES, kind="fact").status, planted)
+
+
+def test_as_many_colluding_agents_as_the_window_holding_the_new_value_do_not_outrank_it(
+        tmp_path: Path) -> None:
+    """Twenty colluding agents (nearby_k), each with a copy of the new account that shares no
+    topic with the established record (so each is stored) and five words of the change of
+    its own, to fill the window of records holding an account. The established record still
+    ranks among them: BM25 weighs words by how few of the matches hold them, so each copy
+    must outrank it on words of its own, and the query reads 64 terms of the change at most
+    (twenty copies need a hundred). Not a proof: twenty principals of the writer's own trust
+    with copies that each outrank the established record would fill the window."""
+    names = [f"colleague{i}" for i in range(ContradictionCheck().nearby_k)]
+    new_account = _CHANGED.rsplit(" ", 1)[1]
+    # Five words of its own per copy (BM25 over the matches: words every copy holds weigh nothing).
+    own = [[f"{a}{b}{c}vek" for c in "lmnpr"] for a, b in zip("bcdfghjklmnpqrstvwxz", "aeiouyaeiouyaeiouyae")]
+    with office_memory(tmp_path) as mem:
+        _established(mem, "agent")
+        for agent, name, words in zip(_agents(mem, names), names, own):
+            pad = agent.write(f"{new_account} {' '.join(words)} ({name}).", NOTES, kind="fact")
+            assert pad.status is Status.ACTIVE
+        planted = f"{_CHANGED} ({' '.join(w for words in own for w in words)})."
         mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
         assert mallory.write(planted, NOTES, kind="fact").status is Status.QUARANTINED
 

@@ -310,10 +310,11 @@ class ContradictionCheck:
     values of longer content are still compared (their patterns run in linear time).
     ``untrusted_sources`` / ``min_trust``: whose procedure-changing facts are held for review
     (see the module docstring); ``min_shared``: content words two records must share to be
-    about the same thing; ``nearby_k``: how many records by other writers nearest by words
-    (``context.nearby``) a procedure change is compared with, as many voices (writer and
-    source) as an attacker must write as, each with near copies, to push the established
-    record out (comparing is cheap; each compared record may also hold a benign write).
+    about the same thing; ``nearby_k``: the size of each window of records by other writers
+    nearest by words (``context.nearby``: those holding what the change may change, then
+    any) a procedure change is compared with, as many principals as must collude to push the
+    established record out (comparing is cheap; each compared record may also hold a benign
+    write).
     """
 
     name = "contradiction"

@@ -71,12 +71,13 @@ class ValidationContext:
     left by earlier rejections and retractions. ``replaced`` is the version the write replaces
     (an update's predecessor, the current version of a keyed item), when the writer may read it:
     whatever its subjects and however far from the new text, it is the record the write changes.
-    ``nearby(record, k)`` returns up to k active records under the candidate's top-level
-    namespace that the writer may read (a search of a common prefix returns them beside the
-    candidate), written by another, that
-    share the most words with it, whatever their subjects, one voice's best before another's
-    second: a writer declares its own subjects, so subjects alone never decide which
-    established records a procedure change is compared with. ``established`` is the newest
+    ``nearby(record, k)`` returns active records under the candidate's top-level namespace
+    that the writer may read (a search of a common prefix returns them beside the
+    candidate), written by another, that share the most words with it, whatever their
+    subjects: up to k among those holding what the candidate may change, then up to k more,
+    one principal's best before another's second (memwarden/memory/nearby.py). A writer
+    declares its own subjects, so subjects alone never decide which established records a
+    procedure change is compared with. ``established`` is the newest
     version, ``replaced`` or one it supersedes, written by another than the writer
     (:func:`by_another`), when the writer may read the memory: what a chain of the writer's
     own updates of another's record changes.

@@ -170,6 +170,18 @@ class Values:
         a role opened to anyone, or more values than were read)."""
         return bool(self.by_category) or self.weakened or self.opened or self.overflow
 
+    def held(self) -> frozenset[str]:
+        """What a change of this text would change, as an established record: its value
+        categories, and "check" when it names a check. The lexical index keeps them per record,
+        so that the records a procedure change is compared with are chosen among those that
+        hold what it changes (memwarden/memory/nearby.py)."""
+        return frozenset(self.by_category) | (frozenset({"check"}) if self.names_check else frozenset())
+
+    def changing(self) -> frozenset[str]:
+        """What this text may change of an established record (see :meth:`held`): its value
+        categories, and "check" when it weakens one or opens a role to anyone."""
+        return frozenset(self.by_category) | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
+
     def weakens(self, established: Values) -> bool:
         """True when this text weakens a check the established one does not: a weakening
         ("alone", "without", "directly") where one of the two texts names a check, a role

@@ -67,9 +67,12 @@ class Backend(Protocol):
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
-    def text_voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+    def text_voices(self, text: str, where: Where | None,
+                    holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
         """Every row that passes ``where`` and matches ``text``, best BM25 first: its id, score,
-        writer and source (a window chosen voice by voice needs all of them, in one query)."""
+        writer and source (a window chosen voice by voice needs all of them, in one query);
+        ``holding``: only rows whose text holds one of these procedure categories
+        (:meth:`~memwarden.guards.values.Values.held`)."""
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Up to ``limit`` rows whose subjects include ``subject``, in storage order."""
@@ -231,7 +234,7 @@ class ChromaBackend:
     def text_query(self, text, k, where) -> list[tuple[str, float]]:
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
-    def text_voices(self, text, where) -> list[tuple[str, float, Any, Any]]:
+    def text_voices(self, text, where, holding=None) -> list[tuple[str, float, Any, Any]]:
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
@@ -344,10 +347,11 @@ class DelegatingBackend:
         self._before_read()
         return self._inner.text_query(text, k, where)
 
-    def text_voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+    def text_voices(self, text: str, where: Where | None,
+                    holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
         """See :meth:`Backend.text_voices`."""
         self._before_read()
-        return self._inner.text_voices(text, where)
+        return self._inner.text_voices(text, where, holding)
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """See :meth:`Backend.about`."""

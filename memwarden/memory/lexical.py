@@ -56,6 +56,7 @@ from memwarden.core.errors import ReadOnlyError
 from memwarden.core.fields import Meta, ns_label
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, newest_per_writer
 from memwarden.core.namespace import MAX_DEPTH
+from memwarden.guards.values import procedure_values
 from memwarden.policies.sqlfilter import compile_where, scalar_column
 
 Where = dict[str, Any]
@@ -166,7 +167,8 @@ class LexicalIndex:
         # executescript runs its own transaction: the whole layout is created, or none of it.
         # A layout from another version is dropped; open() then rebuilds it from Chroma.
         self._db.executescript(("DROP TABLE IF EXISTS postings; DROP TABLE IF EXISTS docs; "
-                                "DROP TABLE IF EXISTS pending; DROP TABLE IF EXISTS subjects;"
+                                "DROP TABLE IF EXISTS pending; DROP TABLE IF EXISTS subjects; "
+                                "DROP TABLE IF EXISTS procedures;"
                                 if stale else "") + f"""
             BEGIN;
             CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
@@ -179,6 +181,9 @@ class LexicalIndex:
             CREATE TABLE IF NOT EXISTS subjects (subject TEXT NOT NULL, doc INTEGER NOT NULL,
                                                  PRIMARY KEY (subject, doc)) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS subjects_doc ON subjects(doc);
+            CREATE TABLE IF NOT EXISTS procedures (category TEXT NOT NULL, doc INTEGER NOT NULL,
+                                                   PRIMARY KEY (category, doc)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS procedures_doc ON procedures(doc);
             INSERT OR REPLACE INTO info(key, value) VALUES ('schema', '{_SCHEMA_VERSION}');
             COMMIT;
         """)
@@ -256,6 +261,7 @@ class LexicalIndex:
             with self._transaction() as db:
                 db.execute("DELETE FROM postings")
                 db.execute("DELETE FROM subjects")
+                db.execute("DELETE FROM procedures")
                 db.execute("DELETE FROM docs")
                 db.execute("DELETE FROM pending")
                 self._inflight.clear()
@@ -285,6 +291,9 @@ class LexicalIndex:
             db.execute("DELETE FROM postings WHERE doc = ?", (rowid,))
             db.executemany("INSERT INTO postings(term, doc, tf) VALUES (?, ?, ?)",
                            [(t, rowid, n) for t, n in counts.items()])
+            db.execute("DELETE FROM procedures WHERE doc = ?", (rowid,))
+            db.executemany("INSERT INTO procedures(category, doc) VALUES (?, ?)",
+                           [(c, rowid) for c in sorted(procedure_values(text).held())])
             if not merge or Meta.SUBJECTS in metadata:  # a merge without the key keeps them
                 self._set_subjects(db, rowid, metadata.get(Meta.SUBJECTS))
 
@@ -300,7 +309,8 @@ class LexicalIndex:
             chunk = list(ids[start:start + _SQL_CHUNK])
             marks = ",".join("?" * len(chunk))
             db.execute(f"DELETE FROM postings WHERE doc IN (SELECT rowid FROM docs WHERE id IN ({marks}))", chunk)
-            db.execute(f"DELETE FROM subjects WHERE doc IN (SELECT rowid FROM docs WHERE id IN ({marks}))", chunk)
+            for table in ("subjects", "procedures"):
+                db.execute(f"DELETE FROM {table} WHERE doc IN (SELECT rowid FROM docs WHERE id IN ({marks}))", chunk)
             db.execute(f"DELETE FROM docs WHERE id IN ({marks})", chunk)
 
     def _mark(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
@@ -328,23 +338,33 @@ class LexicalIndex:
         (see :func:`bm25`), with their scores."""
         return bm25(self._postings(text, where), k)
 
-    def voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+    def voices(self, text: str, where: Where | None,
+               holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
         """Every id that passes ``where`` ranked as :meth:`search` ranks them, all of them, with
-        its writer and source (one query: the ranking and who wrote what come together)."""
-        rows = self._postings(text, where, _VOICE)
+        its writer and source (one query: the ranking and who wrote what come together);
+        ``holding``: only records whose text holds one of these procedure categories
+        (:meth:`~memwarden.guards.values.Values.held`)."""
+        rows = self._postings(text, where, _VOICE, holding)
         voice = {row[1]: row[4:] for row in rows}
         return [(rid, score, *voice[rid]) for rid, score in bm25((row[:4] for row in rows), None)]
 
-    def _postings(self, text: str, where: Where | None, columns: str = "") -> list[tuple[Any, ...]]:
-        """(term, id, tf, length, *``columns``) of the query's terms, for the rows that pass ``where``."""
+    def _postings(self, text: str, where: Where | None, columns: str = "",
+                  holding: Collection[str] | None = None) -> list[tuple[Any, ...]]:
+        """(term, id, tf, length, *``columns``) of the query's terms, for the rows that pass
+        ``where`` (and hold one of the procedure categories ``holding``, when given)."""
         words = list(dict.fromkeys(terms(text)))[:MAX_TERMS]
-        if not words:
+        if not words or (holding is not None and not holding):
             return []
         condition, params = compile_where(where, "d.meta", _SCALARS)
+        held, categories = "", []
+        if holding is not None:
+            categories = sorted(holding)
+            held = (f" AND d.rowid IN (SELECT doc FROM procedures WHERE category IN "
+                    f"({','.join('?' * len(categories))}))")
         sql = (f"SELECT p.term, d.id, p.tf, d.len{columns} FROM postings AS p JOIN docs AS d ON d.rowid = p.doc "
-               f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}")
+               f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}{held}")
         with self._lock:
-            return self._db.execute(sql, [*words, *params]).fetchall()
+            return self._db.execute(sql, [*words, *params, *categories]).fetchall()
 
     def about(self, subject: str, limit: int) -> list[tuple[str, tuple[Any, ...]]]:
         """Up to ``limit`` (id, namespace) pairs of the records about ``subject``, as indexed."""
@@ -496,10 +516,11 @@ class IndexedBackend(DelegatingBackend):
         re-checks them, so a stale index entry can never surface what Chroma holds otherwise."""
         return self._index.search(text, k, where)
 
-    def text_voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+    def text_voices(self, text: str, where: Where | None,
+                    holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
         """See :meth:`Backend.text_voices`; ids only, as :meth:`text_query` (and writers,
         sources as indexed: the caller reads the rows from Chroma and checks them again)."""
-        return self._index.voices(text, where)
+        return self._index.voices(text, where, holding)
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Rows about ``subject``: which ones, and in which partitions, from the index (one

@@ -13,64 +13,124 @@ tests/test_attack_collusion.py). So the window is chosen in the query itself:
   benign writes are spread over four top-level scenarios, and comparing across them held
   16.8% of them instead of 13.6% (benchmarks/results/poisoning_corpus_quick_s28_attack18e.json);
 - never the writer's own voice (left out by the query, not after the cut);
+- two windows, each from one query that ranks every match with its writer and source: first
+  the records that hold what the change may change (the lexical index keeps each record's
+  procedure categories), then the nearest whatever they hold, so that notes without a value
+  never crowd out the record a change changes (tests/test_attack_collusion2.py);
 - principal by principal: every principal's best match before any principal's second, so that
-  one principal's near copies, under any of its sources, take one place (colluders of the
-  writer's own trust must be ``k`` principals to push out an established record of that trust);
-- first among the records of sources more trusted than the writer's (a user's, for an
-  agent's change): however many principals collude, their agents' near copies never come
-  before it; then among all.
+  one principal's near copies, under any of its sources, take one place;
+- first the records of each source more trusted than the writer's, the most trusted first (a
+  user's, for an agent's change): however many principals collude, their agents' records
+  never come before it; then all.
+
+:func:`related_records` chooses the subject window (the subject index's records about the
+write's subjects) the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain, islice
-from typing import TypeVar
+from itertools import islice
+from typing import Any, TypeVar
 
 from memwarden.core.fields import Meta
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Status
 from memwarden.guards.validators import by_another
-from memwarden.memory.caches import INDEXED_KINDS
+from memwarden.guards.values import procedure_values
+from memwarden.guards.contradiction import content_words
+from memwarden.memory.caches import INDEXED_KINDS, Related
 from memwarden.memory.codec import from_row
 from memwarden.memory.view import StoreView
-from memwarden.memory.writers import across_principals
+from memwarden.memory.writers import across_principals, trusted_first
 from memwarden.policies.engine import ReadScope
 from memwarden.policies.pushdown import Where, all_of, any_of, scope_filter
 
 T = TypeVar("T")
 
-__all__ = ["nearest_by_others"]
+__all__ = ["nearest_by_others", "related_records"]
 
 
 def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k: int,
                       sees: Callable[[MemoryRecord], bool]) -> list[MemoryRecord]:
-    """Up to ``k`` active records in ``scope`` (the writer's read scope), of the kinds the
-    subject index holds, written by another than ``record``'s voice (``by_another``) and
-    passing ``sees``: those of sources more trusted than ``record``'s first, then the rest,
-    each group every principal's best BM25 match for ``record``'s content before any
-    principal's second, best first."""
+    """Active records in ``scope`` (the writer's read scope), of the kinds the subject index
+    holds, written by another than ``record``'s voice (``by_another``) and passing ``sees``,
+    nearest to ``record``'s content by BM25: up to ``k`` among those that hold what it may
+    change (:meth:`~memwarden.guards.values.Values.changing`), then up to ``k`` more whatever
+    they hold. In each, every principal's best before any principal's second, those of each
+    more trusted source first (the most trusted first), then all."""
     if not view.has_text_index or scope.empty:
         return []
     where = all_of([{Meta.STATUS.value: Status.ACTIVE.value},
                     {Meta.KIND.value: {"$in": sorted(kind.value for kind in INDEXED_KINDS)}},
                     _not_own(record), scope_filter(scope)])
-    # One query ranks every match with its writer: the turns below need all of them, and
+    # One query per window ranks every match with its writer: the turns need all of them, and
     # a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
-    ranked = [(rid, (writer, source)) for rid, _, writer, source in view.lexical_voices(record.content, where)
-              if rid != record.id]
-    trusted = set(_more_trusted(record))
-    first = across_principals((m for m in ranked if m[1][1] in trusted), lambda m: m[1])
-    rest = across_principals(ranked, lambda m: m[1])
+    changing = procedure_values(record.content).changing()
+    windows = [view.lexical_voices(record.content, where, changing)] if changing else []
+    windows.append(view.lexical_voices(record.content, where))
     found: list[MemoryRecord] = []
-    seen: set[str] = set()
-    for chunk in _chunks((rid for rid, _ in chain(first, rest)), 2 * k):
-        chunk = [rid for rid in chunk if rid not in seen]
-        seen.update(chunk)
-        rows = view.rows(chunk)
-        found += [r for r in (from_row(rows[rid]) for rid in chunk if rid in rows) if by_another(record, r) and sees(r)]
-        if len(found) >= k:
-            break
-    return found[:k]
+    seen = {record.id}
+    for ranked in windows:
+        window: list[MemoryRecord] = []
+        for chunk in _chunks((rid for rid in _turns(ranked, record) if rid not in seen), 2 * k):
+            seen.update(chunk)
+            rows = view.rows(chunk)
+            window += [r for r in (from_row(rows[rid]) for rid in chunk if rid in rows)
+                       if by_another(record, r) and sees(r)]
+            if len(window) >= k:
+                break
+        found += window[:k]
+    return found
+
+
+def related_records(entries: Iterable[Related], record: MemoryRecord, k: int, sees: Callable[[MemoryRecord], bool],
+                    *, other_writers: bool = False) -> list[MemoryRecord]:
+    """Up to ``k`` of the subject index's ``entries`` about ``record``'s subjects that pass
+    ``sees``, those sharing the most content words with it first (only those can contradict
+    it), principal by principal (one writer's paraphrases must not fill the k).
+
+    ``other_writers``: only records written by another (``by_another``), what more trusted
+    sources wrote first, the most trusted first; and, as in :func:`nearest_by_others`, up to
+    ``k`` among those holding what ``record`` may change, then up to ``k`` more whatever they
+    hold, so that notes without a value never crowd out the record a change changes."""
+    mine = content_words(record.content)
+    # Ranked first (set sizes are cheap), checked against the policy only until k are found.
+    ranked = sorted(entries, key=lambda r: len(r.words & mine), reverse=True)
+    if not other_writers:
+        return _served(ranked, record, k, sees, other_writers=False)
+    ranked = trusted_first(ranked, lambda r: r.writer[1], record.source)
+    changing = procedure_values(record.content).changing()
+    holding = [r for r in ranked if changing & procedure_values(r.record.content).held()] if changing else []
+    first = _served(holding, record, k, sees, other_writers=True)
+    seen = {r.id for r in first}
+    return first + _served([r for r in ranked if r.record.id not in seen], record, k, sees, other_writers=True)
+
+
+def _served(ranked: list[Related], record: MemoryRecord, k: int, sees: Callable[[MemoryRecord], bool], *,
+            other_writers: bool) -> list[MemoryRecord]:
+    """The first ``k`` records of ``ranked``, principal by principal, not ``record`` itself,
+    by another when ``other_writers``, passing ``sees``."""
+    found: list[MemoryRecord] = []
+    for related in across_principals(ranked, lambda r: r.writer):
+        if (related.record.id != record.id and (not other_writers or by_another(record, related.record))
+                and sees(related.record)):
+            found.append(related.record)
+            if len(found) == k:
+                break
+    return found
+
+
+def _turns(ranked: list[tuple[str, float, Any, Any]], record: MemoryRecord) -> Iterator[str]:
+    """The ids of ``ranked`` (best first, with writer and source) in the order they are
+    compared: for each source more trusted than ``record``'s, the most trusted first, its
+    matches principal by principal; then every match, principal by principal. An id may come
+    twice (the caller skips what it has seen)."""
+    def voice(match: tuple[str, float, Any, Any]) -> tuple[Any, Any]:
+        return match[2], match[3]
+
+    for source in _more_trusted(record):
+        yield from (m[0] for m in across_principals((m for m in ranked if m[3] == source), voice))
+    yield from (m[0] for m in across_principals(ranked, voice))
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -696,7 +696,8 @@ class PartitionedBackend:
         """Not available: see :attr:`has_text_index`."""
         raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
 
-    def text_voices(self, text: str, where: Where | None) -> list[tuple[str, float, Any, Any]]:
+    def text_voices(self, text: str, where: Where | None,
+                    holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
         """Not available: see :attr:`has_text_index`."""
         raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
 

@@ -35,9 +35,8 @@ from memwarden.core.namespace import Namespace, namespace_text
 from memwarden.core.ops import Op, RecoverOp, WriteOp, op_namespace
 from memwarden.core.records import Binding, Kind, MemoryRecord, Principal, Status, hashed, utcnow
 from memwarden.core.schema import LESSONS_NAMESPACE, OP_KINDS
-from memwarden.guards.contradiction import content_words
 from memwarden.guards.lessons import LessonValidator, lesson_content
-from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator, by_another
+from memwarden.guards.validators import ValidatorChain, Verdict, WriteValidator
 from memwarden.guards.visibility import is_visible, visible_metadata
 from memwarden.memory.audit import AuditLog
 from memwarden.memory.auditbatch import AuditBatcher
@@ -56,14 +55,14 @@ from memwarden.memory.handlers.base import Handler
 from memwarden.memory.handlers.erasure import held
 from memwarden.memory.journal import ErasureJournal
 from memwarden.memory.metrics import record_operation
-from memwarden.memory.nearby import nearest_by_others
+from memwarden.memory.nearby import nearest_by_others, related_records
 from memwarden.memory.needs import Found, InNamespace, InScope, Need, OnRecord
 from memwarden.memory.receipts import sign_receipt
 from memwarden.memory.settings import Settings
 from memwarden.memory.tombstones import Tombstones
 from memwarden.memory.tracing import GOVERNED, finish_operation, start_operation, use_operation
 from memwarden.memory.view import StoreView
-from memwarden.memory.writers import across_principals, newest_across_writers, trusted_first
+from memwarden.memory.writers import newest_across_writers
 from memwarden.policies.conditions import RecordAttributes
 from memwarden.policies.engine import Decision, Lifecycle, PolicyEngine, ReadScope
 from memwarden.policies.subjects import Subjects
@@ -194,20 +193,8 @@ class Pipeline:
         the subject index, not the store."""
         if not record.subjects:
             return []
-        mine = content_words(record.content)
-        found: list[MemoryRecord] = []
-        # Ranked first (set sizes are cheap), then served principal by principal (one writer's
-        # paraphrases must not fill the k), checked against the policy only until k are found.
-        ranked = sorted(self.subject_index.about(record.subjects), key=lambda r: len(r.words & mine), reverse=True)
-        if other_writers:  # what more trusted sources established comes first (memory/writers.py)
-            ranked = trusted_first(ranked, lambda r: r.writer[1], record.source)
-        for related in across_principals(ranked, lambda r: r.writer):
-            if (related.record.id != record.id and (not other_writers or by_another(record, related.record))
-                    and ctx.sees(related.record)):
-                found.append(related.record)
-                if len(found) == k:
-                    break
-        return found
+        return related_records(self.subject_index.about(record.subjects), record, k, ctx.sees,
+                               other_writers=other_writers)
 
     def nearby(self, ctx: OpContext, record: MemoryRecord, k: int) -> list[MemoryRecord]:
         """Up to ``k`` active records under ``record``'s top-level namespace that the caller may

@@ -198,9 +198,11 @@ class StoreView:
         """The k best BM25 matches that pass ``where`` (the whole scope filter)."""
         return self._backend.text_query(text, k, where)
 
-    def lexical_voices(self, text: str, where: Where) -> list[tuple[str, float, Any, Any]]:
-        """Every BM25 match that passes ``where``, best first, with its writer and source."""
-        return self._backend.text_voices(text, where)
+    def lexical_voices(self, text: str, where: Where,
+                       holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
+        """Every BM25 match that passes ``where`` (and holds one of the procedure categories
+        ``holding``, when given), best first, with its writer and source."""
+        return self._backend.text_voices(text, where, holding)
 
     def count(self, where: Where, partition: Partition) -> int:
         """Rows of ``partition`` that pass ``where``."""

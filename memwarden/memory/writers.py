@@ -78,10 +78,13 @@ def _in_rounds(queues: list[list[tuple[int, T]]]) -> Iterator[tuple[int, T]]:
 
 
 def trusted_first(items: Iterable[T], source: Callable[[T], Any], than: Source) -> list[T]:
-    """``items`` with those whose ``source`` is more trusted than ``than`` first, each group in
-    its own order (see the module docstring)."""
+    """``items`` with those whose ``source`` is more trusted than ``than`` first, the most
+    trusted first, each group in its own order (see the module docstring)."""
     rank = SOURCE_ORDER.index(than)
-    return sorted(items, key=lambda item: SOURCE_ORDER.index(Source(source(item))) >= rank)
+    # Ranked by source, not only more or less trusted than ``than``: for a tool or external
+    # writer agents are more trusted too, and colluding agents' records sorted beside a user's
+    # pushed it out (tests/test_attack_collusion2.py).
+    return sorted(items, key=lambda item: min(SOURCE_ORDER.index(Source(source(item))), rank))
 
 
 def record_writer(record: MemoryRecord) -> tuple[str, str]:
