@@ -194,6 +194,19 @@ def test_a_word_or_a_mark_between_a_dose_and_its_unit_does_not_hide_it(new: str)
     assert verdict.outcome is Outcome.QUARANTINE and "amount" in verdict.reason, verdict
 
 
+@pytest.mark.parametrize(("new", "established"), [
+    ("The Acme retainer is 400 EUR a month.", "The Acme retainer is €40 a month."),
+    ("The Acme retainer is €400 a month.", "The Acme retainer is 40 euros a month."),
+    ("The Acme retainer is 400 USD a month.", "The Acme retainer is $40 a month."),
+    ("The Acme retainer is £400 a month.", "The Acme retainer is 40 GBP a month."),
+])
+def test_a_currency_written_as_a_code_a_word_or_a_symbol_is_one_amount(new: str, established: str) -> None:
+    """Each spelling of a currency was a category of its own ("amount:€" against "amount:eur"),
+    so a changed amount written the other way was never compared."""
+    verdict = _verdict(new, established)
+    assert verdict.outcome is Outcome.QUARANTINE and "amount" in verdict.reason, verdict
+
+
 def test_a_dose_after_a_german_article_is_a_dose() -> None:
     _held("Die Tagesdosis von Lena ist 50 der mg Melatonin.", "Die Tagesdosis von Lena ist 5 mg Melatonin.")
 

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from memwarden.guards.values import procedure_values
 from memwarden.memory.lexical import LexicalIndex, bm25, terms
 from memwarden.core.records import Kind, MemoryRecord, SearchHit
 from memwarden.memory.retrieval import RRF_K, compose, estimate_tokens, fuse, in_time, time_filter, timeframe
@@ -123,28 +124,32 @@ def test_timeframe_relative_spans_and_refusals() -> None:
         timeframe("today", datetime(2024, 3, 13))
 
 
-WORDS = ["acme", "invoice", "paid", "iban", "ledger", "supplier", "call", "back"]
+WORDS = ["acme", "invoice", "paid", "iban", "ledger", "supplier", "call", "back", "DE89370400440532013000", "5 mg"]
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), st.sampled_from("abc"),
                           st.sampled_from(["user", "agent"])), min_size=1, max_size=25),
-       st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(1, 10))
+       st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(1, 10),
+       st.sets(st.sampled_from(["account", "amount:mg", "destination"])))
 def test_voices_rank_every_match_as_search_does_with_its_writer(tmp_path_factory: pytest.TempPathFactory,
                                                                 docs: list[tuple[list[str], str, str]],
-                                                                query: list[str], k: int) -> None:
-    """The nearest window's one query (memory/nearby.py) ranks exactly as the lexical leg:
-    its first k are search's k, it holds every match, and each carries its own writer and source."""
+                                                                query: list[str], k: int, holding: set[str]) -> None:
+    """The contradiction check's one query (memory/nearby.py) ranks exactly as the lexical leg:
+    its first k are search's k, it holds every match, and each carries its own writer, source
+    and whether its text holds one of the categories asked about."""
     index = LexicalIndex(tmp_path_factory.mktemp("lexical") / "lexical.sqlite3")
     try:
         ids = [f"d{i}" for i in range(len(docs))]
-        index.upsert(ids, [" ".join(words) for words, _, _ in docs],
-                     [{"writer": writer, "source": source, "status": "active"} for _, writer, source in docs])
+        texts = [" ".join(words) for words, _, _ in docs]
+        index.upsert(ids, texts, [{"writer": writer, "source": source, "status": "active"} for _, writer, source in docs])
         text, where = " ".join(query), {"status": "active"}
-        voices = index.voices(text, where)
-        assert [(rid, score) for rid, score, _, _ in voices][:k] == index.search(text, k, where)
-        assert {rid for rid, *_ in voices} == {rid for rid, (words, _, _) in zip(ids, docs) if set(words) & set(query)}
+        voices = index.voices(text, where, holding)
+        assert [(rid, score) for rid, score, *_ in voices][:k] == index.search(text, k, where)
+        matched = {rid for rid, t in zip(ids, texts) if set(terms(t)) & set(terms(text))}
+        assert {rid for rid, *_ in voices} == matched
         written = {rid: (writer, source) for rid, (_, writer, source) in zip(ids, docs)}
-        assert all(written[rid] == (writer, source) for rid, _, writer, source in voices)
+        holds = {rid: bool(procedure_values(t).held() & holding) for rid, t in zip(ids, texts)}
+        assert all(written[rid] == (writer, source) and holds[rid] is held for rid, _, writer, source, held in voices)
     finally:
         index.close()

@@ -91,6 +91,15 @@ _PATTERNS: dict[str, re2._Regexp] = {
                        rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?"),
 }
 _CURRENCY = frozenset("$€£¥₹₩₽")
+# One key per currency however it is written: "€40" and "400 EUR" are one amount changed (each
+# spelling was a category of its own, so the change was never compared). "$" reads as the
+# dollar and "£" or "pounds" as sterling: comparing two dollars or two pounds at worst holds
+# a change for review.
+_CURRENCY_KEYS = {**dict.fromkeys(("$", "usd", "dollar", "buck"), "usd"), **dict.fromkeys(("€", "eur", "euro"), "eur"),
+                  **dict.fromkeys(("£", "gbp", "pound", "sterling", "quid"), "gbp"),
+                  **dict.fromkeys(("¥", "jpy", "yen", "cny", "rmb", "yuan"), "jpy"),
+                  **dict.fromkeys(("₹", "inr", "rupee"), "inr"), **dict.fromkeys(("₩", "krw", "won"), "krw"),
+                  **dict.fromkeys(("₽", "rub", "ruble", "rouble"), "rub")}
 # Whom to trust opened to anyone: weakened whether or not a check is named.
 _OPENED = _compile(r"\b(?:anyone|anybody|whoever|everyone|everybody)\b")
 _WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
@@ -335,14 +344,15 @@ def procedure_values(text: str) -> Values:
         if match.group(1) is not None:
             symbol = span(match, 1)
             if symbol in _CURRENCY:
-                found.setdefault(f"amount:{symbol}", set()).add(_number(span(match, 2)))
+                found.setdefault(f"amount:{_CURRENCY_KEYS[symbol]}", set()).add(_number(span(match, 2)))
         else:
             unit = span(match, 4).casefold()
             if (unit == "x" or fold(unit) in _NOT_UNITS) and match.group(5) is not None:
                 unit = span(match, 5).casefold()
             if fold(unit) not in _NOT_UNITS:
                 # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
-                category, number = _measure(unit.rstrip("s") or unit, _number(span(match, 3)))
+                unit = unit.rstrip("s") or unit
+                category, number = _measure(_CURRENCY_KEYS.get(unit, unit), _number(span(match, 3)))
                 found.setdefault(f"amount:{category}", set()).add(number)
     dropped = set()
     for match in _unnegated(_DROPS, data):

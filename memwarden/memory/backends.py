@@ -68,11 +68,11 @@ class Backend(Protocol):
         """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
     def text_voices(self, text: str, where: Where | None,
-                    holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
+                    holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
         """Every row that passes ``where`` and matches ``text``, best BM25 first: its id, score,
-        writer and source (a window chosen voice by voice needs all of them, in one query);
-        ``holding``: only rows whose text holds one of these procedure categories
-        (:meth:`~memwarden.guards.values.Values.held`)."""
+        writer, source, and whether its text holds one of the procedure categories ``holding``
+        (:meth:`~memwarden.guards.values.Values.held`): the windows of the contradiction check
+        are chosen from all of them, in one query."""
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Up to ``limit`` rows whose subjects include ``subject``, in storage order."""
@@ -234,7 +234,7 @@ class ChromaBackend:
     def text_query(self, text, k, where) -> list[tuple[str, float]]:
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
-    def text_voices(self, text, where, holding=None) -> list[tuple[str, float, Any, Any]]:
+    def text_voices(self, text, where, holding=()) -> list[tuple[str, float, Any, Any, bool]]:
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
@@ -348,7 +348,7 @@ class DelegatingBackend:
         return self._inner.text_query(text, k, where)
 
     def text_voices(self, text: str, where: Where | None,
-                    holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
+                    holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
         """See :meth:`Backend.text_voices`."""
         self._before_read()
         return self._inner.text_voices(text, where, holding)

@@ -339,32 +339,29 @@ class LexicalIndex:
         return bm25(self._postings(text, where), k)
 
     def voices(self, text: str, where: Where | None,
-               holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
+               holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
         """Every id that passes ``where`` ranked as :meth:`search` ranks them, all of them, with
-        its writer and source (one query: the ranking and who wrote what come together);
-        ``holding``: only records whose text holds one of these procedure categories
-        (:meth:`~memwarden.guards.values.Values.held`)."""
-        rows = self._postings(text, where, _VOICE, holding)
-        voice = {row[1]: row[4:] for row in rows}
+        its writer, its source and whether its text holds one of the procedure categories
+        ``holding`` (:meth:`~memwarden.guards.values.Values.held`): one query, so the ranking,
+        who wrote what and what it holds come together."""
+        categories = sorted(holding)
+        held = (f", d.rowid IN (SELECT doc FROM procedures WHERE category IN ({','.join('?' * len(categories))}))"
+                if categories else ", 0")
+        rows = self._postings(text, where, _VOICE + held, categories)
+        voice = {row[1]: (row[4], row[5], bool(row[6])) for row in rows}
         return [(rid, score, *voice[rid]) for rid, score in bm25((row[:4] for row in rows), None)]
 
     def _postings(self, text: str, where: Where | None, columns: str = "",
-                  holding: Collection[str] | None = None) -> list[tuple[Any, ...]]:
-        """(term, id, tf, length, *``columns``) of the query's terms, for the rows that pass
-        ``where`` (and hold one of the procedure categories ``holding``, when given)."""
+                  column_params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """(term, id, tf, length, *``columns``) of the query's terms, for the rows that pass ``where``."""
         words = list(dict.fromkeys(terms(text)))[:MAX_TERMS]
-        if not words or (holding is not None and not holding):
+        if not words:
             return []
         condition, params = compile_where(where, "d.meta", _SCALARS)
-        held, categories = "", []
-        if holding is not None:
-            categories = sorted(holding)
-            held = (f" AND d.rowid IN (SELECT doc FROM procedures WHERE category IN "
-                    f"({','.join('?' * len(categories))}))")
         sql = (f"SELECT p.term, d.id, p.tf, d.len{columns} FROM postings AS p JOIN docs AS d ON d.rowid = p.doc "
-               f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}{held}")
+               f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}")
         with self._lock:
-            return self._db.execute(sql, [*words, *params, *categories]).fetchall()
+            return self._db.execute(sql, [*column_params, *words, *params]).fetchall()
 
     def about(self, subject: str, limit: int) -> list[tuple[str, tuple[Any, ...]]]:
         """Up to ``limit`` (id, namespace) pairs of the records about ``subject``, as indexed."""
@@ -517,7 +514,7 @@ class IndexedBackend(DelegatingBackend):
         return self._index.search(text, k, where)
 
     def text_voices(self, text: str, where: Where | None,
-                    holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
+                    holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
         """See :meth:`Backend.text_voices`; ids only, as :meth:`text_query` (and writers,
         sources as indexed: the caller reads the rows from Chroma and checks them again)."""
         return self._index.voices(text, where, holding)

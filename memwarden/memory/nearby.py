@@ -13,7 +13,7 @@ tests/test_attack_collusion.py). So the window is chosen in the query itself:
   benign writes are spread over four top-level scenarios, and comparing across them held
   16.8% of them instead of 13.6% (benchmarks/results/poisoning_corpus_quick_s28_attack18e.json);
 - never the writer's own voice (left out by the query, not after the cut);
-- two windows, each from one query that ranks every match with its writer and source: first
+- two windows, from one query that ranks every match with its writer and source: first
   the records that hold what the change may change (the lexical index keeps each record's
   procedure categories), then the nearest whatever they hold, so that notes without a value
   never crowd out the record a change changes (tests/test_attack_collusion2.py);
@@ -63,16 +63,16 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     where = all_of([{Meta.STATUS.value: Status.ACTIVE.value},
                     {Meta.KIND.value: {"$in": sorted(kind.value for kind in INDEXED_KINDS)}},
                     _not_own(record), scope_filter(scope)])
-    # One query per window ranks every match with its writer: the turns need all of them, and
-    # a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
+    # One query ranks every match with its writer and what it holds: the turns need all of
+    # them, and a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
     changing = procedure_values(record.content).changing()
-    windows = [view.lexical_voices(record.content, where, changing)] if changing else []
-    windows.append(view.lexical_voices(record.content, where))
+    ranked = view.lexical_voices(record.content, where, changing)
+    windows = [[m for m in ranked if m[4]], ranked] if changing else [ranked]
     found: list[MemoryRecord] = []
     seen = {record.id}
-    for ranked in windows:
+    for matches in windows:
         window: list[MemoryRecord] = []
-        for chunk in _chunks((rid for rid in _turns(ranked, record) if rid not in seen), 2 * k):
+        for chunk in _chunks((rid for rid in _turns(matches, record) if rid not in seen), 2 * k):
             seen.update(chunk)
             rows = view.rows(chunk)
             window += [r for r in (from_row(rows[rid]) for rid in chunk if rid in rows)
@@ -120,12 +120,12 @@ def _served(ranked: list[Related], record: MemoryRecord, k: int, sees: Callable[
     return found
 
 
-def _turns(ranked: list[tuple[str, float, Any, Any]], record: MemoryRecord) -> Iterator[str]:
+def _turns(ranked: list[tuple[str, float, Any, Any, bool]], record: MemoryRecord) -> Iterator[str]:
     """The ids of ``ranked`` (best first, with writer and source) in the order they are
     compared: for each source more trusted than ``record``'s, the most trusted first, its
     matches principal by principal; then every match, principal by principal. An id may come
     twice (the caller skips what it has seen)."""
-    def voice(match: tuple[str, float, Any, Any]) -> tuple[Any, Any]:
+    def voice(match: tuple[str, float, Any, Any, bool]) -> tuple[Any, Any]:
         return match[2], match[3]
 
     for source in _more_trusted(record):

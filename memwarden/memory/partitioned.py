@@ -697,7 +697,7 @@ class PartitionedBackend:
         raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
 
     def text_voices(self, text: str, where: Where | None,
-                    holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
+                    holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
         """Not available: see :attr:`has_text_index`."""
         raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
 

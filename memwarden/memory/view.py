@@ -199,9 +199,9 @@ class StoreView:
         return self._backend.text_query(text, k, where)
 
     def lexical_voices(self, text: str, where: Where,
-                       holding: Collection[str] | None = None) -> list[tuple[str, float, Any, Any]]:
-        """Every BM25 match that passes ``where`` (and holds one of the procedure categories
-        ``holding``, when given), best first, with its writer and source."""
+                       holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
+        """Every BM25 match that passes ``where``, best first, with its writer, its source and
+        whether it holds one of the procedure categories ``holding``."""
         return self._backend.text_voices(text, where, holding)
 
     def count(self, where: Where, partition: Partition) -> int:
