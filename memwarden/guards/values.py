@@ -191,6 +191,12 @@ class Values:
         categories, and "check" when it weakens one or opens a role to anyone."""
         return frozenset(self.by_category) | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
 
+    def weakens_any(self) -> bool:
+        """Whether this text may weaken a check of an established text that holds no value of
+        its own (:meth:`weakens` needs a weakening or something dropped): when it cannot,
+        only established texts holding one of :meth:`changing` can be changed by it."""
+        return self.weakened or bool(self.dropped)
+
     def weakens(self, established: Values) -> bool:
         """True when this text weakens a check the established one does not: a weakening
         ("alone", "without", "directly") where one of the two texts names a check, a role

@@ -67,12 +67,12 @@ class Backend(Protocol):
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
-    def text_voices(self, text: str, where: Where | None,
-                    holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
+    def text_voices(self, text: str, where: Where | None, holding: Collection[str] = (),
+                    only_holding: bool = False) -> list[tuple[str, float, Any, Any, bool]]:
         """Every row that passes ``where`` and matches ``text``, best BM25 first: its id, score,
         writer, source, and whether its text holds one of the procedure categories ``holding``
         (:meth:`~memwarden.guards.values.Values.held`): the windows of the contradiction check
-        are chosen from all of them, in one query."""
+        are chosen from all of them, in one query. ``only_holding``: only the rows that do."""
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Up to ``limit`` rows whose subjects include ``subject``, in storage order."""
@@ -234,7 +234,7 @@ class ChromaBackend:
     def text_query(self, text, k, where) -> list[tuple[str, float]]:
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
-    def text_voices(self, text, where, holding=()) -> list[tuple[str, float, Any, Any, bool]]:
+    def text_voices(self, text, where, holding=(), only_holding=False) -> list[tuple[str, float, Any, Any, bool]]:
         raise NotImplementedError("a bare Chroma collection has no lexical index; check has_text_index")
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
@@ -347,11 +347,11 @@ class DelegatingBackend:
         self._before_read()
         return self._inner.text_query(text, k, where)
 
-    def text_voices(self, text: str, where: Where | None,
-                    holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
+    def text_voices(self, text: str, where: Where | None, holding: Collection[str] = (),
+                    only_holding: bool = False) -> list[tuple[str, float, Any, Any, bool]]:
         """See :meth:`Backend.text_voices`."""
         self._before_read()
-        return self._inner.text_voices(text, where, holding)
+        return self._inner.text_voices(text, where, holding, only_holding)
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """See :meth:`Backend.about`."""

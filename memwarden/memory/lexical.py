@@ -340,30 +340,36 @@ class LexicalIndex:
         (see :func:`bm25`), with their scores."""
         return bm25(self._postings(text, where), k)
 
-    def voices(self, text: str, where: Where | None,
-               holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
+    def voices(self, text: str, where: Where | None, holding: Collection[str] = (),
+               only_holding: bool = False) -> list[tuple[str, float, Any, Any, bool]]:
         """Every id that passes ``where`` ranked as :meth:`search` ranks them, all of them, with
         its writer, its source and whether its text holds one of the procedure categories
         ``holding`` (:meth:`~memwarden.guards.values.Values.held`): one query, so the ranking,
-        who wrote what and what it holds come together."""
+        who wrote what and what it holds come together. ``only_holding``: only those that do
+        (the statistics are then those of the holders)."""
         categories = sorted(holding)
-        held = (f", d.rowid IN (SELECT doc FROM procedures WHERE category IN ({','.join('?' * len(categories))}))"
-                if categories else ", 0")
-        rows = self._postings(text, where, _VOICE + held, categories)
+        if only_holding and not categories:
+            return []
+        held = f"d.rowid IN (SELECT doc FROM procedures WHERE category IN ({','.join('?' * len(categories))}))"
+        if only_holding:
+            rows = self._postings(text, where, _VOICE + ", 1", (), held, categories)
+        else:
+            rows = self._postings(text, where, _VOICE + (f", {held}" if categories else ", 0"), categories)
         voice = {row[1]: (row[4], row[5], bool(row[6])) for row in rows}
         return [(rid, score, *voice[rid]) for rid, score in bm25((row[:4] for row in rows), None)]
 
-    def _postings(self, text: str, where: Where | None, columns: str = "",
-                  column_params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """(term, id, tf, length, *``columns``) of the query's terms, for the rows that pass ``where``."""
+    def _postings(self, text: str, where: Where | None, columns: str = "", column_params: Sequence[Any] = (),
+                  also: str = "", also_params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """(term, id, tf, length, *``columns``) of the query's terms, for the rows that pass
+        ``where`` (and the SQL condition ``also``)."""
         words = list(dict.fromkeys(terms(text)))[:MAX_TERMS]
         if not words:
             return []
         condition, params = compile_where(where, "d.meta", _SCALARS)
         sql = (f"SELECT p.term, d.id, p.tf, d.len{columns} FROM postings AS p JOIN docs AS d ON d.rowid = p.doc "
-               f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}")
+               f"WHERE p.term IN ({','.join('?' * len(words))}) AND {condition}{f' AND {also}' if also else ''}")
         with self._lock:
-            return self._db.execute(sql, [*column_params, *words, *params]).fetchall()
+            return self._db.execute(sql, [*column_params, *words, *params, *also_params]).fetchall()
 
     def about(self, subject: str, limit: int) -> list[tuple[str, tuple[Any, ...]]]:
         """Up to ``limit`` (id, namespace) pairs of the records about ``subject``, as indexed."""
@@ -515,11 +521,11 @@ class IndexedBackend(DelegatingBackend):
         re-checks them, so a stale index entry can never surface what Chroma holds otherwise."""
         return self._index.search(text, k, where)
 
-    def text_voices(self, text: str, where: Where | None,
-                    holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
+    def text_voices(self, text: str, where: Where | None, holding: Collection[str] = (),
+                    only_holding: bool = False) -> list[tuple[str, float, Any, Any, bool]]:
         """See :meth:`Backend.text_voices`; ids only, as :meth:`text_query` (and writers,
         sources as indexed: the caller reads the rows from Chroma and checks them again)."""
-        return self._index.voices(text, where, holding)
+        return self._index.voices(text, where, holding, only_holding)
 
     def about(self, subject: str, limit: int) -> list[StoredRow]:
         """Rows about ``subject``: which ones, and in which partitions, from the index (one

@@ -65,9 +65,13 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
                     _not_own(record), scope_filter(scope)])
     # One query ranks every match with its writer and what it holds: the turns need all of
     # them, and a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
-    changing = procedure_values(record.content).changing()
-    ranked = view.lexical_voices(record.content, where, changing)
-    windows = [[m for m in ranked if m[4]], ranked] if changing else [ranked]
+    values = procedure_values(record.content)
+    changing = values.changing()
+    if values.weakens_any() or values.overflow:  # (more values than were read: any topic holds it)
+        ranked = view.lexical_voices(record.content, where, changing)
+        windows = [[m for m in ranked if m[4]], ranked] if changing else [ranked]
+    else:  # only a record holding one of its categories can be changed (Values.changes)
+        windows = [view.lexical_voices(record.content, where, changing, only_holding=True)]
     found: list[MemoryRecord] = []
     seen = {record.id}
     for matches in windows:
@@ -100,8 +104,12 @@ def related_records(entries: Iterable[Related], record: MemoryRecord, k: int, se
         return _served(ranked, record, k, sees, other_writers=False)
     ranked = trusted_first(ranked, lambda r: r.writer[1], record.source)
     changing = procedure_values(record.content).changing()
+    values = procedure_values(record.content)
+    changing = values.changing()
     holding = [r for r in ranked if changing & procedure_values(r.record.content).held()] if changing else []
     first = _served(holding, record, k, sees, other_writers=True)
+    if not (values.weakens_any() or values.overflow):  # only a holder of its categories can be changed
+        return first
     seen = {r.id for r in first}
     return first + _served([r for r in ranked if r.record.id not in seen], record, k, sees, other_writers=True)
 

@@ -696,8 +696,8 @@ class PartitionedBackend:
         """Not available: see :attr:`has_text_index`."""
         raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
 
-    def text_voices(self, text: str, where: Where | None,
-                    holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
+    def text_voices(self, text: str, where: Where | None, holding: Collection[str] = (),
+                    only_holding: bool = False) -> list[tuple[str, float, Any, Any, bool]]:
         """Not available: see :attr:`has_text_index`."""
         raise NotImplementedError("the partitioned Chroma store has no lexical index; check has_text_index")
 

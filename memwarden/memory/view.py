@@ -198,11 +198,12 @@ class StoreView:
         """The k best BM25 matches that pass ``where`` (the whole scope filter)."""
         return self._backend.text_query(text, k, where)
 
-    def lexical_voices(self, text: str, where: Where,
-                       holding: Collection[str] = ()) -> list[tuple[str, float, Any, Any, bool]]:
+    def lexical_voices(self, text: str, where: Where, holding: Collection[str] = (),
+                       only_holding: bool = False) -> list[tuple[str, float, Any, Any, bool]]:
         """Every BM25 match that passes ``where``, best first, with its writer, its source and
-        whether it holds one of the procedure categories ``holding``."""
-        return self._backend.text_voices(text, where, holding)
+        whether it holds one of the procedure categories ``holding`` (``only_holding``: only
+        those that do)."""
+        return self._backend.text_voices(text, where, holding, only_holding)
 
     def count(self, where: Where, partition: Partition) -> int:
         """Rows of ``partition`` that pass ``where``."""
