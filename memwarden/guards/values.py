@@ -164,6 +164,10 @@ class Values:
     dropped: frozenset[str] = frozenset()
     #: The words of the text (four letters or more), for a weakening's object to be found in.
     words: frozenset[str] = frozenset()
+    #: The whole words of what a weakening drops ("countersigning"), of which :attr:`dropped`
+    #: keeps the stems: the words the records it may weaken are searched by
+    #: (memwarden/memory/nearby.py).
+    objects: frozenset[str] = frozenset()
 
     def any(self) -> bool:
         """Whether the text holds anything a procedure change is made of (a value, a weakening,
@@ -181,6 +185,12 @@ class Values:
         """What this text may change of an established record (see :meth:`held`): its value
         categories, and "check" when it weakens one or opens a role to anyone."""
         return frozenset(self.by_category) | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
+
+    def may_weaken(self, established: Values) -> bool:
+        """Whether :meth:`weakens` may hold for ``established`` by what this text drops alone: a
+        word of it starts with a dropped stem. Such a record need name no check :data:`_CHECK`
+        knows ("countersigns"), so :meth:`held` does not say "check" for it."""
+        return any(word.startswith(stem) for stem in self.dropped for word in established.words)
 
     def weakens(self, established: Values) -> bool:
         """True when this text weakens a check the established one does not: a weakening
@@ -344,15 +354,17 @@ def procedure_values(text: str) -> Values:
                 # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
                 category, number = _measure(unit.rstrip("s") or unit, _number(span(match, 3)))
                 found.setdefault(f"amount:{category}", set()).add(number)
-    dropped = set()
+    dropped, dropped_words = set(), set()
     for match in _unnegated(_DROPS, data):
         if match.group(2) is not None:
             dropped.add(match.group(2).decode()[:5])
+            dropped_words.add(match.group(2).decode())
             continue
         objects = [w for w in match.group(1).decode().split() if w not in _NOT_OBJECTS]
         if objects and len(objects[0]) >= 4:
             dropped.add(objects[0][:5])
+            dropped_words.add(objects[0])
     weakened = next(_unnegated(_WEAKENED, data), None) is not None
     return Values({k: frozenset(v) for k, v in found.items()}, weakened, raw, overflow,
                   _CHECK.search(data) is not None, _OPENED.search(data) is not None, frozenset(dropped),
-                  frozenset(w.decode() for w in _WORDS.findall(data)))
+                  frozenset(w.decode() for w in _WORDS.findall(data)), frozenset(dropped_words))

@@ -40,6 +40,7 @@ from memwarden.guards.values import procedure_values
 from memwarden.guards.contradiction import content_words
 from memwarden.memory.caches import INDEXED_KINDS, Related
 from memwarden.memory.codec import from_row
+from memwarden.memory.lexical import MAX_TERMS
 from memwarden.memory.view import StoreView
 from memwarden.memory.writers import across_principals, trusted_first
 from memwarden.policies.engine import ReadScope
@@ -65,8 +66,16 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
                     _not_own(record), scope_filter(scope)])
     # One query per window ranks every match with its writer: the turns need all of them, and
     # a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
-    changing = procedure_values(record.content).changing()
+    values = procedure_values(record.content)
+    changing = values.changing()
     windows = [view.lexical_voices(record.content, where, changing)] if changing else []
+    # A weakening of what a record names ("without countersigning" where it reads "once the
+    # controller countersigns") is one whether or not the record names a check the index
+    # knows ("check" held): ranked by all the change's words, the established writer's own
+    # notes that it echoes took every place before that record (tests/test_attack_collusion3.py).
+    # So a window ranked by the dropped words alone, which those notes cannot outrank; one per
+    # MAX_TERMS of them (a query reads no more), so that words listed first never hide the rest.
+    windows += [view.lexical_voices(" ".join(chunk), where) for chunk in _chunks(sorted(values.objects), MAX_TERMS)]
     windows.append(view.lexical_voices(record.content, where))
     found: list[MemoryRecord] = []
     seen = {record.id}
@@ -100,7 +109,10 @@ def related_records(entries: Iterable[Related], record: MemoryRecord, k: int, se
         return _served(ranked, record, k, sees, other_writers=False)
     ranked = trusted_first(ranked, lambda r: r.writer[1], record.source)
     changing = procedure_values(record.content).changing()
-    holding = [r for r in ranked if changing & procedure_values(r.record.content).held()] if changing else []
+    values = procedure_values(record.content)
+    # Holding what it may change, or what it drops ("countersigns"), as in nearest_by_others.
+    holding = [r for r in ranked if changing & procedure_values(r.record.content).held()
+               or values.may_weaken(procedure_values(r.record.content))] if changing else []
     first = _served(holding, record, k, sees, other_writers=True)
     seen = {r.id for r in first}
     return first + _served([r for r in ranked if r.record.id not in seen], record, k, sees, other_writers=True)
