@@ -43,7 +43,7 @@ LOCK_FILE = "memwarden.lock"
 #: The format file, inside the data directory.
 FORMAT_FILE = "memwarden-format.json"
 #: The format this memwarden writes and reads.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # What a store made before the format file existed always holds (its format is 0).
 _LEGACY_MARKERS = ("chroma", "audit.sqlite3", "lexical.sqlite3", "tombstones.sqlite3")
 
@@ -85,6 +85,12 @@ MIGRATIONS: tuple[Migration, ...] = (
               _nothing_to_migrate),
     Migration(1, "the lexical index keeps each record's writer and source as columns (the write checks rank "
                  "the nearest records writer by writer in one query); it is rebuilt from Chroma",
+              _lexical_voice_columns),
+    # A format 2 store written before the lexical index kept procedure categories holds its
+    # schema 3 without them; a new schema, rebuilt the same way, and a new format so that a
+    # read-only open refuses it instead of dropping the layout (tests/test_attack_collusion3.py).
+    Migration(2, "the lexical index keeps each record's procedure categories (the write checks compare a "
+                 "procedure change first with the records holding what it changes); it is rebuilt from Chroma",
               _lexical_voice_columns),
 )
 

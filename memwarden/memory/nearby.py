@@ -29,6 +29,8 @@ write's subjects) the same way.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any, TypeVar
@@ -36,7 +38,7 @@ from typing import Any, TypeVar
 from memwarden.core.fields import Meta
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Status
 from memwarden.guards.validators import by_another
-from memwarden.guards.values import procedure_values
+from memwarden.guards.values import Values, procedure_values
 from memwarden.guards.contradiction import content_words
 from memwarden.memory.caches import INDEXED_KINDS, Related
 from memwarden.memory.codec import from_row
@@ -68,7 +70,7 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     # a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
     values = procedure_values(record.content)
     changing = values.changing()
-    windows = [view.lexical_voices(record.content, where, changing)] if changing else []
+    windows = [view.lexical_voices(_nearest_the_values(record.content, values), where, changing)] if changing else []
     # A weakening of what a record names ("without countersigning" where it reads "once the
     # controller countersigns") is one whether or not the record names a check the index
     # knows ("check" held): ranked by all the change's words, the established writer's own
@@ -143,6 +145,27 @@ def _turns(ranked: list[tuple[str, float, Any, Any]], record: MemoryRecord) -> I
     for source in _more_trusted(record):
         yield from (m[0] for m in across_principals((m for m in ranked if m[3] == source), voice))
     yield from (m[0] for m in across_principals(ranked, voice))
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _nearest_the_values(text: str, values: Values) -> str:
+    """The words of ``text``, those nearest a value it holds first (a query reads its first
+    MAX_TERMS terms): a change that opened with 64 words of nonsense left none of its own
+    words in the query of the window holding what it changes, and the record it changes
+    matched nothing there (tests/test_attack_collusion3.py). The words that say what a value
+    is for stand next to it; they are what the established record shares."""
+    # (Each value's first occurrence, and a bisection per word: linear-ish on a 32 KB text.)
+    spots = sorted(at for raw in values.raw.values() if raw and (at := text.find(raw)) >= 0)
+    if not spots:
+        return text
+
+    def distance(at: int) -> int:
+        i = bisect_left(spots, at)
+        return min(abs(at - spots[j]) for j in (i - 1, i) if 0 <= j < len(spots))
+
+    return " ".join(m.group() for m in sorted(_WORD.finditer(text), key=lambda m: distance(m.start())))
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
