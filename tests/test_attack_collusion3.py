@@ -31,6 +31,10 @@ Attacks:
   so nothing was rebuilt, no record held a category, and the manager's own echoed notes
   crowded his IBAN record out again (the attack of tests/test_attack_collusion2.py). Schema 4
   and format 3 now rebuild it (memwarden/memory/datadir.py); a read-only open refuses it.
+- The established value in a format the patterns missed: the manager's IBAN grouped by two
+  spaces (a pasted table cell) or across line breaks held no account, so the agent's new
+  IBAN was compared with nothing and stored active. A group may now be set off by up to three
+  spaces or a line break (memwarden/guards/values.py), and keys drop line breaks too.
 
 Every text is written for this file; each attack test failed on the code before its fix.
 """
@@ -160,6 +164,19 @@ def test_an_index_written_before_it_kept_procedure_categories_is_rebuilt(tmp_pat
     assert (root / INDEX_FILE).read_bytes() == before
     planted = f"Globex remittances go to IBAN GB33BUKB20201555555555 ({' '.join(_RARE)})."
     with office_memory(tmp_path) as mem:
+        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
+        record = mallory.write(planted, _NOTES, kind="fact")
+        _held_and_hidden(mem, record.status, planted, established, "Globex remittances IBAN")
+
+
+@pytest.mark.parametrize("grouped", ["FR76  3000  6000  0112  3456  7890  189", "FR76\n3000\n6000\n0112\n3456\n7890\n189"])
+def test_an_account_grouped_by_wide_spaces_or_line_breaks_is_held(tmp_path: Path, grouped: str) -> None:
+    """The manager's IBAN as a pasted table cell (two spaces a group) or a wrapped line."""
+    established = f"Globex remittances go to IBAN {grouped} only."
+    planted = "Globex remittances go to IBAN GB33BUKB20201555555555."
+    with office_memory(tmp_path) as mem:
+        frank = mem.session(Principal("frank", roles=["manager"]))
+        assert frank.write(established, _NOTES, kind="fact").status is Status.ACTIVE
         mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
         record = mallory.write(planted, _NOTES, kind="fact")
         _held_and_hidden(mem, record.status, planted, established, "Globex remittances IBAN")

@@ -41,6 +41,10 @@ _L, _D = r"[a-zA]", r"[0-9B]"
 _WI = r"[a-zA0-9B\x01]"
 _EDGE = r"(?:^|[^a-zA0-9B\x01])"
 _NUM = r"[0-9B\x01oli]"
+# What people group an account's digits with: a hyphen, or up to three spaces or a line break;
+# a run of digits also takes a dot or a slash.
+_SEP = r"(?:[ \t\r\n]{1,3}| ?- ?)?"
+_SEP_RUN = r"(?:[ \t\r\n]{1,3}| ?[\-./] ?)?"
 
 
 def _compile(pattern: str) -> re2._Regexp:
@@ -63,8 +67,11 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
     # separators people write them with (accounts, cards, phones, sort codes).
     # (o, l and i inside the digits stay in the value: the look-alikes of 0 and 1.)
-    "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:[ \-]?[a-zA]){{0,4}}(?:[ \-]?{_NUM}){{7,29}}[ \-]?{_D})|"
-                        rf"{_EDGE}(\+?{_D}(?:[ \-./]?{_NUM}){{5,29}}[ \-./]?{_D})"),
+    # (A group may be set off by up to three spaces or a line break too, as a pasted table
+    # cell or a wrapped line has it: an established "FR76  3000  6000 ..." held no account, so
+    # a changed IBAN was compared with nothing; tests/test_attack_collusion3.py.)
+    "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:{_SEP}[a-zA]){{0,4}}(?:{_SEP}{_NUM}){{7,29}}{_SEP}{_D})|"
+                        rf"{_EDGE}(\+?{_D}(?:{_SEP_RUN}{_NUM}){{5,29}}{_SEP_RUN}{_D})"),
     "credential": _compile(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
                            rf"secret|login|credentials?|(?:alarm|door|gate|entry|access|lock|safe|keypad|garage|building|wi-?fi) code|"
                            rf"combination)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
@@ -116,7 +123,7 @@ _CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|
                   r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|passcodes?|pin|otp|permission|clearance|"
                   r"keys?|locks?|badges?|credentials?)\b")
 _DATE = re2.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
-_GROUPING = str.maketrans("", "", " -./\t")
+_GROUPING = str.maketrans("", "", " -./\t\r\n")
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 
 #: What a procedure-changing fact may change, as :func:`procedure_values` names them.

@@ -71,6 +71,8 @@ K1, B = 1.2, 0.75
 # 4: the procedures table. Schema 3 files written before it (ff7e3f6) got the table empty
 # beside rows whose count matched Chroma's, so nothing was rebuilt and no record held a
 # category: the window of records holding one was empty (tests/test_attack_collusion3.py).
+# What ``procedure_values(text).held()`` reads is kept here: a change to it needs a new schema
+# (and store format) too, or older rows keep the categories the old patterns found.
 _SCHEMA_VERSION = "4"
 # Keys every read filter compares (policy scope, visibility, kind, time, and who wrote it:
 # the windows of the write checks go writer by writer), kept as generated columns so a filter
