@@ -43,8 +43,12 @@ _EDGE = r"(?:^|[^a-zA0-9B\x01])"
 _NUM = r"[0-9B\x01oli]"
 # What people group an account's digits with: a hyphen, or up to three spaces or a line break;
 # a run of digits also takes a dot or a slash.
-_SEP = r"(?:[ \t\r\n]{1,3}| ?- ?)?"
-_SEP_RUN = r"(?:[ \t\r\n]{1,3}| ?[\-./] ?)?"
+# Any other character the projection reads as "\x01" separates too (a non-breaking hyphen, an
+# en dash, a middle dot, a zero-width space: "GB33\u2011BUKB\u2011..." held no account at all,
+# so an agent's IBAN typeset so was compared with nothing); it stays in the key unless it is
+# a dash or a middle dot (_GROUPING), so an invisible one still makes a look-alike.
+_SEP = r"(?:[ \t\r\n]{1,3}| ?[\-\x01] ?)?"
+_SEP_RUN = r"(?:[ \t\r\n]{1,3}| ?[\-./\x01] ?)?"
 
 
 def _compile(pattern: str) -> re2._Regexp:
@@ -123,7 +127,7 @@ _CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|
                   r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|passcodes?|pin|otp|permission|clearance|"
                   r"keys?|locks?|badges?|credentials?)\b")
 _DATE = re2.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
-_GROUPING = str.maketrans("", "", " -./\t\r\n")
+_GROUPING = str.maketrans("", "", " -./\t\r\n\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00b7")
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 
 #: What a procedure-changing fact may change, as :func:`procedure_values` names them.
