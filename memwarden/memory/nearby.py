@@ -148,6 +148,7 @@ def _turns(ranked: list[tuple[str, float, Any, Any]], record: MemoryRecord) -> I
 
 
 _WORD = re.compile(r"\w+")
+_NUMBER = re.compile(r"\d+")
 
 
 def _nearest_the_values(text: str, values: Values) -> str:
@@ -157,7 +158,10 @@ def _nearest_the_values(text: str, values: Values) -> str:
     matched nothing there (tests/test_attack_collusion3.py). The words that say what a value
     is for stand next to it; they are what the established record shares."""
     # (Each value's first occurrence, and a bisection per word: linear-ish on a 32 KB text.)
-    spots = sorted(at for raw in values.raw.values() if raw and (at := text.find(raw)) >= 0)
+    # (Amounts keep no raw form: their numbers stand for them.)
+    spots = sorted([at for raw in values.raw.values() if raw and (at := text.find(raw)) >= 0]
+                   + ([m.start() for m in _NUMBER.finditer(text)] if any(c.startswith("amount") for c in values.by_category)
+                      else []))
     if not spots:
         return text
 
