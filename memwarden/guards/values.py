@@ -41,6 +41,14 @@ _L, _D = r"[a-zA]", r"[0-9B]"
 _WI = r"[a-zA0-9B\x01]"
 _EDGE = r"(?:^|[^a-zA0-9B\x01])"
 _NUM = r"[0-9B\x01oli]"
+# What people group an account's digits with: a hyphen, or up to three spaces or a line break;
+# a run of digits also takes a dot or a slash.
+# Any other character the projection reads as "\x01" separates too (a non-breaking hyphen, an
+# en dash, a middle dot, a zero-width space: "GB33\u2011BUKB\u2011..." held no account at all,
+# so an agent's IBAN typeset so was compared with nothing); it stays in the key unless it is
+# a dash or a middle dot (_GROUPING), so an invisible one still makes a look-alike.
+_SEP = r"(?:[ \t\r\n]{1,3}| ?[\-\x01] ?)?"
+_SEP_RUN = r"(?:[ \t\r\n]{1,3}| ?[\-./\x01] ?)?"
 
 
 def _compile(pattern: str) -> re2._Regexp:
@@ -63,8 +71,11 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
     # separators people write them with (accounts, cards, phones, sort codes).
     # (o, l and i inside the digits stay in the value: the look-alikes of 0 and 1.)
-    "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:[ \-]?[a-zA]){{0,4}}(?:[ \-]?{_NUM}){{7,29}}[ \-]?{_D})|"
-                        rf"{_EDGE}(\+?{_D}(?:[ \-./]?{_NUM}){{5,29}}[ \-./]?{_D})"),
+    # (A group may be set off by up to three spaces or a line break too, as a pasted table
+    # cell or a wrapped line has it: an established "FR76  3000  6000 ..." held no account, so
+    # a changed IBAN was compared with nothing; tests/test_attack_collusion3.py.)
+    "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:{_SEP}[a-zA]){{0,4}}(?:{_SEP}{_NUM}){{7,29}}{_SEP}{_D})|"
+                        rf"{_EDGE}(\+?{_D}(?:{_SEP_RUN}{_NUM}){{5,29}}{_SEP_RUN}{_D})"),
     "credential": _compile(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
                            rf"secret|login|credentials?|(?:alarm|door|gate|entry|access|lock|safe|keypad|garage|building|wi-?fi) code|"
                            rf"combination)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
@@ -125,7 +136,7 @@ _CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|
                   r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|passcodes?|pin|otp|permission|clearance|"
                   r"keys?|locks?|badges?|credentials?)\b")
 _DATE = re2.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
-_GROUPING = str.maketrans("", "", " -./\t")
+_GROUPING = str.maketrans("", "", " -./\t\r\n\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00b7")
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 
 #: What a procedure-changing fact may change, as :func:`procedure_values` names them.
@@ -173,6 +184,10 @@ class Values:
     dropped: frozenset[str] = frozenset()
     #: The words of the text (four letters or more), for a weakening's object to be found in.
     words: frozenset[str] = frozenset()
+    #: The whole words of what a weakening drops ("countersigning"), of which :attr:`dropped`
+    #: keeps the stems: the words the records it may weaken are searched by
+    #: (memwarden/memory/nearby.py).
+    objects: frozenset[str] = frozenset()
 
     def any(self) -> bool:
         """Whether the text holds anything a procedure change is made of (a value, a weakening,
@@ -196,6 +211,12 @@ class Values:
         its own (:meth:`weakens` needs a weakening or something dropped): when it cannot,
         only established texts holding one of :meth:`changing` can be changed by it."""
         return self.weakened or bool(self.dropped)
+
+    def may_weaken(self, established: Values) -> bool:
+        """Whether :meth:`weakens` may hold for ``established`` by what this text drops alone: a
+        word of it starts with a dropped stem. Such a record need name no check :data:`_CHECK`
+        knows ("countersigns"), so :meth:`held` does not say "check" for it."""
+        return any(word.startswith(stem) for stem in self.dropped for word in established.words)
 
     def weakens(self, established: Values) -> bool:
         """True when this text weakens a check the established one does not: a weakening
@@ -360,15 +381,17 @@ def procedure_values(text: str) -> Values:
                 unit = unit.rstrip("s") or unit
                 category, number = _measure(_CURRENCY_KEYS.get(unit, unit), _number(span(match, 3)))
                 found.setdefault(f"amount:{category}", set()).add(number)
-    dropped = set()
+    dropped, dropped_words = set(), set()
     for match in _unnegated(_DROPS, data):
         if match.group(2) is not None:
             dropped.add(match.group(2).decode()[:5])
+            dropped_words.add(match.group(2).decode())
             continue
         objects = [w for w in match.group(1).decode().split() if w not in _NOT_OBJECTS]
         if objects and len(objects[0]) >= 4:
             dropped.add(objects[0][:5])
+            dropped_words.add(objects[0])
     weakened = next(_unnegated(_WEAKENED, data), None) is not None
     return Values({k: frozenset(v) for k, v in found.items()}, weakened, raw, overflow,
                   _CHECK.search(data) is not None, _OPENED.search(data) is not None, frozenset(dropped),
-                  frozenset(w.decode() for w in _WORDS.findall(data)))
+                  frozenset(w.decode() for w in _WORDS.findall(data)), frozenset(dropped_words))

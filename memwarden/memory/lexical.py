@@ -350,7 +350,11 @@ class LexicalIndex:
         categories = sorted(holding)
         if only_holding and not categories:
             return []
-        held = f"d.rowid IN (SELECT doc FROM procedures WHERE category IN ({','.join('?' * len(categories))}))"
+        # EXISTS, not "d.rowid IN (SELECT doc ...)": the planner turned that into a look-up of
+        # every query term for every record holding a category (terms x holders: 170 ms for
+        # 3,000 terms over 300 records), instead of a check of each matching posting's record.
+        held = (f"EXISTS (SELECT 1 FROM procedures AS pr WHERE pr.doc = d.rowid AND pr.category IN "
+                f"({','.join('?' * len(categories))}))")
         if only_holding:
             rows = self._postings(text, where, _VOICE + ", 1", (), held, categories)
         else:

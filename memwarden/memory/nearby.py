@@ -29,6 +29,8 @@ write's subjects) the same way.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any, TypeVar
@@ -36,10 +38,11 @@ from typing import Any, TypeVar
 from memwarden.core.fields import Meta
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Status
 from memwarden.guards.validators import by_another
-from memwarden.guards.values import procedure_values
+from memwarden.guards.values import Values, procedure_values
 from memwarden.guards.contradiction import content_words
 from memwarden.memory.caches import INDEXED_KINDS, Related
 from memwarden.memory.codec import from_row
+from memwarden.memory.lexical import MAX_TERMS
 from memwarden.memory.view import StoreView
 from memwarden.memory.writers import across_principals, trusted_first
 from memwarden.policies.engine import ReadScope
@@ -67,11 +70,22 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     # them, and a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
     values = procedure_values(record.content)
     changing = values.changing()
+    # The query reads MAX_TERMS terms: the words nearest the values first, so that words the
+    # change opens with never leave out those it shares with the record it changes.
+    text = _nearest_the_values(record.content, values)
     if values.weakens_any() or values.overflow:  # (more values than were read: any topic holds it)
-        ranked = view.lexical_voices(record.content, where, changing)
+        ranked = view.lexical_voices(text, where, changing)
         windows = [[m for m in ranked if m[4]], ranked] if changing else [ranked]
+        # A weakening of what a record names ("without countersigning" where it reads "once the
+        # controller countersigns") is one whether or not the record names a check the index
+        # knows: ranked by all the change's words, the established writer's own notes that it
+        # echoes took every place before that record (tests/test_attack_collusion3.py). So a
+        # window ranked by the dropped words alone, which those notes cannot outrank; one per
+        # MAX_TERMS of them, so that words listed first never hide the rest.
+        windows[1:1] = [view.lexical_voices(" ".join(chunk), where)
+                        for chunk in _chunks(sorted(values.objects), MAX_TERMS)]
     else:  # only a record holding one of its categories can be changed (Values.changes)
-        windows = [view.lexical_voices(record.content, where, changing, only_holding=True)]
+        windows = [view.lexical_voices(text, where, changing, only_holding=True)]
     found: list[MemoryRecord] = []
     seen = {record.id}
     for matches in windows:
@@ -106,7 +120,9 @@ def related_records(entries: Iterable[Related], record: MemoryRecord, k: int, se
     changing = procedure_values(record.content).changing()
     values = procedure_values(record.content)
     changing = values.changing()
-    holding = [r for r in ranked if changing & procedure_values(r.record.content).held()] if changing else []
+    # Holding what it may change, or what it drops ("countersigns"), as in nearest_by_others.
+    holding = [r for r in ranked if changing & procedure_values(r.record.content).held()
+               or values.may_weaken(procedure_values(r.record.content))] if changing else []
     first = _served(holding, record, k, sees, other_writers=True)
     if not (values.weakens_any() or values.overflow):  # only a holder of its categories can be changed
         return first
@@ -139,6 +155,31 @@ def _turns(ranked: list[tuple[str, float, Any, Any, bool]], record: MemoryRecord
     for source in _more_trusted(record):
         yield from (m[0] for m in across_principals((m for m in ranked if m[3] == source), voice))
     yield from (m[0] for m in across_principals(ranked, voice))
+
+
+_WORD = re.compile(r"\w+")
+_NUMBER = re.compile(r"\d+")
+
+
+def _nearest_the_values(text: str, values: Values) -> str:
+    """The words of ``text``, those nearest a value it holds first (a query reads its first
+    MAX_TERMS terms): a change that opened with 64 words of nonsense left none of its own
+    words in the query of the window holding what it changes, and the record it changes
+    matched nothing there (tests/test_attack_collusion3.py). The words that say what a value
+    is for stand next to it; they are what the established record shares."""
+    # (Each value's first occurrence, and a bisection per word: linear-ish on a 32 KB text.
+    # Amounts keep no raw form: their numbers stand for them.)
+    spots = sorted([at for raw in values.raw.values() if raw and (at := text.find(raw)) >= 0]
+                   + ([m.start() for m in _NUMBER.finditer(text)] if any(c.startswith("amount") for c in values.by_category)
+                      else []))
+    if not spots:
+        return text
+
+    def distance(at: int) -> int:
+        i = bisect_left(spots, at)
+        return min(abs(at - spots[j]) for j in (i - 1, i) if 0 <= j < len(spots))
+
+    return " ".join(m.group() for m in sorted(_WORD.finditer(text), key=lambda m: distance(m.start())))
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
