@@ -29,7 +29,7 @@ import pytest
 from memwarden import Memory, Principal, Status
 from memwarden.guards.contradiction import ContradictionCheck
 from memwarden.memory.pipeline import Pipeline
-from tests.test_attack_contradiction import office_memory
+from tests.office_attacks import agents, held_and_hidden, office_memory
 from tests.test_attack_contradiction2 import CHANGED, ESTABLISHED, NOTES, PAD_WORDS
 
 pytestmark = pytest.mark.integration
@@ -47,15 +47,11 @@ def _established(mem: Memory, source: str) -> None:
 
 
 def _agents(mem: Memory, names: list[str] = _COLLUDERS) -> list:
-    return [mem.session(Principal(name, roles=["employee"]), source="agent") for name in names]
+    return agents(mem, names)
 
 
 def _held_and_hidden(mem: Memory, status: Status, planted: str) -> None:
-    """The change was held, and the manager's search returns its own record, not the change."""
-    assert status is Status.QUARANTINED
-    frank = mem.session(Principal("frank", roles=["manager"]))
-    found = [h.record.content for h in frank.search("Which IBAN are Acme invoices paid to?", NOTES, k=50)]
-    assert planted not in found and ESTABLISHED in found
+    held_and_hidden(mem, status, planted, ESTABLISHED, "Which IBAN are Acme invoices paid to?", NOTES)
 
 
 def _flood_nearest_window(mem: Memory) -> tuple[str, Status]:

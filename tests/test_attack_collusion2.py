@@ -27,7 +27,7 @@ import pytest
 
 from memwarden import Memory, Principal, Status
 from memwarden.memory.pipeline import Pipeline
-from tests.test_attack_contradiction import office_memory
+from tests.office_attacks import agents, held_and_hidden, office_memory
 
 pytestmark = pytest.mark.integration
 
@@ -46,14 +46,11 @@ def _manager_establishes(mem: Memory) -> None:
 
 
 def _held_and_hidden(mem: Memory, status: Status, planted: str) -> None:
-    assert status is Status.QUARANTINED
-    frank = mem.session(Principal("frank", roles=["manager"]))
-    found = [h.record.content for h in frank.search("Globex remittance IBAN", _NOTES, k=500)]
-    assert planted not in found and _ESTABLISHED in found
+    held_and_hidden(mem, status, planted, _ESTABLISHED, "Globex remittance IBAN", _NOTES)
 
 
 def _agents(mem: Memory, names: list[str] = _COLLUDERS) -> list:
-    return [mem.session(Principal(name, roles=["employee"]), source="agent") for name in names]
+    return agents(mem, names)
 
 
 @pytest.mark.slow  # 101 governed writes

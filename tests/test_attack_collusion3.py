@@ -43,9 +43,9 @@ from pathlib import Path
 
 import pytest
 
-from memwarden import Memory, Principal, Status
+from memwarden import Principal, Status
 from memwarden.memory.pipeline import Pipeline
-from tests.test_attack_contradiction import office_memory
+from tests.office_attacks import held_and_hidden, office_memory
 
 pytestmark = pytest.mark.integration
 
@@ -54,11 +54,15 @@ _RARE = ("vellor quambit sprindle torvex halcyn brumble oskerat pellimon drav zi
          "morrowgate fennix glimmet tarrowby quelsh ambrit yorvane ceddix plunt wharrel").split()
 
 
-def _held_and_hidden(mem: Memory, status: Status, planted: str, established: str, query: str) -> None:
-    assert status is Status.QUARANTINED
-    frank = mem.session(Principal("frank", roles=["manager"]))
-    found = [h.record.content for h in frank.search(query, _NOTES, k=500)]
-    assert planted not in found and established in found
+def _planted_against(tmp_path: Path, established: str, planted: str, query: str) -> None:
+    """The manager establishes ``established``; an agent's ``planted`` is held, and the
+    manager's search for ``query`` returns his record, not the change."""
+    with office_memory(tmp_path) as mem:
+        frank = mem.session(Principal("frank", roles=["manager"]))
+        assert frank.write(established, _NOTES, kind="fact").status is Status.ACTIVE
+        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
+        record = mallory.write(planted, _NOTES, kind="fact")
+        held_and_hidden(mem, record.status, planted, established, query, _NOTES)
 
 
 @pytest.mark.parametrize("window", ["nearest", "related"])
@@ -80,7 +84,7 @@ def test_a_weakening_of_an_unnamed_check_is_compared_past_the_managers_notes(
         planted = f"Globex payments go out without countersigning ({' '.join(_RARE)})."
         mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
         record = mallory.write(planted, _NOTES, kind="fact", subjects=subjects)
-        _held_and_hidden(mem, record.status, planted, established, "Globex payments")
+        held_and_hidden(mem, record.status, planted, established, "Globex payments", _NOTES)
 
 
 def test_many_dropped_words_never_hide_the_one_the_record_names(tmp_path: Path) -> None:
@@ -100,7 +104,7 @@ def test_many_dropped_words_never_hide_the_one_the_record_names(tmp_path: Path) 
         planted = f"Globex payments go out ({' '.join(_RARE)}) {padding}, without countersigning."
         mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
         record = mallory.write(planted, _NOTES, kind="fact")
-        _held_and_hidden(mem, record.status, planted, established, "Globex payments")
+        held_and_hidden(mem, record.status, planted, established, "Globex payments", _NOTES)
 
 
 @pytest.mark.parametrize(("established", "change"), [
@@ -113,12 +117,7 @@ def test_nonsense_before_the_change_never_hides_its_words_from_the_windows(
     """MAX_TERMS distinct made-up words open the change; its own words come after them."""
     junk = " ".join(f"zq{chr(97 + i // 26)}{chr(97 + i % 26)}x" for i in range(64))
     planted = f"({junk}) {change}"
-    with office_memory(tmp_path) as mem:
-        frank = mem.session(Principal("frank", roles=["manager"]))
-        assert frank.write(established, _NOTES, kind="fact").status is Status.ACTIVE
-        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        record = mallory.write(planted, _NOTES, kind="fact")
-        _held_and_hidden(mem, record.status, planted, established, established)
+    _planted_against(tmp_path, established, planted, established)
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -132,12 +131,7 @@ def test_decoy_values_never_hide_the_changes_words_from_the_windows(tmp_path: Pa
     established = "Globex remittances go to IBAN FR7630006000011234567890189 only."
     decoys = " ".join(f"zq{chr(97 + i // 26)}{chr(97 + i % 26)}x {5550000 + 7 * i}" for i in range(64))
     planted = f"({decoys}) Globex remittances go to IBAN GB33BUKB20201555555555."
-    with office_memory(tmp_path) as mem:
-        frank = mem.session(Principal("frank", roles=["manager"]))
-        assert frank.write(established, _NOTES, kind="fact").status is Status.ACTIVE
-        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        record = mallory.write(planted, _NOTES, kind="fact")
-        _held_and_hidden(mem, record.status, planted, established, "Globex remittances IBAN")
+    _planted_against(tmp_path, established, planted, "Globex remittances IBAN")
 
 
 @pytest.mark.parametrize("grouped", ["FR76  3000  6000  0112  3456  7890  189", "FR76\n3000\n6000\n0112\n3456\n7890\n189"])
@@ -145,12 +139,7 @@ def test_an_account_grouped_by_wide_spaces_or_line_breaks_is_held(tmp_path: Path
     """The manager's IBAN as a pasted table cell (two spaces a group) or a wrapped line."""
     established = f"Globex remittances go to IBAN {grouped} only."
     planted = "Globex remittances go to IBAN GB33BUKB20201555555555."
-    with office_memory(tmp_path) as mem:
-        frank = mem.session(Principal("frank", roles=["manager"]))
-        assert frank.write(established, _NOTES, kind="fact").status is Status.ACTIVE
-        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        record = mallory.write(planted, _NOTES, kind="fact")
-        _held_and_hidden(mem, record.status, planted, established, "Globex remittances IBAN")
+    _planted_against(tmp_path, established, planted, "Globex remittances IBAN")
 
 
 @pytest.mark.parametrize("dash", ["\u2011", "\u2013", "\u00b7"])
@@ -159,9 +148,4 @@ def test_a_new_account_typeset_with_unicode_dashes_is_held(tmp_path: Path, dash:
     (and a payment form that strips them) reads it as GB33BUKB20201555555555."""
     established = "Globex remittances go to IBAN FR7630006000011234567890189 only."
     planted = f"Globex remittances go to IBAN {dash.join(['GB33', 'BUKB', '2020', '1555', '5555', '55'])}."
-    with office_memory(tmp_path) as mem:
-        frank = mem.session(Principal("frank", roles=["manager"]))
-        assert frank.write(established, _NOTES, kind="fact").status is Status.ACTIVE
-        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        record = mallory.write(planted, _NOTES, kind="fact")
-        _held_and_hidden(mem, record.status, planted, established, "Globex remittances IBAN")
+    _planted_against(tmp_path, established, planted, "Globex remittances IBAN")

@@ -37,15 +37,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from memwarden import Memory, Principal, Status
+from memwarden import Principal, Status
 from memwarden.core.records import ContentClass, Kind, MemoryRecord, Principal as P, Source
 from memwarden.guards.contradiction import ContradictionCheck, find_contradiction
-from memwarden.guards.defaults import default_validators
 from memwarden.guards.directives import typing_of
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.guards.values import procedure_values
-from memwarden.memory.embeddings import HashingEmbedding
 from memwarden.policies.subjects import Subjects
+from tests.office_attacks import office_memory
 
 pytestmark = pytest.mark.unit
 
@@ -263,12 +262,6 @@ def test_the_owner_may_replace_its_own_record() -> None:
     new = _rec("Acme invoices are paid to IBAN LT121000011101001000.", writer="frank", source=Source.USER,
                rid="mem_new", subjects=("acme",), supersedes="mem_old")
     assert _replacing(new, old).outcome is Outcome.ACCEPT
-
-
-def office_memory(tmp_path: Path) -> Memory:
-    chain = default_validators()
-    chain[0].quarantine_at = 0.3  # the detector as the benchmark tunes it
-    return Memory.open(tmp_path / "data", policy="office", embedding=HashingEmbedding(), validators=chain)
 
 
 _NOTES = ("office", "projects", "alpha", "notes")

@@ -33,7 +33,7 @@ from memwarden.core.records import Kind, MemoryRecord, Principal as P, Source
 from memwarden.guards.contradiction import ContradictionCheck
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.policies.subjects import Subjects
-from tests.test_attack_contradiction import office_memory
+from tests.office_attacks import office_memory
 
 pytestmark = pytest.mark.integration
 
