@@ -328,7 +328,7 @@ def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
             yield match
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)
 def procedure_values(text: str) -> Values:
     """The procedure-changing values of ``text`` (see the module docstring)."""
     found: dict[str, set[str]] = {}
