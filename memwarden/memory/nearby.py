@@ -42,7 +42,7 @@ from memwarden.guards.values import Values, procedure_values
 from memwarden.guards.contradiction import content_words
 from memwarden.memory.caches import INDEXED_KINDS, Related
 from memwarden.memory.codec import from_row
-from memwarden.memory.lexical import MAX_TERMS
+from memwarden.memory.lexical import MAX_TERMS, terms
 from memwarden.memory.view import StoreView
 from memwarden.memory.writers import across_principals, trusted_first
 from memwarden.policies.engine import ReadScope
@@ -70,7 +70,7 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     # them, and a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
     values = procedure_values(record.content)
     changing = values.changing()
-    # The query reads MAX_TERMS terms: the words nearest the values first, so that words the
+    # The query reads QUERY_TERMS terms: the words nearest the values first, so that words the
     # change opens with never leave out those it shares with the record it changes.
     text = _nearest_the_values(record.content, values)
     if values.weakens_any() or values.overflow:  # (more values than were read: any topic holds it)
@@ -158,6 +158,8 @@ def _turns(ranked: list[tuple[str, float, Any, Any, bool]], record: MemoryRecord
 
 
 _WORD = re.compile(r"\w+")
+#: Distinct terms the nearest windows' query reads, the words nearest a value first.
+QUERY_TERMS = 24
 _NUMBER = re.compile(r"\d+")
 
 
@@ -172,14 +174,25 @@ def _nearest_the_values(text: str, values: Values) -> str:
     spots = sorted([at for raw in values.raw.values() if raw and (at := text.find(raw)) >= 0]
                    + ([m.start() for m in _NUMBER.finditer(text)] if any(c.startswith("amount") for c in values.by_category)
                       else []))
-    if not spots:
-        return text
+    words = [m.group() for m in _WORD.finditer(text)]
+    if spots:
+        def distance(at: int) -> int:
+            i = bisect_left(spots, at)
+            return min(abs(at - spots[j]) for j in (i - 1, i) if 0 <= j < len(spots))
 
-    def distance(at: int) -> int:
-        i = bisect_left(spots, at)
-        return min(abs(at - spots[j]) for j in (i - 1, i) if 0 <= j < len(spots))
-
-    return " ".join(m.group() for m in sorted(_WORD.finditer(text), key=lambda m: distance(m.start())))
+        words = [m.group() for m in sorted(_WORD.finditer(text), key=lambda m: distance(m.start()))]
+    # QUERY_TERMS distinct terms at most: each costs the query its posting rows (a long text's
+    # 64 were the validator chain's slowest writes), and a colluder's copy must outrank the
+    # established record on terms of its own among them.
+    kept: list[str] = []
+    seen: set[str] = set()
+    for word in words:
+        for term in terms(word):
+            if term not in seen and len(seen) == QUERY_TERMS:
+                return " ".join(kept)
+            seen.add(term)
+        kept.append(word)
+    return " ".join(kept)
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
