@@ -283,7 +283,9 @@ def _show_next(console: Console, kept: Path | None) -> None:
         console.print(Text("run `memwarden demo --keep DIR` to keep the data and look further: audit verify, "
                            "audit flows, records list"))
         return
-    console.print(Text(f"the data is kept in {kept}; look further:", style="bold"))
+    console.print(Text(f"the data is kept in {kept}"))
+    # A line of its own: wrapped after a long path, "look further:" was split in two.
+    console.print(Text("look further:", style="bold"))
     for command in (f"memwarden audit verify --data {kept}",
                     f"memwarden audit flows --data {kept} --html {kept / 'flows.html'}",
                     f"memwarden records list --data {kept} --policy hospital --principal carol",

@@ -70,6 +70,21 @@ def test_hospital_ward(tmp_path: Path) -> None:
         assert main(line.split()[1:]) == 0, line
 
 
+@pytest.mark.parametrize("length", [1, 40, 75, 120])
+def test_the_follow_up_commands_follow_their_heading_whatever_the_path(length: int) -> None:
+    """Printed at 80 columns after a path of any length: the heading stays whole on its own
+    line (after a long pytest path it wrapped as "look" / "further:", and the commands after
+    it could not be found)."""
+    from memwarden.demo import _show_next
+
+    out = io.StringIO()
+    kept = Path("/tmp") / ("d" * length)
+    _show_next(Console(file=out, width=80), kept)
+    lines = out.getvalue().splitlines()
+    heading = lines.index("look further:")
+    assert all(line.startswith("  memwarden ") for line in lines[heading + 1:]) and len(lines) > heading + 1
+
+
 def test_hospital_ward_with_the_default_embedding_is_fast(tmp_path: Path) -> None:
     card, _ = _run("hospital_ward", "run_hospital", tmp_path)
     assert card.seconds is not None and card.seconds < 30
