@@ -198,6 +198,8 @@ def test_a_word_or_a_mark_between_a_dose_and_its_unit_does_not_hide_it(new: str)
     ("The Acme retainer is €400 a month.", "The Acme retainer is 40 euros a month."),
     ("The Acme retainer is 400 USD a month.", "The Acme retainer is $40 a month."),
     ("The Acme retainer is £400 a month.", "The Acme retainer is 40 GBP a month."),
+    ("The Acme retainer is EUR 400 a month.", "The Acme retainer is €40 a month."),
+    ("The Acme retainer is USD 400 a month.", "The Acme retainer is USD 40 a month."),
 ])
 def test_a_currency_written_as_a_code_a_word_or_a_symbol_is_one_amount(new: str, established: str) -> None:
     """Each spelling of a currency was a category of its own ("amount:€" against "amount:eur"),

@@ -97,6 +97,11 @@ _UNITS = (r"mg|mcg|ug|µg|\u03bcg|g|kg|ml|l|iu|units?|einheiten|unites|unidades|
 _QUANTITY = re.compile(rf"(?<![\w.])(\d+(?:[.,]\d+)?)\s*({_UNITS})(?![\w])")
 _CLOCK = re.compile(r"(?<![\w:.])([01]?\d|2[0-3])[:.h]([0-5]\d)(?![\w:])")
 _CURRENCY = re.compile(r"([$€£])\s*(\d+(?:[.,]\d+)?)")
+# Money, which labels nothing: a symbol or an ISO code before the number, or a code after it
+# ("USD 400" against "USD 40" read as two things labelled "usd", so the changed amount was
+# never held).
+_MONEY = re.compile(r"(?:[$€£¥₹₩]|\b(?:usd|eur|gbp|jpy|cny|rmb|inr|krw)\b)\s*\d+(?:[.,]\d+)?|"
+                    r"\b\d+(?:[.,]\d+)?\s*(?:usd|eur|gbp|jpy|cny|rmb|inr|krw)\b")
 _CONTRACTED = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)?")
 
@@ -231,7 +236,7 @@ def _label_key(value: str) -> str:
 def _labels(folded: str) -> frozenset[tuple[str, str]]:
     """The labels of a folded text, as (head, key) pairs: its numbers (and codes with a digit)
     outside quantities, after a content word."""
-    for pattern in (_CLOCK, _QUANTITY, _CURRENCY):  # a clock first: "17:45 Uhr" is no "45 Uhr"
+    for pattern in (_CLOCK, _QUANTITY, _MONEY):  # a clock first: "17:45 Uhr" is no "45 Uhr"
         folded = pattern.sub(" ", folded)
     words = _LABEL_WORD.findall(folded)
     found = set()

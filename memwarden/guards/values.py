@@ -99,7 +99,10 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
     # is none ("50 of the mg", "50 de mg"): group 5.
     "amount": _compile(rf"([$\x01])\s*({_D}+(?:[.,]{_D}+)*)|(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
-                       rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?"),
+                       rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?|"
+                       # A currency's code before the number ("EUR 400"), as banks and invoices write it
+                       # ("rub" is left out: "rub 2 drops" is the verb).
+                       rf"(?:^|[^a-zA0-9B\x01])(usd|eur|gbp|jpy|cny|rmb|inr|krw)\s*({_D}+(?:[.,]{_D}+)*)"),
 }
 _CURRENCY = frozenset("$€£¥₹₩₽")
 # One key per currency however it is written: "€40" and "400 EUR" are one amount changed (each
@@ -372,6 +375,8 @@ def procedure_values(text: str) -> Values:
             symbol = span(match, 1)
             if symbol in _CURRENCY:
                 found.setdefault(f"amount:{_CURRENCY_KEYS[symbol]}", set()).add(_number(span(match, 2)))
+        elif match.group(6) is not None:
+            found.setdefault(f"amount:{_CURRENCY_KEYS[span(match, 6).casefold()]}", set()).add(_number(span(match, 7)))
         else:
             unit = span(match, 4).casefold()
             if (unit == "x" or fold(unit) in _NOT_UNITS) and match.group(5) is not None:
