@@ -33,7 +33,7 @@ from memwarden.memory.caches import SubjectIndex
 from memwarden.guards.defaults import default_validators
 from memwarden.guards.provenance import ProvenanceRule
 from memwarden.memory.embeddings import HashingEmbedding
-from memwarden.memory.writers import across_writers
+from memwarden.memory.writers import across_principals
 
 WARD = ("ward3", "patients", "p12")
 ACCOUNT = "Invoices for patient 12 are paid into account DE89 3704 0044 0532 0130 00."
@@ -137,7 +137,7 @@ def test_copies_of_a_poison_are_one_voice_in_read_time_consensus(tmp_path: Path,
 @given(st.lists(st.sampled_from("abcd"), max_size=40))
 def test_each_writer_is_served_in_turn(writers: list[str]) -> None:
     items = list(enumerate(writers))  # (preference, writer), best first
-    out = across_writers(items, writer=lambda item: item[1])
+    out = list(across_principals(items, writer=lambda item: (item[1], "user")))  # one source each
     assert sorted(out) == items  # a reordering, nothing lost or added
     for w in set(writers):  # each writer's own order is kept
         assert [i for i in out if i[1] == w] == [i for i in items if i[1] == w]

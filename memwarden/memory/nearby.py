@@ -117,7 +117,6 @@ def related_records(entries: Iterable[Related], record: MemoryRecord, k: int, se
     if not other_writers:
         return _served(ranked, record, k, sees, other_writers=False)
     ranked = trusted_first(ranked, lambda r: r.writer[1], record.source)
-    changing = procedure_values(record.content).changing()
     values = procedure_values(record.content)
     changing = values.changing()
     # Holding what it may change, or what it drops ("countersigns"), as in nearest_by_others.
@@ -164,8 +163,8 @@ _NUMBER = re.compile(r"\d+")
 
 
 def _nearest_the_values(text: str, values: Values) -> str:
-    """The words of ``text``, those nearest a value it holds first (a query reads its first
-    MAX_TERMS terms): a change that opened with 64 words of nonsense left none of its own
+    """The words of ``text`` that make the query's first QUERY_TERMS distinct terms, those
+    nearest a value it holds first: a change that opened with 64 words of nonsense left none of its own
     words in the query of the window holding what it changes, and the record it changes
     matched nothing there (tests/test_attack_collusion3.py). The words that say what a value
     is for stand next to it; they are what the established record shares."""
@@ -174,13 +173,12 @@ def _nearest_the_values(text: str, values: Values) -> str:
     spots = sorted([at for raw in values.raw.values() if raw and (at := text.find(raw)) >= 0]
                    + ([m.start() for m in _NUMBER.finditer(text)] if any(c.startswith("amount") for c in values.by_category)
                       else []))
-    words = [m.group() for m in _WORD.finditer(text)]
-    if spots:
-        def distance(at: int) -> int:
-            i = bisect_left(spots, at)
-            return min(abs(at - spots[j]) for j in (i - 1, i) if 0 <= j < len(spots))
+    def distance(at: int) -> int:
+        i = bisect_left(spots, at)
+        return min(abs(at - spots[j]) for j in (i - 1, i) if 0 <= j < len(spots))
 
-        words = [m.group() for m in sorted(_WORD.finditer(text), key=lambda m: distance(m.start()))]
+    found = list(_WORD.finditer(text))
+    words = [m.group() for m in (sorted(found, key=lambda m: distance(m.start())) if spots else found)]
     # QUERY_TERMS distinct terms at most: each costs the query its posting rows (a long text's
     # 64 were the validator chain's slowest writes), and a colluder's copy must outrank the
     # established record on terms of its own among them.

@@ -34,30 +34,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def across_writers(items: Iterable[T], writer: Callable[[T], Hashable]) -> list[T]:
-    """``items`` (best first) reordered so that each writer's best comes before any writer's
-    second best, its second before any third, and so on; within a round, in the items' order.
-
-    Any prefix of the result is a fair share: a writer with records left is never more than
-    one behind another, so a window of n holds the best of up to n writers however many
-    records one of them wrote. Each writer's own order is kept.
-    """
-    counts: dict[Hashable, int] = {}
-    ranked = []
-    for position, item in enumerate(items):
-        key = writer(item)
-        turn = counts.get(key, 0)
-        counts[key] = turn + 1
-        ranked.append((turn, position, item))
-    ranked.sort(key=lambda entry: (entry[0], entry[1]))
-    return [item for _, _, item in ranked]
-
-
 def across_principals(items: Iterable[T], writer: Callable[[T], tuple[Hashable, Hashable]]) -> Iterator[T]:
-    """:func:`across_writers` by principal, where ``writer`` gives an item's (principal,
-    source): principals take turns, and within a principal's turns its sources do; within a
-    round, in the items' order. Lazy: a caller that wants the first few (the k related
-    records) pays for grouping the items, not for ordering all of them."""
+    """``items`` (best first) reordered so that each principal's best comes before any
+    principal's second best, its second before any third, and so on, where ``writer`` gives an
+    item's (principal, source); within a principal's turns its sources take turns; within a
+    round, in the items' order. Any prefix is a fair share: a window of n holds the best of up
+    to n principals however many records one of them wrote, and each one's own order is kept.
+    Lazy: a caller that wants the first few (the k related records) pays for grouping the
+    items, not for ordering all of them."""
     grouped: dict[Hashable, dict[Hashable, list[tuple[int, T]]]] = {}
     for position, item in enumerate(items):
         principal, source = writer(item)
