@@ -52,6 +52,7 @@ from functools import lru_cache
 from memwarden.guards.folding import fold, signature_tokens
 from memwarden.guards.function_words import MOMENTS, NEGATIONS, NOT_CONTENT
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict, by_another
+from memwarden.guards.substitution import substituted
 from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
 
@@ -319,7 +320,8 @@ class ContradictionCheck:
     nearest by words (``context.nearby``: those holding what the change may change, then
     any) a procedure change is compared with, as many principals as must collude to push the
     established record out (comparing is cheap; each compared record may also hold a benign
-    write).
+    write). ``review_blind``: an untrusted writer's record that the writer itself may not read
+    goes to review (see the module docstring); False accepts it unchecked.
     """
 
     name = "contradiction"
@@ -328,7 +330,7 @@ class ContradictionCheck:
     def __init__(self, *, k: int = 5, kinds: tuple[Kind, ...] = (Kind.FACT, Kind.RULE, Kind.PREFERENCE),
                  max_diff: int = 1, max_chars: int = 1000,
                  untrusted_sources: tuple[str | Source, ...] = (Source.AGENT, Source.TOOL, Source.EXTERNAL),
-                 min_trust: float = 0.5, min_shared: int = 2, nearby_k: int = 20) -> None:
+                 min_trust: float = 0.5, min_shared: int = 2, nearby_k: int = 20, review_blind: bool = True) -> None:
         if k < 1 or nearby_k < 1:
             raise ValueError("k and nearby_k must be at least 1")
         if min_shared < 1:
@@ -341,6 +343,7 @@ class ContradictionCheck:
         self.min_trust = min_trust
         self.min_shared = min_shared
         self.nearby_k = nearby_k
+        self.review_blind = review_blind
 
     def untrusted(self, record: MemoryRecord) -> bool:
         """True when ``record``'s procedure-changing facts need review."""
@@ -367,6 +370,12 @@ class ContradictionCheck:
         # account) and whatever subjects (or none) it names.
         procedural = untrusted and procedure_values(record.content).any()
         compared = record.kind in self.kinds
+        # A writer that may not read what it writes is shown none of the records it could
+        # contradict (a verdict must not leak them), so nothing here can decide: a person does.
+        if untrusted and self.review_blind and (compared or procedural) and context.blind():
+            return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                           reason="written by an untrusted writer that may not read what it writes: the records "
+                                  "it may contradict cannot be compared; needs review")
         if not (compared or procedural) or not (record.subjects or untrusted):
             return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
         short = len(record.content) <= self.max_chars
@@ -382,6 +391,7 @@ class ContradictionCheck:
         # Established procedures are the nearest records by *other* writers, ranked among
         # themselves: records of the writer's own would otherwise fill the k nearest.
         established = context.related_by_others(record, self.k) if untrusted and about else []
+        about_it = list(self._comparable(record, established))
         if procedural:
             # A change written under another subject (or none) is compared with what a
             # reader's search would find beside it too.
@@ -392,12 +402,29 @@ class ContradictionCheck:
             if changed:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                                reason=f"{changed} of related record {other.id} by another writer: needs review")
+        # Any other value of a record about the same subject (a name, a year): only the
+        # subject's records, which the writer declared its text to be about.
+        for other in about_it if short and compared else ():
+            kind = self._substitutes(mine, record, other)
+            if kind:
+                return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                               reason=f"puts another {kind} in the account of related record {other.id} "
+                                      "by another writer: needs review")
         return Verdict(validator=self.name, outcome=Outcome.ACCEPT)
 
     def _comparable(self, record: MemoryRecord, others: Iterable[MemoryRecord]) -> Iterator[MemoryRecord]:
         """The records of ``others`` that ``record`` is compared with: not itself nor the
         version it replaces, and of a compared kind."""
         return (o for o in others if o.id not in (record.id, record.supersedes) and o.kind in self.kinds)
+
+    def _substitutes(self, mine: Statement, record: MemoryRecord, other: MemoryRecord) -> str | None:
+        """The kind of value (:func:`~memwarden.guards.substitution.substituted`) the
+        candidate replaces in an established record about the same subject and topic."""
+        theirs = statement(other.content)
+        if len(mine.topic & theirs.topic) < self.min_shared or len(other.content) > self.max_chars \
+                or _other_things(mine, theirs):
+            return None
+        return substituted(record.content, other.content)
 
     def _changes_procedure(self, record: MemoryRecord, mine: Statement, other: MemoryRecord,
                            theirs: Statement, *, same_record: bool = False) -> str | None:

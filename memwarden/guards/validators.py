@@ -61,6 +61,10 @@ def _none(*_: object) -> list[MemoryRecord]:
     return []
 
 
+def _never() -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class ValidationContext:
     """What a validator may know about the write besides the record itself.
@@ -80,7 +84,10 @@ class ValidationContext:
     procedure change is compared with. ``established`` is the newest
     version, ``replaced`` or one it supersedes, written by another than the writer
     (:func:`by_another`), when the writer may read the memory: what a chain of the writer's
-    own updates of another's record changes.
+    own updates of another's record changes. ``blind()``: whether the writer may not read the
+    record it writes (asked of the policy only when a check needs it), so ``related``, ``nearby`` and ``replaced`` hold none of the records it may
+    contradict (they must not: a verdict would leak them); a check that compares then cannot
+    decide. It follows from the writer's own permissions and record, never from other records.
     """
 
     principal: Principal
@@ -91,6 +98,7 @@ class ValidationContext:
     replaced: MemoryRecord | None = None
     nearby: Callable[[MemoryRecord, int], list[MemoryRecord]] = _none
     established: MemoryRecord | None = None
+    blind: Callable[[], bool] = _never
 
     def related_by_others(self, record: MemoryRecord, k: int) -> list[MemoryRecord]:
         """Up to k records as ``related`` returns them, written by another (:func:`by_another`):

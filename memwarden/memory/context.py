@@ -213,7 +213,8 @@ class OpContext:
                                     others=lambda r, k: pipeline.related(self, r, k, other_writers=True),
                                     replaced=replaced if self.sees(replaced) else None,
                                     nearby=lambda r, k: pipeline.nearby(self, r, k),
-                                    established=self._established(record, replaced))
+                                    established=self._established(record, replaced),
+                                    blind=lambda: not self.allows("read", record))
         verdicts = list(pipeline.validators.run(record, context))
         if decision.review:
             verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,
