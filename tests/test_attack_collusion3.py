@@ -120,12 +120,9 @@ def test_nonsense_before_the_change_never_hides_its_words_from_the_windows(
     _planted_against(tmp_path, established, planted, established)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the query of the window holding an account reads the change's MAX_TERMS terms nearest a value it holds: "
-    "64 decoy numbers, each beside a made-up word and all before the change's own words, put 64 made-up words "
-    "as near a value as 'IBAN' is, and first, so the manager's record again matches nothing; reading every term "
-    "let twenty colluders' copies outrank an agent's record (tests/test_attack_collusion.py) and cost a 32 KB "
-    "change 60 ms a window over 1500 records"))
+# 64 decoy numbers, each beside a made-up word and all before the change's own words, once put
+# 64 made-up words as near a value as "IBAN" is, and first: the holders window read only those.
+# It now reads every term, MAX_TERMS a window (memwarden/memory/nearby.py).
 def test_decoy_values_never_hide_the_changes_words_from_the_windows(tmp_path: Path) -> None:
     """Each made-up word stands next to a number of its own (an account to the patterns)."""
     established = "Globex remittances go to IBAN FR7630006000011234567890189 only."

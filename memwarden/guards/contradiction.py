@@ -56,9 +56,14 @@ from memwarden.guards.substitution import substituted
 from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
 
-__all__ = ["ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
+__all__ = ["MAX_COMPARED_WORDS", "ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
            "statement", "topic_stem"]
 
+
+#: Distinct words of an untrusted procedure change compared with the records it may change:
+#: the nearest windows look for those records with every word (memwarden/memory/nearby.py),
+#: and a longer change is held for review rather than compared with some of its words.
+MAX_COMPARED_WORDS = 512
 
 _ANTONYMS = [
     ("allowed", "forbidden"), ("allowed", "prohibited"), ("allowed", "banned"), ("permitted", "forbidden"),
@@ -392,6 +397,10 @@ class ContradictionCheck:
         # themselves: records of the writer's own would otherwise fill the k nearest.
         established = context.related_by_others(record, self.k) if untrusted and about else []
         about_it = list(self._comparable(record, established))
+        if procedural and len(set(mine.words)) > MAX_COMPARED_WORDS:
+            return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
+                           reason=f"a procedure value in more than {MAX_COMPARED_WORDS} distinct words, more than "
+                                  "are compared with the records it may change: needs review")
         if procedural:
             # A change written under another subject (or none) is compared with what a
             # reader's search would find beside it too.

@@ -70,7 +70,7 @@ MAX_TERMS = 64
 K1, B = 1.2, 0.75
 # The layout's version. The procedures table holds what memwarden.guards.values reads in each
 # text (Values.held): a change to those categories must bump it too, so the index is rebuilt.
-_SCHEMA_VERSION = "3"
+_SCHEMA_VERSION = "4"
 # Keys every read filter compares (policy scope, visibility, kind, time, and who wrote it:
 # the windows of the write checks go writer by writer), kept as generated columns so a filter
 # reads them without parsing the JSON (memwarden.policies.sqlfilter).
@@ -102,7 +102,9 @@ STOPWORDS = frozenset(
     too very just yet up down out over under about into after before again off per s t""".split()
 )
 
-_WORD = re.compile(r"\w+")
+#: A word as the index reads it: letters and digits. Not "_": "Globex_remittances" is two words
+#: to a reader and to the contradiction check, and was one term that matched nothing.
+WORD = re.compile(r"[^\W_]+")
 _STEMMER = snowballstemmer.stemmer("english")
 
 
@@ -113,10 +115,10 @@ def _stem(word: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """The index terms of ``text``, in order: NFKC, case-folded words (letters, digits and
-    ``_``), stop words dropped, English words stemmed (Snowball), so "allergies" finds
+    """The index terms of ``text``, in order: NFKC, case-folded words (letters and
+    digits), stop words dropped, English words stemmed (Snowball), so "allergies" finds
     "allergic" and "INV-2024-0042" finds itself (as inv, 2024, 0042)."""
-    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    words = WORD.findall(unicodedata.normalize("NFKC", text).casefold())
     return [_stem(w) for w in words if w not in STOPWORDS]
 
 

@@ -42,7 +42,7 @@ from memwarden.guards.values import Values, procedure_values
 from memwarden.guards.contradiction import content_words
 from memwarden.memory.caches import INDEXED_KINDS, Related
 from memwarden.memory.codec import from_row
-from memwarden.memory.lexical import MAX_TERMS, terms
+from memwarden.memory.lexical import MAX_TERMS, WORD, terms
 from memwarden.memory.view import StoreView
 from memwarden.memory.writers import across_principals, trusted_first
 from memwarden.policies.engine import ReadScope
@@ -84,8 +84,13 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
         # MAX_TERMS of them, so that words listed first never hide the rest.
         windows[1:1] = [view.lexical_voices(" ".join(chunk), where)
                         for chunk in _chunks(sorted(values.objects), MAX_TERMS)]
-    else:  # only a record holding one of its categories can be changed (Values.changes)
-        windows = [view.lexical_voices(text, where, changing, only_holding=True)]
+    else:
+        # Only a record holding one of its categories can be changed (Values.changes), and those
+        # are few: they are looked for with every term of the change, MAX_TERMS a window, so
+        # that no cut of the words chooses which of them are compared (a change that put the
+        # words it shares with the record after 24 of its own matched nothing).
+        windows = [view.lexical_voices(" ".join(chunk), where, changing, only_holding=True)
+                   for chunk in islice(_chunks(_distinct_terms(text, record.content), MAX_TERMS), MAX_WINDOWS)]
     found: list[MemoryRecord] = []
     seen = {record.id}
     for matches in windows:
@@ -123,8 +128,8 @@ def related_records(entries: Iterable[Related], record: MemoryRecord, k: int, se
     holding = [r for r in ranked if changing & procedure_values(r.record.content).held()
                or values.may_weaken(procedure_values(r.record.content))] if changing else []
     first = _served(holding, record, k, sees, other_writers=True)
-    if not (values.weakens_any() or values.overflow):  # only a holder of its categories can be changed
-        return first
+    # Then any: a retelling can put another name or number in any record about its subject
+    # (memwarden/guards/substitution.py), not only in one holding a procedure value.
     seen = {r.id for r in first}
     return first + _served([r for r in ranked if r.record.id not in seen], record, k, sees, other_writers=True)
 
@@ -156,9 +161,12 @@ def _turns(ranked: list[tuple[str, float, Any, Any, bool]], record: MemoryRecord
     yield from (m[0] for m in across_principals(ranked, voice))
 
 
-_WORD = re.compile(r"\w+")
 #: Distinct terms the nearest windows' query reads, the words nearest a value first.
 QUERY_TERMS = 24
+#: Holder windows at most (MAX_TERMS terms each): a bound on a write's queries. The
+#: contradiction check holds for review a change of more distinct words than these read
+#: (:data:`~memwarden.guards.contradiction.MAX_COMPARED_WORDS`), so none is cut short.
+MAX_WINDOWS = 16
 _NUMBER = re.compile(r"\d+")
 
 
@@ -177,7 +185,7 @@ def _nearest_the_values(text: str, values: Values) -> str:
         i = bisect_left(spots, at)
         return min(abs(at - spots[j]) for j in (i - 1, i) if 0 <= j < len(spots))
 
-    found = list(_WORD.finditer(text))
+    found = list(WORD.finditer(text))
     words = [m.group() for m in (sorted(found, key=lambda m: distance(m.start())) if spots else found)]
     # QUERY_TERMS distinct terms at most: each costs the query its posting rows (a long text's
     # 64 were the validator chain's slowest writes), and a colluder's copy must outrank the
@@ -191,6 +199,11 @@ def _nearest_the_values(text: str, values: Values) -> str:
             seen.add(term)
         kept.append(word)
     return " ".join(kept)
+
+
+def _distinct_terms(first: str, text: str) -> list[str]:
+    """The distinct index terms of ``first`` then of ``text``, in that order."""
+    return list(dict.fromkeys([*terms(first), *terms(text)]))
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
