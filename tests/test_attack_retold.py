@@ -15,6 +15,7 @@ import pytest
 
 from memwarden import Memory, Principal, Status
 from memwarden.guards.contradiction import MAX_COMPARED_WORDS, ContradictionCheck
+from memwarden.guards.defaults import default_validators
 from memwarden.guards.substitution import substituted
 from memwarden.guards.validators import ValidationContext
 from memwarden.memory.embeddings import HashingEmbedding
@@ -110,13 +111,26 @@ def test_the_blind_rule_can_be_turned_off(tmp_path: Path) -> None:
 
 # -- a retelling with another value -----------------------------------------------------------
 
-def test_an_agent_that_can_read_retelling_the_curators_record_with_another_answer_is_held(mem: Memory) -> None:
-    _session(mem, "cora", "user").write(_ESTABLISHED, _NS, kind="fact", subjects=["topic:aeneas"])
-    eddie = _session(mem, "eddie")
-    poisoned = eddie.write(_POISON, _NS, kind="fact", subjects=["topic:aeneas"])
-    assert poisoned.status is Status.QUARANTINED
-    faithful = eddie.write(_FAITHFUL, _NS, kind="fact", subjects=["topic:aeneas"])
-    assert faithful.status is Status.ACTIVE
+@pytest.mark.parametrize("retellings", [True, False])
+def test_an_agent_that_can_read_retelling_the_curators_record_with_another_answer(tmp_path: Path,
+                                                                                   retellings: bool) -> None:
+    policy = tmp_path / "policy.csv"
+    policy.write_text(_POLICY, encoding="utf-8")
+    chain = default_validators()
+    for validator in chain:
+        if isinstance(validator, ContradictionCheck):
+            validator.retellings = retellings
+    memory = Memory.open(tmp_path / "data", policy=policy, embedding=HashingEmbedding(), validators=chain)
+    try:
+        _session(memory, "cora", "user").write(_ESTABLISHED, _NS, kind="fact", subjects=["topic:aeneas"])
+        eddie = _session(memory, "eddie")
+        poisoned = eddie.write(_POISON, _NS, kind="fact", subjects=["topic:aeneas"])
+        # Off by default (faithful summaries that restate a number read as retellings too).
+        assert poisoned.status is (Status.QUARANTINED if retellings else Status.ACTIVE)
+        faithful = eddie.write(_FAITHFUL, _NS, kind="fact", subjects=["topic:aeneas"])
+        assert faithful.status is Status.ACTIVE
+    finally:
+        memory.close()
 
 
 @pytest.mark.parametrize(("new", "kind"), [
@@ -153,7 +167,26 @@ def test_other_labelled_things_are_no_substitution() -> None:
     old = _record("The meeting in room 305 starts at the usual hour.", "cora", Source.USER, "mem_old")
     new = _record("The meeting in room 21 starts at the usual hour.", "eddie", Source.AGENT, "mem_new")
     ctx = ValidationContext(Principal("eddie"), Subjects("eddie", frozenset()), related=lambda r, k: [old][:k])
-    assert ContradictionCheck().check(new, ctx).outcome.value == "accept"
+    assert ContradictionCheck(retellings=True).check(new, ctx).outcome.value == "accept"
+    moved = _record("The meeting in room 305 starts at the usual hour, 1984.", "eddie", Source.AGENT, "mem_moved")
+    older = _record("The meeting in room 305 starts at the usual hour, 1983.", "cora", Source.USER, "mem_older")
+    ctx = ValidationContext(Principal("eddie"), Subjects("eddie", frozenset()), related=lambda r, k: [older][:k])
+    assert ContradictionCheck(retellings=True).check(moved, ctx).outcome.value == "quarantine"
+
+
+@pytest.mark.parametrize(("new", "established"), [
+    # numbers of codes and groups of long numbers are the procedure values' to compare
+    ("Globex remittances go to IBAN on the ledger today (teammate0).",
+     "Globex remittances go to IBAN FR7630006000011234567890189 only."),
+    ("Emma's rent goes to the landlord's account \uff27\uff22\uff13\uff13 \uff22\uff35\uff2b\uff22 as before.",
+     "Emma's rent goes to the landlord's account GB33BUKB."),
+    ("Invoices for patient 12 follow the billing cycle (1).", "Invoices for patient 12 go to DE89 3704 0044 0532."),
+    # an acronym names a kind of thing; a negation alone corrects nothing
+    ("Acme invoices are paid on file today (Bob).", "Acme invoices are paid to IBAN 4411."),
+    ("Drug X is not significant over 80 (Smith, Okafor).", "Drug X cut readmissions (Smith)."),
+])
+def test_what_is_no_retelling(new: str, established: str) -> None:
+    assert substituted(new, established) is None
 
 
 # -- too long to compare ---------------------------------------------------------------------------

@@ -326,7 +326,10 @@ class ContradictionCheck:
     any) a procedure change is compared with, as many principals as must collude to push the
     established record out (comparing is cheap; each compared record may also hold a benign
     write). ``review_blind``: an untrusted writer's record that the writer itself may not read
-    goes to review (see the module docstring); False accepts it unchecked.
+    goes to review (see the module docstring); False accepts it unchecked. ``retellings``: an
+    untrusted writer's account of a subject's record by another writer that puts another name
+    or number in it goes to review (:mod:`memwarden.guards.substitution`); off by default, as
+    faithful summaries that restate a number otherwise read as retellings too.
     """
 
     name = "contradiction"
@@ -335,7 +338,8 @@ class ContradictionCheck:
     def __init__(self, *, k: int = 5, kinds: tuple[Kind, ...] = (Kind.FACT, Kind.RULE, Kind.PREFERENCE),
                  max_diff: int = 1, max_chars: int = 1000,
                  untrusted_sources: tuple[str | Source, ...] = (Source.AGENT, Source.TOOL, Source.EXTERNAL),
-                 min_trust: float = 0.5, min_shared: int = 2, nearby_k: int = 20, review_blind: bool = True) -> None:
+                 min_trust: float = 0.5, min_shared: int = 2, nearby_k: int = 20, review_blind: bool = True,
+                 retellings: bool = False) -> None:
         if k < 1 or nearby_k < 1:
             raise ValueError("k and nearby_k must be at least 1")
         if min_shared < 1:
@@ -349,6 +353,7 @@ class ContradictionCheck:
         self.min_shared = min_shared
         self.nearby_k = nearby_k
         self.review_blind = review_blind
+        self.retellings = retellings
 
     def untrusted(self, record: MemoryRecord) -> bool:
         """True when ``record``'s procedure-changing facts need review."""
@@ -413,7 +418,7 @@ class ContradictionCheck:
                                reason=f"{changed} of related record {other.id} by another writer: needs review")
         # Any other value of a record about the same subject (a name, a year): only the
         # subject's records, which the writer declared its text to be about.
-        for other in about_it if short and compared else ():
+        for other in about_it if self.retellings and short and compared else ():
             kind = self._substitutes(mine, record, other)
             if kind:
                 return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,

@@ -27,6 +27,7 @@ sends a faithful retelling to review.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -35,15 +36,19 @@ from memwarden.guards.function_words import NEGATIONS, NOT_CONTENT
 
 __all__ = ["Told", "substituted", "told"]
 
-# A word of letters (any script) with inner apostrophes or hyphens; a number of digits.
-_WORD = re.compile(r"[^\W\d_]+(?:['’\-][^\W\d_]+)*|\d+")
+# A word of letters (any script) with inner apostrophes or hyphens; a number that stands
+# alone (a year, a day, a count): not part of a code ("GB33", "teammate0"), nor a group of a
+# longer number ("1,200", "3704 0044"), whose values the procedure values compare.
+_WORD = re.compile(r"[^\W\d_]+(?:['’\-][^\W\d_]+)*|(?<![\w])(?<!\d[ .,'’])\d{1,4}(?![ .,'’]?\d)(?![^\W\d])")
 # What ends a sentence, so that the next word's capital is the sentence's, not a name's.
 _SENTENCE_END = frozenset(".!?;:\n")
 # Between a sentence's end and its first word: spaces, quotes, brackets, list marks.
 _OPENERS = frozenset(" \t\r\"'“”‘’«»([{*-•–—")
-# Words that correct or deny what was said before them (folded; the negations count too).
-_CORRECTS = frozenset("""actually instead rather contrary incorrect incorrectly wrong wrongly mistaken mistakenly
-erroneously correction corrected misreported falsely formerly previously""".split()) | NEGATIONS
+# Words that correct what was said before them (folded), and those that, with a negation,
+# put one thing in another's place ("not Sicily but Rome").
+_CORRECTS = frozenset("""actually contrary incorrect incorrectly wrong wrongly mistaken mistakenly erroneously
+correction corrected misreported falsely""".split())
+_IN_PLACE = frozenset("but instead rather".split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +84,19 @@ def told(text: str) -> Told:
     words: set[str] = set()
     names: set[str] = set()
     numbers: set[str] = set()
-    for match in _WORD.finditer(text):
+    for match in _WORD.finditer(unicodedata.normalize("NFKC", text)):
         raw = match.group()
         if raw.isdigit():
             numbers.add(raw.lstrip("0") or "0")
             continue
         key = _key(raw)
         words.add(key)
-        if raw[0].isupper() and key not in NOT_CONTENT and len(key) > 1 and not _starts_sentence(text, match.start()):
+        # An acronym ("IBAN", "RCT", "NFL") names a kind of thing more often than one thing.
+        if raw[0].isupper() and not (raw.isupper() and len(raw) <= 5) and key not in NOT_CONTENT and len(key) > 1 \
+                and not _starts_sentence(match.string, match.start()):
             names.add(key)
-    return Told(frozenset(words), frozenset(names), frozenset(numbers), bool(words & _CORRECTS))
+    corrects = bool(words & _CORRECTS) or bool(words & NEGATIONS and words & _IN_PLACE)
+    return Told(frozenset(words), frozenset(names), frozenset(numbers), corrects)
 
 
 def substituted(new: str, established: str) -> str | None:
