@@ -10,6 +10,13 @@ digit 0 leaves a *different* key, because a payment system reads the characters,
 look. :func:`skeleton` folds those away too, so that a caller can tell a look-alike of a
 known value (an attack on the reader's eyes) from a plainly different one.
 
+An amount of money is a number with a currency on either side, a symbol or an ISO 4217 code
+(:data:`CURRENCY_CODES`, in capitals or one of :data:`LOWER_CASE_CODES`): "€ 4 000", "4'000
+CHF", "400,- EUR", "SEK 4000". Its key is its value, read with any thousands separator (a
+space, a no-break or thin space, an apostrophe, a dot or a comma before groups of three
+digits) and times a magnitude after it ("€4k", "EUR 4 million"): "4 000", "4.000" and "4,000"
+are one value. Any other amount is a number and its unit ("5 mg", "3 tablets").
+
 Linear time: the patterns run on RE2 (``google-re2``), whose matching time is linear in the
 text, over the rule engine's one-byte-per-character projection of it.
 """
