@@ -53,7 +53,7 @@ from memwarden.guards.folding import fold, signature_tokens
 from memwarden.guards.function_words import MOMENTS, NEGATIONS, NOT_CONTENT
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict, by_another
 from memwarden.guards.substitution import substituted
-from memwarden.guards.values import procedure_values, skeleton
+from memwarden.guards.values import CURRENCY_CODES, MAGNITUDES, procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
 
 __all__ = ["MAX_COMPARED_WORDS", "ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
@@ -106,8 +106,14 @@ _CURRENCY = re.compile(r"([$€£])\s*(\d+(?:[.,]\d+)?)")
 # Money, which labels nothing: a symbol or an ISO code before the number, or a code after it
 # ("USD 400" against "USD 40" read as two things labelled "usd", so the changed amount was
 # never held).
-_MONEY = re.compile(r"(?:[$€£¥₹₩]|\b(?:usd|eur|gbp|jpy|cny|rmb|inr|krw)\b)\s*\d+(?:[.,]\d+)?|"
-                    r"\b\d+(?:[.,]\d+)?\s*(?:usd|eur|gbp|jpy|cny|rmb|inr|krw)\b")
+_CODES = "|".join(sorted(CURRENCY_CODES, key=len, reverse=True))
+# (Bounded repeats, each group three digits: linear time on Python's re, whose each start may
+# scan only a few characters on.)
+_AMOUNT = r"(?:\d{1,3}(?:[ '’.,]\d{3}){1,6}|\d+)(?:[.,]\d+)?"
+_MAGNITUDE = "|".join(sorted(MAGNITUDES, key=len, reverse=True))
+_MONEY = re.compile(rf"(?:[$€£¥₹₩₽]|\b(?:{_CODES})\b)[ \t]{{0,3}}{_AMOUNT}(?:[ \t]{{0,3}}(?:{_MAGNITUDE})\b)?|"
+                    rf"\b{_AMOUNT}(?:[ \t]{{0,3}}(?:{_MAGNITUDE})\b)?(?:[.,][-–])?[ \t]{{0,3}}"
+                    rf"(?:[$€£¥₹₩₽]|(?:{_CODES})\b)")
 _CONTRACTED = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)?")
 

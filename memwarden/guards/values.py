@@ -10,12 +10,20 @@ digit 0 leaves a *different* key, because a payment system reads the characters,
 look. :func:`skeleton` folds those away too, so that a caller can tell a look-alike of a
 known value (an attack on the reader's eyes) from a plainly different one.
 
+An amount of money is a number with a currency on either side, a symbol or an ISO 4217 code
+(:data:`CURRENCY_CODES`, in capitals or one of :data:`LOWER_CASE_CODES`): "€ 4 000", "4'000
+CHF", "400,- EUR", "SEK 4000". Its key is its value, read with any thousands separator (a
+space, a no-break or thin space, an apostrophe, a dot or a comma before groups of three
+digits) and times a magnitude after it ("€4k", "EUR 4 million"): "4 000", "4.000" and "4,000"
+are one value. Any other amount is a number and its unit ("5 mg", "3 tablets").
+
 Linear time: the patterns run on RE2 (``google-re2``), whose matching time is linear in the
 text, over the rule engine's one-byte-per-character projection of it.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -97,13 +105,47 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
-    # is none ("50 of the mg", "50 de mg"): group 5.
-    "amount": _compile(rf"([$\x01])\s*({_D}+(?:[.,]{_D}+)*)|(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
-                       rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?|"
-                       # A currency's code before the number ("EUR 400"), as banks and invoices write it
-                       # ("rub" is left out: "rub 2 drops" is the verb).
-                       rf"(?:^|[^a-zA0-9B\x01])(usd|eur|gbp|jpy|cny|rmb|inr|krw)\s*({_D}+(?:[.,]{_D}+)*)"),
+    # is none ("50 of the mg", "50 de mg"): group 4. (Money is read first, by _MONEY_BEFORE
+    # and _MONEY_AFTER: a number they read as money is no unit's.)
+    "amount": _compile(rf"(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
+                       rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?"),
 }
+
+#: The active ISO 4217 currency codes (and "RMB", the renminbi as it is often written). An amount
+#: is money with one of them next to its number, on either side ("CHF 400", "400 CHF"); written
+#: in lower case only the codes of :data:`LOWER_CASE_CODES` are (a code may be a word: "all",
+#: "top", "try", "mad", "pen", "sos", "rub 2 drops").
+CURRENCY_CODES = frozenset("""
+    aed afn all amd ang aoa ars aud awg azn bam bbd bdt bgn bhd bif bmd bnd bob bov brl bsd btn bwp
+    byn bzd cad cdf chf clp cny cop crc cuc cup cve czk djf dkk dop dzd egp ern etb eur fjd fkp gbp
+    gel ghs gip gmd gnf gtq gyd hkd hnl htg huf idr ils inr iqd irr isk jmd jod jpy kes kgs khr kmf
+    kpw krw kwd kyd kzt lak lbp lkr lrd lsl lyd mad mdl mga mkd mmk mnt mop mru mur mvr mwk mxn myr
+    mzn nad ngn nio nok npr nzd omr pab pen pgk php pkr pln pyg qar ron rsd rub rwf sar sbd scr sdg
+    sek sgd shp sle sll sos srd ssp stn svc syp szl thb tjs tmt tnd top try ttd twd tzs uah ugx usd
+    uyu uzs ved ves vnd vuv wst xaf xcd xof xpf yer zar zmw zwg zwl rmb""".split())
+#: The codes that are money written in lower case too ("400 chf"): none of them is a word.
+LOWER_CASE_CODES = frozenset("usd eur gbp jpy cny rmb inr krw chf sek nok dkk pln czk huf aud nzd hkd sgd zar "
+                             "brl mxn thb uah aed idr".split())
+#: What multiplies an amount of money written after its number ("€4k", "EUR 4 million", "4 Mio.").
+MAGNITUDES = {**dict.fromkeys(("k", "thousand", "thousands", "tsd", "tausend"), 3),
+              **dict.fromkeys(("m", "mn", "mm", "mio", "million", "millions", "millionen"), 6),
+              **dict.fromkeys(("bn", "b", "mrd", "billion", "billions", "milliard", "milliarden", "milliards"), 9)}
+_CODES = "|".join(sorted(CURRENCY_CODES, key=len, reverse=True))
+# The currencies' names after a number ("4 000 euros").
+_NAMES = "euros?|dollars?|bucks|pounds?|francs?|franken|rupees?|yen|yuan|won|rubles?|roubles?"
+_MAGS = "|".join(sorted(MAGNITUDES, key=len, reverse=True))
+# An amount's number with the thousands separators people group it with (a space, a no-break
+# or thin space, which NFKC makes a space; an apostrophe, a right quote (\x01), a dot or a
+# comma), each followed by exactly three digits (so "4, 5 and 6" stays three numbers), and a
+# decimal part. (At most six groups: a pattern that may scan far from each start is no linear
+# one for Python's re, in contradiction._MONEY.)
+_MONEY_NUMBER = rf"((?:{_D}{{1,3}}(?:[ '\x01.,]{_D}{{3}}){{1,6}}|{_D}+)(?:[.,]{_D}+)?)"
+# A currency before the number ("€ 4 000", "EUR 4 million", "$4.5k") or after it ("400 €",
+# "4 000 EUR", "400,- EUR": ",-", ".-" or ".–" mark no decimals).
+_MONEY_BEFORE = _compile(rf"(?:([$\x01])|(?:^|[^a-zA0-9B\x01])({_CODES}))[ \t]{{0,3}}{_MONEY_NUMBER}"
+                         rf"(?:[ \t]{{0,3}}({_MAGS})\b|\b)")
+_MONEY_AFTER = _compile(rf"(?:^|[^a-zA0-9B\x01:])(?:{_MONEY_NUMBER})(?:[ \t]{{0,3}}({_MAGS})\b)?(?:[.,][\-\x01])?"
+                        rf"[ \t]{{0,3}}(?:([$\x01])|({_CODES}|{_NAMES})\b)")
 _CURRENCY = frozenset("$€£¥₹₩₽")
 # One key per currency however it is written: "€40" and "400 EUR" are one amount changed (each
 # spelling was a category of its own, so the change was never compared). "$" reads as the
@@ -113,7 +155,32 @@ _CURRENCY_KEYS = {**dict.fromkeys(("$", "usd", "dollar", "buck"), "usd"), **dict
                   **dict.fromkeys(("£", "gbp", "pound", "sterling", "quid"), "gbp"),
                   **dict.fromkeys(("¥", "jpy", "yen", "cny", "rmb", "yuan"), "jpy"),
                   **dict.fromkeys(("₹", "inr", "rupee"), "inr"), **dict.fromkeys(("₩", "krw", "won"), "krw"),
-                  **dict.fromkeys(("₽", "rub", "ruble", "rouble"), "rub")}
+                  **dict.fromkeys(("₽", "rub", "ruble", "rouble"), "rub"),
+                  **dict.fromkeys(("chf", "franc", "franken"), "chf")}
+_GROUP_SEPARATORS = frozenset(" '\u2019.,")
+
+
+def _money(number: str, magnitude: str = "") -> str | None:
+    """The key of an amount of money: its value as a normalised decimal ("4 000", "4.000",
+    "4,000" and "4'000" are 4000; "4,50" is 4.5), times its magnitude ("4k" is 4000). None
+    for a number grouped by no one rule (two separators for the thousands)."""
+    parts = re.split(r"([^0-9])", "".join(str(unicodedata.digit(c)) if c.isdigit() else c for c in number))
+    digits, seps = parts[0::2], parts[1::2]
+    decimals = ""
+    if seps and seps[-1] in ".," and (len(digits[-1]) != 3 or (len(seps) > 1 and seps[-2] != seps[-1])
+                                      or len(digits[0]) > 3):
+        decimals, digits, seps = digits[-1], digits[:-1], seps[:-1]
+    if len(set(seps)) > 1 or any(s not in _GROUP_SEPARATORS for s in seps):
+        return None
+    try:
+        value = Decimal("".join(digits) + ("." + decimals if decimals else ""))
+    except InvalidOperation:
+        return None
+    if magnitude:
+        value = value.scaleb(MAGNITUDES[magnitude.casefold()])
+    return format(value.normalize(), "f")
+
+
 # Whom to trust opened to anyone: weakened whether or not a check is named.
 _OPENED = _compile(r"\b(?:anyone|anybody|whoever|everyone|everybody)\b")
 _WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
@@ -370,22 +437,43 @@ def procedure_values(text: str) -> Values:
         who = _who(span(match, next(g for g in (1, 2, 3) if match.group(g) is not None)))
         if who:
             add("route", who)
-    for match in matches("amount"):
-        if match.group(1) is not None:
-            symbol = span(match, 1)
-            if symbol in _CURRENCY:
-                found.setdefault(f"amount:{_CURRENCY_KEYS[symbol]}", set()).add(_number(span(match, 2)))
-        elif match.group(6) is not None:
-            found.setdefault(f"amount:{_CURRENCY_KEYS[span(match, 6).casefold()]}", set()).add(_number(span(match, 7)))
+    # Money first, a currency on either side of its number: the numbers it reads are no unit's.
+    money: set[int] = set()
+
+    def add_money(match: re2._Match, symbol: int, code: int, number: int, magnitude: int) -> None:
+        if match.group(symbol) is not None:
+            currency = span(match, symbol)
+            if currency not in _CURRENCY:
+                return
         else:
-            unit = span(match, 4).casefold()
-            if (unit == "x" or fold(unit) in _NOT_UNITS) and match.group(5) is not None:
-                unit = span(match, 5).casefold()
-            if fold(unit) not in _NOT_UNITS:
-                # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
-                unit = unit.rstrip("s") or unit
-                category, number = _measure(_CURRENCY_KEYS.get(unit, unit), _number(span(match, 3)))
-                found.setdefault(f"amount:{category}", set()).add(number)
+            currency = span(match, code)
+            # (A code in lower case may be a word: "mad", "pen", "top 5".)
+            if not (currency.isupper() or currency in LOWER_CASE_CODES or currency.casefold() not in CURRENCY_CODES):
+                return
+        currency = currency.casefold()
+        currency = currency[:-1] if currency.endswith("s") and currency[:-1] in _CURRENCY_KEYS else currency
+        key = _money(span(match, number), span(match, magnitude) if match.group(magnitude) is not None else "")
+        if key is not None:
+            found.setdefault(f"amount:{_CURRENCY_KEYS.get(currency, currency)}", set()).add(key)
+            money.add(match.end(number))
+
+    for category, pattern, groups in (("before", _MONEY_BEFORE, (1, 2, 3, 4)), ("after", _MONEY_AFTER, (3, 4, 1, 2))):
+        for n, match in enumerate(pattern.finditer(data)):
+            if n == MAX_MATCHES:
+                overflow = True
+                break
+            add_money(match, *groups)
+    for match in matches("amount"):
+        if match.end(1) in money:
+            continue  # the number of an amount of money, read above
+        unit = span(match, 2).casefold()
+        if (unit == "x" or fold(unit) in _NOT_UNITS) and match.group(3) is not None:
+            unit = span(match, 3).casefold()
+        if fold(unit) not in _NOT_UNITS:
+            # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
+            unit = unit.rstrip("s") or unit
+            category, number = _measure(_CURRENCY_KEYS.get(unit, unit), _number(span(match, 1)))
+            found.setdefault(f"amount:{category}", set()).add(number)
     dropped, dropped_words = set(), set()
     for match in _unnegated(_DROPS, data):
         if match.group(2) is not None:
