@@ -310,12 +310,20 @@ def _who(value: str) -> str:
 
 _SENTENCE_END = re2.compile(rb"[.;!?\n]")
 _NEGATED = _compile(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
-_COORDINATED = _compile(r",|\b(?:and|or|und|oder|et|ou|y|o|e)\b")
+# What ends a negation's clause: a list ("no receipt and no approval": the first "no" is the
+# list's other weakening), a colon, a semicolon or a dash (the projection's "\x01" for an em or
+# en dash), or a conjunction that starts another clause ("Nothing changes: ... without a
+# call-back", "Don't worry, ... without the call-back": the weakening is stated, not denied).
+_CLAUSE_BREAK = _compile(r"[,:;\x01]|\s-\s|\b(?:and|or|but|so|because|und|oder|aber|weil|denn|et|ou|mais|"
+                         r"y|o|pero|porque|e|ma|perch[eaA])\b")
+#: Words a negation may stand before the weakening it governs ("no payment goes out without").
+_NEGATION_REACH = 8
 
 
 def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
-    """The matches of ``pattern`` in ``data`` whose sentence has no negation before them: "no
-    payment goes out without a call-back" states a check, it weakens none. (The look back is
+    """The matches of ``pattern`` in ``data`` with no negation before them in their clause: "no
+    payment goes out without a call-back" states a check, it weakens none; "nothing changes:
+    payments go out without a call-back" weakens it. (The look back is
     bounded: at most 200 characters for each of at most :data:`MAX_MATCHES` matches.)"""
     for n, match in enumerate(pattern.finditer(data)):
         if n == MAX_MATCHES:
@@ -325,9 +333,10 @@ def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
         if ends:
             before = before[ends[-1].end():]
         negations = list(_NEGATED.finditer(before))
-        # A negation governs the weakening only with no list between them: in "no receipt and no
-        # approval" the first "no" is the list's other weakening.
-        if not negations or _COORDINATED.search(before[negations[-1].end():]) is not None:
+        # A negation governs the weakening only in its own clause, a few words before it.
+        between = before[negations[-1].end():] if negations else b""
+        if (not negations or _CLAUSE_BREAK.search(between) is not None
+                or len(between.split()) > _NEGATION_REACH):
             yield match
 
 
