@@ -114,12 +114,20 @@ _CURRENCY_KEYS = {**dict.fromkeys(("$", "usd", "dollar", "buck"), "usd"), **dict
                   **dict.fromkeys(("¥", "jpy", "yen", "cny", "rmb", "yuan"), "jpy"),
                   **dict.fromkeys(("₹", "inr", "rupee"), "inr"), **dict.fromkeys(("₩", "krw", "won"), "krw"),
                   **dict.fromkeys(("₽", "rub", "ruble", "rouble"), "rub")}
-# Whom to trust opened to anyone: weakened whether or not a check is named.
-_OPENED = _compile(r"\b(?:anyone|anybody|whoever|everyone|everybody)\b")
-_WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
+# Whom to trust or who approves opened to anyone: weakened whether or not a check is named.
+# (One list, in :data:`_WEAKENED` too: "everyone" was an opened role but no weakening, so
+# "approved by everyone in finance" weakened nothing.) Letters other than ASCII read as "A".
+_OPENED_WORDS = (r"anyone|anybody|whoever|everyone|everybody|all (?:staff|employees|personnel)|"
+                 r"any (?:employee|staff(?: member)?|member of staff|colleague|caller|user)|"
+                 r"jedermann|jede[rm]? (?:mitarbeiter(?:in)?|kollege|kollegin)|alle mitarbeiter(?:innen)?|"
+                 r"tout le monde|quiconque|n'importe qui|tous les employ[a-zA]*|"
+                 r"cualquiera|todo el mundo|cualquier (?:persona|empleado)|"
+                 r"chiunque|tutti i dipendenti|qualsiasi dipendente|tutto il personale")
+_OPENED = _compile(rf"\b(?:{_OPENED_WORDS})\b")
+_WEAKENED = _compile(rf"\b(?:{_OPENED_WORDS}|alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
-                     r"anyone|anybody|whoever|suspended|paused|on hold|lifted)\b")
+                     r"suspended|paused|on hold|lifted)\b")
 # A weakening with its object: what it drops ("without countersigning", "skip the screening",
 # "no longer need an escort", "unescorted"). Where the established record names that object
 # ("countersigned by a second pharmacist"), the weakening weakens it, whether or not the check
@@ -213,7 +221,7 @@ class Values:
         """Whether this text may weaken a check of an established text that holds no value of
         its own (:meth:`weakens` needs a weakening or something dropped): when it cannot,
         only established texts holding one of :meth:`changing` can be changed by it."""
-        return self.weakened or bool(self.dropped)
+        return self.weakened or self.opened or bool(self.dropped)
 
     def may_weaken(self, established: Values) -> bool:
         """Whether :meth:`weakens` may hold for ``established`` by what this text drops alone: a
@@ -229,6 +237,9 @@ class Values:
         if established.weakened:
             return False
         if self.weakened and (self.opened or self.names_check or established.names_check):
+            return True
+        # A role opened to anyone weakens on its own where a check or an approver is named.
+        if self.opened and (self.names_check or established.names_check or "route" in established.by_category):
             return True
         # (What both texts drop, "sin zapatos" in both, is no new weakening.)
         return any(word.startswith(stem) for stem in self.dropped - established.dropped for word in established.words)
@@ -407,5 +418,5 @@ def procedure_values(text: str) -> Values:
             dropped_words.add(objects[0])
     weakened = next(_unnegated(_WEAKENED, data), None) is not None
     return Values({k: frozenset(v) for k, v in found.items()}, weakened, raw, overflow,
-                  _CHECK.search(data) is not None, _OPENED.search(data) is not None, frozenset(dropped),
+                  _CHECK.search(data) is not None, next(_unnegated(_OPENED, data), None) is not None, frozenset(dropped),
                   frozenset(w.decode() for w in _WORDS.findall(data)), frozenset(dropped_words))
