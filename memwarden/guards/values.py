@@ -66,8 +66,22 @@ _SCALES = {unit: (dimension, Decimal(size)) for dimension, sizes in (("mass:mg",
 _MEASURES = "|".join(sorted((u + "s?" for u in _SCALES if u.isascii()), key=len, reverse=True))
 
 
+# Top-level domains a bare host name may end in: the common generic ones and country codes that
+# are no English word or file extension ("it", "in", "at", "no", "me" are left out: "done.It
+# was" is a missing space).
+_TLDS = ("com|net|org|edu|gov|mil|int|biz|info|io|co|app|dev|cloud|online|site|tech|xyz|shop|store|"
+         "eu|uk|de|fr|es|nl|ch|se|dk|fi|pl|ie|pt|ca|au|nz|jp|cn|ru|br|mx|ar")
+# An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]". (A bare
+# " at " is no "@": only the bracketed one is read so.)
+_OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.)\s*[\])}]\s*")
 _PATTERNS: dict[str, re2._Regexp] = {
-    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+"),
+    # An address, a link, or a bare host name ("portal.globex.com/invoices", group 1): labels
+    # ending in a top-level domain of :data:`_TLDS` (so no "e.g.", "v1.2", "report.pdf" or
+    # "St. Mary"), with its path.
+    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+|"
+                            rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})"
+                            rf"(?:/(?:[^\s<>\"'()\[\]]*[^\s<>\"'()\[\].,;:!?])?)?)"
+                            rf"(?:[^a-zA0-9B\x01\-@./_]|\.(?:[^a-zA0-9B\x01]|$)|$)"),
     # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
     # separators people write them with (accounts, cards, phones, sort codes).
     # (o, l and i inside the digits stay in the value: the look-alikes of 0 and 1.)
@@ -372,16 +386,25 @@ def procedure_values(text: str) -> Values:
 
     overflow = False
 
-    def matches(category: str) -> Iterator[re2._Match]:
+    def matches(category: str, of: bytes = data) -> Iterator[re2._Match]:
         nonlocal overflow
-        for n, match in enumerate(_PATTERNS[category].finditer(data)):
+        for n, match in enumerate(_PATTERNS[category].finditer(of)):
             if n == MAX_MATCHES:
                 overflow = True
                 return
             yield match
 
-    for match in matches("destination"):
-        add("destination", span(match))
+    # Destinations are read with "[at]" and "[dot]" read as "@" and ".".
+    spelled, last = [], 0
+    for n, match in enumerate(_OBFUSCATED.finditer(data)):
+        if n == MAX_MATCHES:
+            break
+        spelled += [nfkc[last:match.start()], "@" if match.group(1) in (b"at", b"@") else "."]
+        last = match.end()
+    plain = "".join(spelled) + nfkc[last:] if spelled else nfkc
+    for match in matches("destination", project(plain.translate(_ASCII_LOWER)) if spelled else data):
+        group = 1 if match.group(1) is not None else 0
+        add("destination", plain[match.start(group):match.end(group)])
     for match in matches("account"):
         add("account", span(match, 1 if match.group(1) is not None else 2))
     for match in matches("credential"):
