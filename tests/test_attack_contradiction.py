@@ -342,10 +342,9 @@ def test_a_changed_label_in_an_aside_does_not_exempt_a_changed_dose() -> None:
 
 
 def test_an_approver_named_as_a_possessive_is_an_approver() -> None:
-    # An approver is read as a route only after "approved/checked/... by"; under the same
-    # subject the substituted name holds it (memwarden/guards/substitution.py).
+    # "Maria's approval" names the approver as "approved by Maria" does: the route changes.
     verdict = _verdict("Purchases over 500 EUR are approved by Mallory.", "Purchases over 500 EUR need Maria's approval.")
-    assert verdict.outcome is Outcome.QUARANTINE and "another name" in verdict.reason, verdict
+    assert verdict.outcome is Outcome.QUARANTINE and "changes the route" in verdict.reason, verdict
 
 
 @pytest.mark.xfail(strict=True, reason="'until further notice' in German, French, Spanish and Italian dates the "

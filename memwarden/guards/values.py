@@ -74,6 +74,8 @@ _TLDS = ("com|net|org|edu|gov|mil|int|biz|info|io|co|app|dev|cloud|online|site|t
 # An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]". (A bare
 # " at " is no "@": only the bracketed one is read so.)
 _OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.)\s*[\])}]\s*")
+# What a possessive or an "of"/"from" names the approver of.
+_APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation)"
 _PATTERNS: dict[str, re2._Regexp] = {
     # An address, a link, or a bare host name ("portal.globex.com/invoices", group 1): labels
     # ending in a top-level domain of :data:`_TLDS` (so no "e.g.", "v1.2", "report.pdf" or
@@ -107,7 +109,11 @@ _PATTERNS: dict[str, re2._Regexp] = {
                       # German: "von/durch X genehmigt", the participle after who
                       rf"\b(?:von|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
                       rf"best{_L}tigt|unterschrieben|gegengezeichnet|abgezeichnet|kontrolliert|autorisiert|"
-                      rf"verantwortet)\b"),
+                      rf"verantwortet)\b|"
+                      # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off")
+                      # or after the approval ("approval from Carol", "the sign-off of the CFO").
+                      rf"\b({_WI}+)['\x01]s\s+{_APPROVALS}\b|"
+                      rf"\b{_APPROVALS}s?\s+(?:of|from)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -410,7 +416,7 @@ def procedure_values(text: str) -> Values:
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
-        who = _who(span(match, next(g for g in (1, 2, 3) if match.group(g) is not None)))
+        who = _who(span(match, next(g for g in (1, 2, 3, 4, 5) if match.group(g) is not None)))
         if who:
             add("route", who)
     for match in matches("amount"):
