@@ -2,6 +2,13 @@
 account is paid, a credential or where it is kept, an amount or a dose, who approves or is
 trusted, and whether a check is weakened.
 
+A destination is an address, a link, a bare host name ending in a known top-level domain
+("portal.globex.com/invoices"), or an address spelled "ap [at] globex [dot] com". An approver is
+read after a participle and "by/to/via" ("approved by Carol"), before "'s approval" ("Carol's
+sign-off") or after "approval from/of". A check is weakened by a weakening word or a role opened
+to anyone ("everyone in finance approves"), unless a negation stands a few words before it in
+its own clause ("no payment goes out without a call-back"; a colon, a dash or "but" ends one).
+
 :func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
 (full-width and mathematical digits are the digits they stand for), case-folded, without the
 spaces, hyphens, dots and slashes people group account numbers with. Nothing else is folded:
