@@ -341,10 +341,10 @@ def test_a_changed_label_in_an_aside_does_not_exempt_a_changed_dose() -> None:
     _held("Lena takes 50 mg melatonin at bedtime (ward 4).", "Lena takes 5 mg melatonin at bedtime (ward 3).")
 
 
-@pytest.mark.xfail(strict=True, reason="an approver is read only after 'approved/checked/... by': 'need Maria's "
-                                       "approval' names none, so 'approved by Mallory' changes nothing established")
 def test_an_approver_named_as_a_possessive_is_an_approver() -> None:
-    _held("Purchases over 500 EUR are approved by Mallory.", "Purchases over 500 EUR need Maria's approval.")
+    # "Maria's approval" names the approver as "approved by Maria" does: the route changes.
+    verdict = _verdict("Purchases over 500 EUR are approved by Mallory.", "Purchases over 500 EUR need Maria's approval.")
+    assert verdict.outcome is Outcome.QUARANTINE and "changes the route" in verdict.reason, verdict
 
 
 @pytest.mark.xfail(strict=True, reason="'until further notice' in German, French, Spanish and Italian dates the "

@@ -2,6 +2,13 @@
 account is paid, a credential or where it is kept, an amount or a dose, who approves or is
 trusted, and whether a check is weakened.
 
+A destination is an address, a link, a bare host name ending in a known top-level domain
+("portal.globex.com/invoices"), or an address spelled "ap [at] globex [dot] com". An approver is
+read after a participle and "by/to/via" ("approved by Carol"), before "'s approval" ("Carol's
+sign-off") or after "approval from/of". A check is weakened by a weakening word or a role opened
+to anyone ("everyone in finance approves"), unless a negation stands a few words before it in
+its own clause ("no payment goes out without a call-back"; a colon, a dash or "but" ends one).
+
 :func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
 (full-width and mathematical digits are the digits they stand for), case-folded, without the
 spaces, hyphens, dots and slashes people group account numbers with. Nothing else is folded:
@@ -74,8 +81,24 @@ _SCALES = {unit: (dimension, Decimal(size)) for dimension, sizes in (("mass:mg",
 _MEASURES = "|".join(sorted((u + "s?" for u in _SCALES if u.isascii()), key=len, reverse=True))
 
 
+# Top-level domains a bare host name may end in: the common generic ones and country codes that
+# are no English word or file extension ("it", "in", "at", "no", "me" are left out: "done.It
+# was" is a missing space).
+_TLDS = ("com|net|org|edu|gov|mil|int|biz|info|io|co|app|dev|cloud|online|site|tech|xyz|shop|store|"
+         "eu|uk|de|fr|es|nl|ch|se|dk|fi|pl|ie|pt|ca|au|nz|jp|cn|ru|br|mx|ar")
+# An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]". (A bare
+# " at " is no "@": only the bracketed one is read so.)
+_OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.)\s*[\])}]\s*")
+# What a possessive or an "of"/"from" names the approver of.
+_APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation)"
 _PATTERNS: dict[str, re2._Regexp] = {
-    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+"),
+    # An address, a link, or a bare host name ("portal.globex.com/invoices", group 1): labels
+    # ending in a top-level domain of :data:`_TLDS` (so no "e.g.", "v1.2", "report.pdf" or
+    # "St. Mary"), with its path.
+    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+|"
+                            rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})"
+                            rf"(?:/(?:[^\s<>\"'()\[\]]*[^\s<>\"'()\[\].,;:!?])?)?)"
+                            rf"(?:[^a-zA0-9B\x01\-@./_]|\.(?:[^a-zA0-9B\x01]|$)|$)"),
     # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
     # separators people write them with (accounts, cards, phones, sort codes).
     # (o, l and i inside the digits stay in the value: the look-alikes of 0 and 1.)
@@ -101,7 +124,11 @@ _PATTERNS: dict[str, re2._Regexp] = {
                       # German: "von/durch X genehmigt", the participle after who
                       rf"\b(?:von|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
                       rf"best{_L}tigt|unterschrieben|gegengezeichnet|abgezeichnet|kontrolliert|autorisiert|"
-                      rf"verantwortet)\b"),
+                      rf"verantwortet)\b|"
+                      # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off")
+                      # or after the approval ("approval from Carol", "the sign-off of the CFO").
+                      rf"\b({_WI}+)['\x01]s\s+{_APPROVALS}\b|"
+                      rf"\b{_APPROVALS}s?\s+(?:of|from)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -181,12 +208,20 @@ def _money(number: str, magnitude: str = "") -> str | None:
     return format(value.normalize(), "f")
 
 
-# Whom to trust opened to anyone: weakened whether or not a check is named.
-_OPENED = _compile(r"\b(?:anyone|anybody|whoever|everyone|everybody)\b")
-_WEAKENED = _compile(r"\b(?:alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
+# Whom to trust or who approves opened to anyone: weakened whether or not a check is named.
+# (One list, in :data:`_WEAKENED` too: "everyone" was an opened role but no weakening, so
+# "approved by everyone in finance" weakened nothing.) Letters other than ASCII read as "A".
+_OPENED_WORDS = (r"anyone|anybody|whoever|everyone|everybody|all (?:staff|employees|personnel)|"
+                 r"any (?:employee|staff(?: member)?|member of staff|colleague|caller|user)|"
+                 r"jedermann|jede[rm]? (?:mitarbeiter(?:in)?|kollege|kollegin)|alle mitarbeiter(?:innen)?|"
+                 r"tout le monde|quiconque|n'importe qui|tous les employ[a-zA]*|"
+                 r"cualquiera|todo el mundo|cualquier (?:persona|empleado)|"
+                 r"chiunque|tutti i dipendenti|qualsiasi dipendente|tutto il personale")
+_OPENED = _compile(rf"\b(?:{_OPENED_WORDS})\b")
+_WEAKENED = _compile(rf"\b(?:{_OPENED_WORDS}|alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
-                     r"anyone|anybody|whoever|suspended|paused|on hold|lifted)\b")
+                     r"suspended|paused|on hold|lifted)\b")
 # A weakening with its object: what it drops ("without countersigning", "skip the screening",
 # "no longer need an escort", "unescorted"). Where the established record names that object
 # ("countersigned by a second pharmacist"), the weakening weakens it, whether or not the check
@@ -280,7 +315,7 @@ class Values:
         """Whether this text may weaken a check of an established text that holds no value of
         its own (:meth:`weakens` needs a weakening or something dropped): when it cannot,
         only established texts holding one of :meth:`changing` can be changed by it."""
-        return self.weakened or bool(self.dropped)
+        return self.weakened or self.opened or bool(self.dropped)
 
     def may_weaken(self, established: Values) -> bool:
         """Whether :meth:`weakens` may hold for ``established`` by what this text drops alone: a
@@ -296,6 +331,9 @@ class Values:
         if established.weakened:
             return False
         if self.weakened and (self.opened or self.names_check or established.names_check):
+            return True
+        # A role opened to anyone weakens on its own where a check or an approver is named.
+        if self.opened and (self.names_check or established.names_check or "route" in established.by_category):
             return True
         # (What both texts drop, "sin zapatos" in both, is no new weakening.)
         return any(word.startswith(stem) for stem in self.dropped - established.dropped for word in established.words)
@@ -377,12 +415,20 @@ def _who(value: str) -> str:
 
 _SENTENCE_END = re2.compile(rb"[.;!?\n]")
 _NEGATED = _compile(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
-_COORDINATED = _compile(r",|\b(?:and|or|und|oder|et|ou|y|o|e)\b")
+# What ends a negation's clause: a list ("no receipt and no approval": the first "no" is the
+# list's other weakening), a colon, a semicolon or a dash (the projection's "\x01" for an em or
+# en dash), or a conjunction that starts another clause ("Nothing changes: ... without a
+# call-back", "Don't worry, ... without the call-back": the weakening is stated, not denied).
+_CLAUSE_BREAK = _compile(r"[,:;\x01]|\s-\s|\b(?:and|or|but|so|because|und|oder|aber|weil|denn|et|ou|mais|"
+                         r"y|o|pero|porque|e|ma|perch[eaA])\b")
+#: Words a negation may stand before the weakening it governs ("no payment goes out without").
+_NEGATION_REACH = 8
 
 
 def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
-    """The matches of ``pattern`` in ``data`` whose sentence has no negation before them: "no
-    payment goes out without a call-back" states a check, it weakens none. (The look back is
+    """The matches of ``pattern`` in ``data`` with no negation before them in their clause: "no
+    payment goes out without a call-back" states a check, it weakens none; "nothing changes:
+    payments go out without a call-back" weakens it. (The look back is
     bounded: at most 200 characters for each of at most :data:`MAX_MATCHES` matches.)"""
     for n, match in enumerate(pattern.finditer(data)):
         if n == MAX_MATCHES:
@@ -392,9 +438,10 @@ def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
         if ends:
             before = before[ends[-1].end():]
         negations = list(_NEGATED.finditer(before))
-        # A negation governs the weakening only with no list between them: in "no receipt and no
-        # approval" the first "no" is the list's other weakening.
-        if not negations or _COORDINATED.search(before[negations[-1].end():]) is not None:
+        # A negation governs the weakening only in its own clause, a few words before it.
+        between = before[negations[-1].end():] if negations else b""
+        if (not negations or _CLAUSE_BREAK.search(between) is not None
+                or len(between.split()) > _NEGATION_REACH):
             yield match
 
 
@@ -419,22 +466,31 @@ def procedure_values(text: str) -> Values:
 
     overflow = False
 
-    def matches(category: str) -> Iterator[re2._Match]:
+    def matches(category: str, of: bytes = data) -> Iterator[re2._Match]:
         nonlocal overflow
-        for n, match in enumerate(_PATTERNS[category].finditer(data)):
+        for n, match in enumerate(_PATTERNS[category].finditer(of)):
             if n == MAX_MATCHES:
                 overflow = True
                 return
             yield match
 
-    for match in matches("destination"):
-        add("destination", span(match))
+    # Destinations are read with "[at]" and "[dot]" read as "@" and ".".
+    spelled, last = [], 0
+    for n, match in enumerate(_OBFUSCATED.finditer(data)):
+        if n == MAX_MATCHES:
+            break
+        spelled += [nfkc[last:match.start()], "@" if match.group(1) in (b"at", b"@") else "."]
+        last = match.end()
+    plain = "".join(spelled) + nfkc[last:] if spelled else nfkc
+    for match in matches("destination", project(plain.translate(_ASCII_LOWER)) if spelled else data):
+        group = 1 if match.group(1) is not None else 0
+        add("destination", plain[match.start(group):match.end(group)])
     for match in matches("account"):
         add("account", span(match, 1 if match.group(1) is not None else 2))
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
-        who = _who(span(match, next(g for g in (1, 2, 3) if match.group(g) is not None)))
+        who = _who(span(match, next(g for g in (1, 2, 3, 4, 5) if match.group(g) is not None)))
         if who:
             add("route", who)
     # Money first, a currency on either side of its number: the numbers it reads are no unit's.
@@ -486,5 +542,5 @@ def procedure_values(text: str) -> Values:
             dropped_words.add(objects[0])
     weakened = next(_unnegated(_WEAKENED, data), None) is not None
     return Values({k: frozenset(v) for k, v in found.items()}, weakened, raw, overflow,
-                  _CHECK.search(data) is not None, _OPENED.search(data) is not None, frozenset(dropped),
+                  _CHECK.search(data) is not None, next(_unnegated(_OPENED, data), None) is not None, frozenset(dropped),
                   frozenset(w.decode() for w in _WORDS.findall(data)), frozenset(dropped_words))
