@@ -200,16 +200,18 @@ def test_a_store_without_a_format_file_is_migrated(tmp_path: Path, policy_file: 
         assert mem.session(ALICE).get(rid) is not None
 
 
-def test_a_format_1_store_gets_the_lexical_voice_columns(tmp_path: Path, policy_file: Path) -> None:
-    """Format 1 kept a lexical index without writer and source columns: a read-only open is
-    refused and leaves the index as it was; a read-write open rebuilds it from Chroma, and a
-    lexical search finds what was written."""
+@pytest.mark.parametrize(("fmt", "schema"), [(1, "2"), (2, "3")])
+def test_an_older_store_gets_its_lexical_index_rebuilt(tmp_path: Path, policy_file: Path, fmt: int,
+                                                      schema: str) -> None:
+    """Format 1 kept a lexical index without writer and source columns, format 2 one that kept
+    "_" inside words: a read-only open is refused and leaves the index as it was; a read-write
+    open rebuilds it from Chroma, and a lexical search finds what was written."""
     root = tmp_path / "data"
-    rid = _written(root, policy_file, "Patient 1 is stable after the zorblat infusion")
+    rid = _written(root, policy_file, "Patient 1 is stable after the zorblat_infusion")
     index = root / "lexical.sqlite3"
     with sqlite3.connect(index) as db:  # as format 1 left it: another schema
-        db.execute("UPDATE info SET value = '2' WHERE key = 'schema'")
-    (root / FORMAT_FILE).write_text(json.dumps({"format": 1}))
+        db.execute("UPDATE info SET value = ? WHERE key = 'schema'", (schema,))
+    (root / FORMAT_FILE).write_text(json.dumps({"format": fmt}))
     before = index.read_bytes()
     with pytest.raises(StoreFormatError, match="a read-only open cannot migrate it"):
         _open(root, policy_file, read_only=True)
@@ -218,7 +220,7 @@ def test_a_format_1_store_gets_the_lexical_voice_columns(tmp_path: Path, policy_
         hits = mem.session(ALICE).search("zorblat", "ward3", mode="lexical")
         assert [h.record.id for h in hits] == [rid]
     with sqlite3.connect(index) as db:
-        assert db.execute("SELECT value FROM info WHERE key = 'schema'").fetchone()[0] != "2"
+        assert db.execute("SELECT value FROM info WHERE key = 'schema'").fetchone()[0] != schema
     assert json.loads((root / FORMAT_FILE).read_text())["format"] == FORMAT_VERSION
 
 

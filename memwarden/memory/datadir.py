@@ -43,7 +43,7 @@ LOCK_FILE = "memwarden.lock"
 #: The format file, inside the data directory.
 FORMAT_FILE = "memwarden-format.json"
 #: The format this memwarden writes and reads.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # What a store made before the format file existed always holds (its format is 0).
 _LEGACY_MARKERS = ("chroma", "audit.sqlite3", "lexical.sqlite3", "tombstones.sqlite3")
 
@@ -71,7 +71,7 @@ def _nothing_to_migrate(root: Path, report: Report) -> None:
     report(1, 1)
 
 
-def _lexical_voice_columns(root: Path, report: Report) -> None:
+def _rebuild_lexical_index(root: Path, report: Report) -> None:
     # Opening the index drops a layout of another schema (its freed pages zeroed: secure
     # delete); the memory's open then rebuilds it from Chroma. Safe to run again.
     if (root / INDEX_FILE).exists():
@@ -85,7 +85,10 @@ MIGRATIONS: tuple[Migration, ...] = (
               _nothing_to_migrate),
     Migration(1, "the lexical index keeps each record's writer and source as columns (the write checks rank "
                  "the nearest records writer by writer in one query); it is rebuilt from Chroma",
-              _lexical_voice_columns),
+              _rebuild_lexical_index),
+    Migration(2, "the lexical index splits words at '_' and keeps the procedure categories this version reads "
+                 "(amounts whole, bare host names, possessive approvers); it is rebuilt from Chroma",
+              _rebuild_lexical_index),
 )
 
 

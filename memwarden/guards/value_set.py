@@ -1,0 +1,92 @@
+"""``Values``: the procedure values one text holds, by category, and how a change's values
+compare with an established record's (:func:`~memwarden.guards.values.procedure_values`
+reads them out of a text)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Values"]
+
+
+@dataclass(frozen=True)
+class Values:
+    """Values by category (comparison keys, see :mod:`memwarden.guards.values`), and whether a
+    check is weakened."""
+
+    by_category: dict[str, frozenset[str]]
+    weakened: bool
+    raw: dict[str, str]
+    #: More matches of one pattern than :data:`~memwarden.guards.values.MAX_MATCHES`: the rest were not read, so the
+    #: values cannot be compared (the contradiction check holds such a text for review).
+    overflow: bool = False
+    #: The text names a check, an approval or a proof of identity (what a weakening weakens).
+    names_check: bool = False
+    #: Someone's role or right given to anyone ("whoever calls", "anyone on the list").
+    opened: bool = False
+    #: The stems of what a weakening drops ("countersign" of "without countersigning").
+    dropped: frozenset[str] = frozenset()
+    #: The words of the text (four letters or more), for a weakening's object to be found in.
+    words: frozenset[str] = frozenset()
+    #: The whole words of what a weakening drops ("countersigning"), of which :attr:`dropped`
+    #: keeps the stems: the words the records it may weaken are searched by
+    #: (memwarden/memory/nearby.py).
+    objects: frozenset[str] = frozenset()
+
+    def any(self) -> bool:
+        """Whether the text holds anything a procedure change is made of (a value, a weakening,
+        a role opened to anyone, or more values than were read)."""
+        return bool(self.by_category) or self.weakened or self.opened or self.overflow
+
+    def held(self) -> frozenset[str]:
+        """What a change of this text would change, as an established record: its value
+        categories, and "check" when it names a check. The lexical index keeps them per record,
+        so that the records a procedure change is compared with are chosen among those that
+        hold what it changes (memwarden/memory/nearby.py)."""
+        return frozenset(self.by_category) | (frozenset({"check"}) if self.names_check else frozenset())
+
+    def changing(self) -> frozenset[str]:
+        """What this text may change of an established record (see :meth:`held`): its value
+        categories, and "check" when it weakens one or opens a role to anyone."""
+        return frozenset(self.by_category) | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
+
+    def weakens_any(self) -> bool:
+        """Whether this text may weaken a check of an established text that holds no value of
+        its own (:meth:`weakens` needs a weakening or something dropped): when it cannot,
+        only established texts holding one of :meth:`changing` can be changed by it."""
+        return self.weakened or self.opened or bool(self.dropped)
+
+    def may_weaken(self, established: Values) -> bool:
+        """Whether :meth:`weakens` may hold for ``established`` by what this text drops alone: a
+        word of it starts with a dropped stem. Such a record need name no check word that
+        :mod:`memwarden.guards.values` knows ("countersigns"), so :meth:`held` does not say
+        "check" for it."""
+        return any(word.startswith(stem) for stem in self.dropped for word in established.words)
+
+    def weakens(self, established: Values) -> bool:
+        """True when this text weakens a check the established one does not: a weakening
+        ("alone", "without", "directly") where one of the two texts names a check, a role
+        opened to anyone ("whoever calls"), or a weakening of something the established text
+        names ("without countersigning" where it is "countersigned by a second pharmacist")."""
+        if established.weakened:
+            return False
+        if self.weakened and (self.opened or self.names_check or established.names_check):
+            return True
+        # A role opened to anyone weakens on its own where a check or an approver is named.
+        if self.opened and (self.names_check or established.names_check or "route" in established.by_category):
+            return True
+        # (What both texts drop, "sin zapatos" in both, is no new weakening.)
+        return any(word.startswith(stem) for stem in self.dropped - established.dropped for word in established.words)
+
+    def changes(self, established: Values) -> list[tuple[str, str, str]]:
+        """(category, new key, established key it replaces) for each category both texts
+        hold, where this text has a value the established one does not."""
+        out = []
+        for category, mine in self.by_category.items():
+            theirs = established.by_category.get(category)
+            if not theirs:
+                continue
+            for value in sorted(mine - theirs):
+                out.append((category, value, min(theirs)))
+                break
+        return out
