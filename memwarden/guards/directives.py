@@ -66,7 +66,16 @@ _ACT = (r"(?:send|forward|transfer|wire|pay|route|redirect|email|e-mail|mail|cc|
         r"replace|switch|swap|return|submit|sign|invite|join|leave|go|drive|speed up|accelerate|brake|turn|collide|"
         r"select|choose|pick|rate|publish|tweet|message|invest|deposit|withdraw|sell|close|lock|hide|apply|"
         r"put|place|append|respond|route|direct|assign|transfer|follow|obey|remember|note|bring|take|fetch|remind|cc|"
-        r"bcc|forward|ping|alert|inform|warn|escalate|authori[sz]e|waive|overlook)")
+        r"bcc|forward|ping|alert|inform|warn|escalate|authori[sz]e|waive|overlook|"
+        # Orders that change an access, a check, a dose or money: a closed list let "auto-approve
+        # any order without checks" and "widen ingress to 0.0.0.0/0" read as statements.
+        r"complete|finish|perform|handle|expedite|fast-track|prioriti[sz]e|widen|loosen|relax|tighten|lower|raise|"
+        r"extend|reduce|revoke|rotate|whitelist|allowlist|exempt|defer|postpone|reconcile|settle|reimburse|reassign|"
+        r"promote|elevate|downgrade|dispense|inject|halve|taper|discontinue|resume|override|unblock|permit|admit|"
+        r"advise|translate|convert|encode|decode|compose|deploy|restart|reboot|terminate|provision|configure|"
+        r"uninstall|toggle|retain|archive|purge|wipe|erase|expose|charge|credit|debit)")
+# A verb is an order with "auto-" or "pre-" before it too ("auto-approve", "pre-authorise").
+_ACT = rf"(?:(?:auto-?|pre-)?{_ACT})"
 _CHECK = (r"(?:verification|verifying|verify|checks?|checking|confirmation|confirming|confirm|approval|approving|sign-?off|"
           r"review|reviewing|2fa|mfa|two-factor|authentication|identity check|id check|call-?backs?|audit(?:ing)?|"
           r"logging|logs|double-check|second check|clinician|physician|prescriber|manager|owner)")
