@@ -12,6 +12,7 @@ from memwarden.guards.defaults import default_validators
 from memwarden.guards.directives import TypedContentGuard
 from memwarden.guards.injection import InjectionDetector
 from memwarden.guards.lessons import LessonValidator
+from memwarden.guards.relayed import RelayedDirectiveCheck
 from memwarden.guards.provenance import ProvenanceRule
 from memwarden.guards.validators import Outcome, ValidationContext
 from memwarden.memory.embeddings import HashingEmbedding
@@ -86,8 +87,8 @@ def test_lessons_only_from_lesson_writers() -> None:
 
 def test_default_chain_order() -> None:
     chain = default_validators()
-    assert [type(v) for v in chain] == [InjectionDetector, TypedContentGuard, ProvenanceRule, LessonValidator,
-                                        ContradictionCheck]
+    assert [type(v) for v in chain] == [InjectionDetector, TypedContentGuard, RelayedDirectiveCheck, ProvenanceRule,
+                                        LessonValidator, ContradictionCheck]
     assert [v.name for v in default_validators(judge=object.__new__(type("M", (), {
         "with_structured_output": lambda self, s: (_ for _ in ()).throw(NotImplementedError())})))][-1] == "llm_judge"
 

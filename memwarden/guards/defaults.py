@@ -2,8 +2,8 @@
 
 Order matters for cost and for what the audit shows: the chain stops at the first reject, so
 the one validator that rejects (the injection detector, pure computation) runs first; the
-typed-content guard (the write path classified the content already) and the provenance rule
-(a few comparisons) next; then the lesson check (hashing, plus one read of
+typed-content guard (the write path classified the content already), the relayed-directive
+check (one linear scan, of directives only) and the provenance rule (a few comparisons) next; then the lesson check (hashing, plus one read of
 the lesson records) and last the contradiction check, the only one that queries the store
 for related records.
 """
@@ -18,6 +18,7 @@ from memwarden.guards.directives import TypedContentGuard
 from memwarden.guards.injection import InjectionDetector
 from memwarden.guards.lessons import LessonValidator
 from memwarden.guards.provenance import DEFAULT_SHARED_LABELS, ProvenanceRule
+from memwarden.guards.relayed import RelayedDirectiveCheck
 from memwarden.core.namespace import Namespace
 
 __all__ = ["default_validators"]
@@ -27,7 +28,8 @@ def default_validators(*, shared_labels: Iterable[str] = DEFAULT_SHARED_LABELS, 
                        is_shared: Callable[[Namespace], bool] | None = None, min_trust: float = 0.5,
                        lesson_key: bytes | None = None, judge: Any | None = None,
                        judge_band: tuple[float, float] | None = None) -> list[Any]:
-    """Injection, typed content, provenance, lessons and contradiction validators, in that order.
+    """Injection, typed content, relayed directives, provenance, lessons and contradiction
+    validators, in that order.
 
     ``lesson_key``: the secret the lesson sketches are keyed with; None (the default) lets the
     store use its own (``lessons.key`` in its state directory).
@@ -40,6 +42,7 @@ def default_validators(*, shared_labels: Iterable[str] = DEFAULT_SHARED_LABELS, 
     chain: list[Any] = [
         InjectionDetector(),
         TypedContentGuard(),
+        RelayedDirectiveCheck(),
         ProvenanceRule(min_trust=min_trust, shared_labels=shared_labels, shared_patterns=shared_patterns,
                        is_shared=is_shared),
         LessonValidator(key=lesson_key),
