@@ -49,7 +49,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memwarden.guards.folding import fold, signature_tokens
+from memwarden.guards.folding import fold, index_words, signature_tokens
 from memwarden.guards.function_words import MOMENTS, NEGATIONS, NOT_CONTENT
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict, by_another
 from memwarden.guards.substitution import substituted
@@ -60,9 +60,11 @@ __all__ = ["MAX_COMPARED_WORDS", "ContradictionCheck", "Statement", "conflict", 
            "statement", "topic_stem"]
 
 
-#: Distinct words of an untrusted procedure change compared with the records it may change:
-#: the nearest windows look for those records with every word (memwarden/memory/nearby.py),
-#: and a longer change is held for review rather than compared with some of its words.
+#: Distinct words of an untrusted procedure change compared with the records it may change,
+#: counted as the lexical index reads words (:func:`~memwarden.guards.folding.index_words`, any
+#: script): the nearest windows look for those records with every term
+#: (memwarden/memory/nearby.py), and a longer change is held for review rather than compared
+#: with some of its words.
 MAX_COMPARED_WORDS = 512
 
 _ANTONYMS = [
@@ -408,7 +410,7 @@ class ContradictionCheck:
         # themselves: records of the writer's own would otherwise fill the k nearest.
         established = context.related_by_others(record, self.k) if untrusted and about else []
         about_it = list(self._comparable(record, established))
-        if procedural and len(set(mine.words)) > MAX_COMPARED_WORDS:
+        if procedural and len(set(index_words(record.content))) > MAX_COMPARED_WORDS:
             return Verdict(validator=self.name, outcome=Outcome.QUARANTINE,
                            reason=f"a procedure value in more than {MAX_COMPARED_WORDS} distinct words, more than "
                                   "are compared with the records it may change: needs review")

@@ -8,8 +8,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["BIDI_RE", "COMBINING_RE", "CONFUSABLES", "CONFUSABLES_RE", "ZERO_WIDTH_RE", "fold", "fold_run", "prepare_rule",
-           "signature_tokens"]
+__all__ = ["BIDI_RE", "COMBINING_RE", "CONFUSABLES", "CONFUSABLES_RE", "INDEX_WORD", "ZERO_WIDTH_RE", "fold", "fold_run",
+           "index_words", "prepare_rule", "signature_tokens"]
 
 # Look-alike letters that NFKC leaves alone: Cyrillic and Greek letters drawn like Latin ones,
 # plus a few Latin-extended and symbol forms. (NFKC already folds full-width forms and the
@@ -105,3 +105,20 @@ def prepare_rule(source: str) -> str:
     for spaced, regex in ((" ?", r"\s*"), (" *", r"\s*"), (" +", r"\s+"), (" ", r"\s+")):
         source = source.replace(spaced, regex)
     return source
+
+
+#: A word as the lexical index reads it: letters and digits of any script. Not "_":
+#: "Globex_remittances" is two words to a reader and to the contradiction check.
+INDEX_WORD = re.compile(r"[^\W_]+")
+_LATIN_MARKS = re.compile("[\u0300-\u036f]")
+
+
+def index_words(text: str) -> list[str]:
+    """The words of ``text`` as the lexical index reads them, in order: NFKC, case-folded,
+    accents of Latin letters removed ("Glóbex" is "globex", as :func:`fold` reads it; marks of
+    other scripts stay, they spell their words). The contradiction check counts them to know
+    how many terms the windows of an untrusted change read (memwarden/memory/nearby.py)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", _LATIN_MARKS.sub("", unicodedata.normalize("NFD", text)))
+    return INDEX_WORD.findall(text)

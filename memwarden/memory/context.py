@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -201,6 +201,14 @@ class OpContext:
             version = None
         return version if version is not None and self.allows("read", version) else None
 
+    def _blind(self, record: MemoryRecord) -> bool:
+        """Whether the caller may not read a record like ``record`` whoever wrote it: its
+        namespace, kind, labels and content class, any writer and source (a policy that lets
+        it read only agents' records hides the user's it may contradict). Asked of the policy
+        alone, with those two attributes unknown (fail closed), never of other records."""
+        attributes = replace(RecordAttributes.of(record), source=None, writer_roles=None)
+        return not self._pipeline.decide(self.facts.subjects, "read", record.namespace, attributes).allowed
+
     def validate(self, record: MemoryRecord, decision: Decision, *, replaced: MemoryRecord | None = None) -> MemoryRecord:
         """Run the write validators on ``record``: WriteRejected (a lesson follows), or the
         record, quarantined when a validator or the deciding rule asks for review.
@@ -214,7 +222,7 @@ class OpContext:
                                     replaced=replaced if self.sees(replaced) else None,
                                     nearby=lambda r, k: pipeline.nearby(self, r, k),
                                     established=self._established(record, replaced),
-                                    blind=lambda: not self.allows("read", record))
+                                    blind=lambda: self._blind(record))
         verdicts = list(pipeline.validators.run(record, context))
         if decision.review:
             verdicts.append(Verdict(validator="policy", outcome=Outcome.QUARANTINE,

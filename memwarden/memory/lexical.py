@@ -38,10 +38,8 @@ from __future__ import annotations
 import heapq
 import json
 import math
-import re
 import sqlite3
 import threading
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +54,7 @@ from memwarden.core.errors import ReadOnlyError
 from memwarden.core.fields import Meta, ns_label
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, newest_per_writer
 from memwarden.core.namespace import MAX_DEPTH
+from memwarden.guards.folding import index_words
 from memwarden.guards.values import procedure_values
 from memwarden.policies.sqlfilter import compile_where, scalar_column
 
@@ -102,9 +101,7 @@ STOPWORDS = frozenset(
     too very just yet up down out over under about into after before again off per s t""".split()
 )
 
-#: A word as the index reads it: letters and digits. Not "_": "Globex_remittances" is two words
-#: to a reader and to the contradiction check, and was one term that matched nothing.
-WORD = re.compile(r"[^\W_]+")
+
 _STEMMER = snowballstemmer.stemmer("english")
 
 
@@ -115,11 +112,11 @@ def _stem(word: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """The index terms of ``text``, in order: NFKC, case-folded words (letters and
-    digits), stop words dropped, English words stemmed (Snowball), so "allergies" finds
+    """The index terms of ``text``, in order: its words as
+    :func:`~memwarden.guards.folding.index_words` reads them (NFKC, case folded, Latin accents
+    removed, letters and digits), stop words dropped, English words stemmed (Snowball), so "allergies" finds
     "allergic" and "INV-2024-0042" finds itself (as inv, 2024, 0042)."""
-    words = WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-    return [_stem(w) for w in words if w not in STOPWORDS]
+    return [_stem(w) for w in index_words(text) if w not in STOPWORDS]
 
 
 def bm25(postings: Iterable[tuple[str, str, int, int]], k: int | None = None) -> list[tuple[str, float]]:

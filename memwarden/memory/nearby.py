@@ -40,9 +40,10 @@ from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Status
 from memwarden.guards.validators import by_another
 from memwarden.guards.values import Values, procedure_values
 from memwarden.guards.contradiction import content_words
+from memwarden.guards.folding import INDEX_WORD
 from memwarden.memory.caches import INDEXED_KINDS, Related
 from memwarden.memory.codec import from_row
-from memwarden.memory.lexical import MAX_TERMS, WORD, terms
+from memwarden.memory.lexical import MAX_TERMS, terms
 from memwarden.memory.view import StoreView
 from memwarden.memory.writers import across_principals, trusted_first
 from memwarden.policies.engine import ReadScope
@@ -66,16 +67,23 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     where = all_of([{Meta.STATUS.value: Status.ACTIVE.value},
                     {Meta.KIND.value: {"$in": sorted(kind.value for kind in INDEXED_KINDS)}},
                     _not_own(record), scope_filter(scope)])
-    # One query ranks every match with its writer and what it holds: the turns need all of
-    # them, and a query per round cost the validator chain's p99 5 ms of its 9 (jailbreak benchmark).
+    # Each query ranks every match with its writer and what it holds (the turns need all of
+    # them; a query per round cost the validator chain's p99 5 ms of its 9, jailbreak benchmark).
+    # Every term of the change is read, MAX_TERMS a query, the words nearest a value first: no
+    # cut of the words chooses which records are compared (a change that put the words it
+    # shares with the record after 24 of its own, or after a weakening, matched nothing). The
+    # contradiction check holds a change of more distinct words than these read
+    # (MAX_COMPARED_WORDS). A short change is one query.
     values = procedure_values(record.content)
     changing = values.changing()
-    # The query reads QUERY_TERMS terms: the words nearest the values first, so that words the
-    # change opens with never leave out those it shares with the record it changes.
     text = _nearest_the_values(record.content, values)
+    queries = [" ".join(chunk) for chunk in islice(_chunks(_distinct_terms(text, record.content), MAX_TERMS),
+                                                   MAX_WINDOWS)]
     if values.weakens_any() or values.overflow:  # (more values than were read: any topic holds it)
-        ranked = view.lexical_voices(text, where, changing)
-        windows = [[m for m in ranked if m[4]], ranked] if changing else [ranked]
+        windows = []
+        for query in queries:
+            ranked = view.lexical_voices(query, where, changing)
+            windows += [[m for m in ranked if m[4]], ranked] if changing else [ranked]
         # A weakening of what a record names ("without countersigning" where it reads "once the
         # controller countersigns") is one whether or not the record names a check the index
         # knows: ranked by all the change's words, the established writer's own notes that it
@@ -84,13 +92,8 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
         # MAX_TERMS of them, so that words listed first never hide the rest.
         windows[1:1] = [view.lexical_voices(" ".join(chunk), where)
                         for chunk in _chunks(sorted(values.objects), MAX_TERMS)]
-    else:
-        # Only a record holding one of its categories can be changed (Values.changes), and those
-        # are few: they are looked for with every term of the change, MAX_TERMS a window, so
-        # that no cut of the words chooses which of them are compared (a change that put the
-        # words it shares with the record after 24 of its own matched nothing).
-        windows = [view.lexical_voices(" ".join(chunk), where, changing, only_holding=True)
-                   for chunk in islice(_chunks(_distinct_terms(text, record.content), MAX_TERMS), MAX_WINDOWS)]
+    else:  # only a record holding one of its categories can be changed (Values.changes)
+        windows = [view.lexical_voices(query, where, changing, only_holding=True) for query in queries]
     found: list[MemoryRecord] = []
     seen = {record.id}
     for matches in windows:
@@ -161,9 +164,10 @@ def _turns(ranked: list[tuple[str, float, Any, Any, bool]], record: MemoryRecord
     yield from (m[0] for m in across_principals(ranked, voice))
 
 
-#: Distinct terms the nearest windows' query reads, the words nearest a value first.
+#: Distinct terms of the first query taken nearest a value; the change's other terms follow
+#: in their order in the text.
 QUERY_TERMS = 24
-#: Holder windows at most (MAX_TERMS terms each): a bound on a write's queries. The
+#: Queries at most (MAX_TERMS terms each): a bound on a write's look-ups. The
 #: contradiction check holds for review a change of more distinct words than these read
 #: (:data:`~memwarden.guards.contradiction.MAX_COMPARED_WORDS`), so none is cut short.
 MAX_WINDOWS = 16
@@ -185,11 +189,8 @@ def _nearest_the_values(text: str, values: Values) -> str:
         i = bisect_left(spots, at)
         return min(abs(at - spots[j]) for j in (i - 1, i) if 0 <= j < len(spots))
 
-    found = list(WORD.finditer(text))
+    found = list(INDEX_WORD.finditer(text))
     words = [m.group() for m in (sorted(found, key=lambda m: distance(m.start())) if spots else found)]
-    # QUERY_TERMS distinct terms at most: each costs the query its posting rows (a long text's
-    # 64 were the validator chain's slowest writes), and a colluder's copy must outrank the
-    # established record on terms of its own among them.
     kept: list[str] = []
     seen: set[str] = set()
     for word in words:
