@@ -153,3 +153,48 @@ def test_voices_rank_every_match_as_search_does_with_its_writer(tmp_path_factory
         assert all(written[rid] == (writer, source) and holds[rid] is held for rid, _, writer, source, held in voices)
     finally:
         index.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), st.sampled_from("abc"),
+                          st.sampled_from(["user", "agent"])), min_size=1, max_size=25),
+       st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+       st.sets(st.sampled_from(["account", "amount:mg", "destination"]), min_size=1))
+def test_the_holders_of_a_query_are_the_same_from_either_plan(tmp_path_factory: pytest.TempPathFactory,
+                                                              docs: list[tuple[list[str], str, str]],
+                                                              query: list[str], holding: set[str]) -> None:
+    """``only_holding`` ranks the matches that hold one of the categories by BM25 over them
+    alone, and the query started from the holders gives exactly what the query started from
+    the terms gives (the index chooses between them by their counts)."""
+    index = LexicalIndex(tmp_path_factory.mktemp("lexical") / "lexical.sqlite3")
+    try:
+        ids = [f"d{i}" for i in range(len(docs))]
+        texts = [" ".join(words) for words, _, _ in docs]
+        index.upsert(ids, texts, [{"writer": writer, "source": source, "status": "active"} for _, writer, source in docs])
+        text, where = " ".join(query), {"status": "active"}
+        plans = []
+        for fewer in (True, False):
+            index._fewer_holders = lambda words, categories, fewer=fewer: fewer  # type: ignore[method-assign]
+            plans.append(index.voices(text, where, holding, only_holding=True))
+        assert plans[0] == plans[1]
+        holders = {rid for rid, t in zip(ids, texts) if procedure_values(t).held() & holding}
+        expected = bm25([(term, rid, terms(t).count(term), len(terms(t))) for rid, t in zip(ids, texts)
+                         if rid in holders for term in dict.fromkeys(terms(t)) if term in terms(text)])
+        assert [(rid, score) for rid, score, *_ in plans[0]] == expected
+        assert all(held for *_, held in plans[0])
+    finally:
+        index.close()
+
+
+def test_the_plan_follows_the_counts(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """From the holders when they are fewer than half the terms' postings (none: nothing to
+    read), from the terms otherwise."""
+    index = LexicalIndex(tmp_path_factory.mktemp("lexical") / "lexical.sqlite3")
+    try:
+        texts = [f"acme invoice ledger note {i}" for i in range(40)] + ["acme invoice paid to DE89370400440532013000"]
+        index.upsert([f"d{i}" for i in range(len(texts))], texts, [{"status": "active"}] * len(texts))
+        assert index._fewer_holders(terms("acme invoice ledger"), ["account"])
+        assert not index._fewer_holders(terms("paid"), ["account"])
+        assert index._fewer_holders(terms("acme"), ["check"])  # no holder: nothing to read
+    finally:
+        index.close()
