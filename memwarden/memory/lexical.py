@@ -119,7 +119,13 @@ def terms(text: str) -> list[str]:
     :func:`~memwarden.guards.folding.index_words` reads them (NFKC, case folded, Latin accents
     removed, letters and digits), stop words dropped, English words stemmed (Snowball), so "allergies" finds
     "allergic" and "INV-2024-0042" finds itself (as inv, 2024, 0042)."""
-    return [_stem(w) for w in index_words(text) if w not in STOPWORDS]
+    return list(_terms(text))
+
+
+@lru_cache(maxsize=256)
+def _terms(text: str) -> tuple[str, ...]:
+    # A write's text is read by the contradiction check's windows, then by its own upsert.
+    return tuple(_stem(w) for w in index_words(text) if w not in STOPWORDS)
 
 
 def bm25(postings: Iterable[tuple[str, str, int, int]], k: int | None = None) -> list[tuple[str, float]]:

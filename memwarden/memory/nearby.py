@@ -98,14 +98,15 @@ def nearest_by_others(view: StoreView, scope: ReadScope, record: MemoryRecord, k
     seen = {record.id}
     for matches in windows:
         window: list[MemoryRecord] = []
-        for chunk in _chunks((rid for rid in _turns(matches, record) if rid not in seen), 2 * k):
+        ids = (rid for rid in _turns(matches, record) if rid not in seen)
+        # As many rows as the window still lacks: nearly every one passes, and reading a
+        # record costs more than the query that ranked it.
+        while len(window) < k and (chunk := list(islice(ids, k - len(window)))):
             seen.update(chunk)
             rows = view.rows(chunk)
             window += [r for r in (from_row(rows[rid]) for rid in chunk if rid in rows)
                        if by_another(record, r) and sees(r)]
-            if len(window) >= k:
-                break
-        found += window[:k]
+        found += window
     return found
 
 
