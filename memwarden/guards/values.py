@@ -40,10 +40,11 @@ import re2
 
 from memwarden.guards.function_words import MOMENTS, NEGATIONS, ORDINAL_SUFFIXES, STOP_WORDS
 from memwarden.guards.injection import fold
+from memwarden.guards.money import CURRENCY_CODES, LOWER_CASE_CODES, MAGNITUDES, mixed_fractions, read_fractions, read_money
 from memwarden.guards.ruleset import project
 from memwarden.guards.value_set import Values
 
-__all__ = ["CATEGORIES", "Values", "procedure_values", "skeleton"]
+__all__ = ["CATEGORIES", "CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "Values", "procedure_values", "skeleton"]
 
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 64 << 20
@@ -85,17 +86,37 @@ _MEASURES = "|".join(sorted((u + "s?" for u in _SCALES if u.isascii()), key=len,
 # are no English word or file extension ("it", "in", "at", "no", "me" are left out: "done.It
 # was" is a missing space).
 _TLDS = ("com|net|org|edu|gov|mil|int|biz|info|io|co|app|dev|cloud|online|site|tech|xyz|shop|store|"
-         "eu|uk|de|fr|es|nl|ch|se|dk|fi|pl|ie|pt|ca|au|nz|jp|cn|ru|br|mx|ar")
+         "eu|uk|de|fr|es|nl|ch|se|dk|fi|pl|ie|pt|ca|au|nz|jp|cn|ru|br|mx|ar|"
+         # Newer generic ones, and country codes used as generic ones ("globex.ai", "pay.us",
+         # "portal.gg"); "sh", "rs", "ps" and "so" stay out (a script, a Rust file, a library).
+         "ai|us|gg|ly|tv|cc|ws|fm|la|vc|pro|live|email|digital|finance|financial|money|bank|pay|network|"
+         "systems|solutions|services|support|global|group|company|agency|link|click|top|vip|club|zone|space|"
+         "website|page|host|hosting|works|tools|team|life|world|today|news|media|law|legal|capital|ventures|"
+         "fund|exchange|trade|market|markets|business|cash|credit|loans|invest|ltd|llc|inc|gmbh|"
+         "ro|hu|cz|sk|si|hr|bg|gr|tr|ua|kz|il|ae|sa|qa|za|ng|ke|eg|tn|sg|hk|tw|kr|th|vn|ph|pk|bd|lk|np|"
+         "cl|pe|uy|ve|cr|pa|lt|lv|ee|lu|li|mt|cy|gl|su|ir|iq|"
+         # an internationalised one, as IDNA spells it
+         "xn--[a-z0-9]{2,20}")
 # An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]". (A bare
 # " at " is no "@": only the bracketed one is read so.)
 _OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.)\s*[\])}]\s*")
 # What a possessive or an "of"/"from" names the approver of.
-_APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation)"
+_APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation|countersignature|green light)"
+# What may stand between a possessive and the approval ("Mallory's written approval", "the
+# CFO's prior written consent").
+_APPROVAL_ADJECTIVES = (r"(?:written|prior|formal|explicit|final|express|personal|own|signed|verbal|oral|e-?mail|"
+                        r"two-step|advance|direct|full|official)")
+# Who approves by the verb ("Carol approves", "the CFO must sign off"): a third person's form, or
+# a modal before the verb's base.
+_APPROVES = (r"(?:(?:alone|only|now|also|personally|then|always|still)\s+)?"
+             r"(?:approves|authori[sz]es|countersigns|signs off|okays|ok's|oks|vets|sanctions|green-?lights|"
+             r"(?:must|should|shall|will|can|may|has to|needs to|is to|have to)\s+(?:approve|authori[sz]e|"
+             r"countersign|sign off|okay|ok|vet|sanction|green-?light))\b")
 _PATTERNS: dict[str, re2._Regexp] = {
     # An address, a link, or a bare host name ("portal.globex.com/invoices", group 1): labels
     # ending in a top-level domain of :data:`_TLDS` (so no "e.g.", "v1.2", "report.pdf" or
     # "St. Mary"), with its path.
-    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+|"
+    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:[a-z][a-z0-9+.\-]{{0,15}}://|www\.)[^\s<>\"'()\[\]]+|"
                             rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})"
                             rf"(?:/(?:[^\s<>\"'()\[\]]*[^\s<>\"'()\[\].,;:!?])?)?)"
                             rf"(?:[^a-zA0-9B\x01\-@./_]|\.(?:[^a-zA0-9B\x01]|$)|$)"),
@@ -114,7 +135,8 @@ _PATTERNS: dict[str, re2._Regexp] = {
                            rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
     "route": _compile(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
-                      rf"restricted|limited|reserved|assigned),?\s+"
+                      rf"restricted|limited|reserved|assigned|countersigned|co-?signed|vetted|okayed|ok'd|sanctioned|"
+                      rf"endorsed|green-?lit|green-?lighted),?\s+"
                       rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
                       rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # French, Spanish and Italian: a participle, then "par", "por", "da"
@@ -127,8 +149,10 @@ _PATTERNS: dict[str, re2._Regexp] = {
                       rf"verantwortet)\b|"
                       # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off")
                       # or after the approval ("approval from Carol", "the sign-off of the CFO").
-                      rf"\b({_WI}+)['\x01]s\s+{_APPROVALS}\b|"
-                      rf"\b{_APPROVALS}s?\s+(?:of|from)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})"),
+                      rf"\b({_WI}+)['\x01]s\s+(?:{_APPROVAL_ADJECTIVES}[\s,]+){{0,3}}{_APPROVALS}\b|"
+                      rf"\b{_APPROVALS}s?\s+(?:of|from|by)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      # Who approves by the verb ("Carol approves", "the CFO must sign off").
+                      rf"\b((?:the\s+)?{_WI}+)\s+{_APPROVES}"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -137,76 +161,6 @@ _PATTERNS: dict[str, re2._Regexp] = {
     "amount": _compile(rf"(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
                        rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?"),
 }
-
-#: The active ISO 4217 currency codes (and "RMB", the renminbi as it is often written). An amount
-#: is money with one of them next to its number, on either side ("CHF 400", "400 CHF"); written
-#: in lower case only the codes of :data:`LOWER_CASE_CODES` are (a code may be a word: "all",
-#: "top", "try", "mad", "pen", "sos", "rub 2 drops").
-CURRENCY_CODES = frozenset("""
-    aed afn all amd ang aoa ars aud awg azn bam bbd bdt bgn bhd bif bmd bnd bob bov brl bsd btn bwp
-    byn bzd cad cdf chf clp cny cop crc cuc cup cve czk djf dkk dop dzd egp ern etb eur fjd fkp gbp
-    gel ghs gip gmd gnf gtq gyd hkd hnl htg huf idr ils inr iqd irr isk jmd jod jpy kes kgs khr kmf
-    kpw krw kwd kyd kzt lak lbp lkr lrd lsl lyd mad mdl mga mkd mmk mnt mop mru mur mvr mwk mxn myr
-    mzn nad ngn nio nok npr nzd omr pab pen pgk php pkr pln pyg qar ron rsd rub rwf sar sbd scr sdg
-    sek sgd shp sle sll sos srd ssp stn svc syp szl thb tjs tmt tnd top try ttd twd tzs uah ugx usd
-    uyu uzs ved ves vnd vuv wst xaf xcd xof xpf yer zar zmw zwg zwl rmb""".split())
-#: The codes that are money written in lower case too ("400 chf"): none of them is a word.
-LOWER_CASE_CODES = frozenset("usd eur gbp jpy cny rmb inr krw chf sek nok dkk pln czk huf aud nzd hkd sgd zar "
-                             "brl mxn thb uah aed idr".split())
-#: What multiplies an amount of money written after its number ("€4k", "EUR 4 million", "4 Mio.").
-MAGNITUDES = {**dict.fromkeys(("k", "thousand", "thousands", "tsd", "tausend"), 3),
-              **dict.fromkeys(("m", "mn", "mm", "mio", "million", "millions", "millionen"), 6),
-              **dict.fromkeys(("bn", "b", "mrd", "billion", "billions", "milliard", "milliarden", "milliards"), 9)}
-_CODES = "|".join(sorted(CURRENCY_CODES, key=len, reverse=True))
-# The currencies' names after a number ("4 000 euros").
-_NAMES = "euros?|dollars?|bucks|pounds?|francs?|franken|rupees?|yen|yuan|won|rubles?|roubles?"
-_MAGS = "|".join(sorted(MAGNITUDES, key=len, reverse=True))
-# An amount's number with the thousands separators people group it with (a space, a no-break
-# or thin space, which NFKC makes a space; an apostrophe, a right quote (\x01), a dot or a
-# comma), each followed by exactly three digits (so "4, 5 and 6" stays three numbers), and a
-# decimal part. (At most six groups: a pattern that may scan far from each start is no linear
-# one for Python's re, in contradiction._MONEY.)
-_MONEY_NUMBER = rf"((?:{_D}{{1,3}}(?:[ '\x01.,]{_D}{{3}}){{1,6}}|{_D}+)(?:[.,]{_D}+)?)"
-# A currency before the number ("€ 4 000", "EUR 4 million", "$4.5k") or after it ("400 €",
-# "4 000 EUR", "400,- EUR": ",-", ".-" or ".–" mark no decimals).
-_MONEY_BEFORE = _compile(rf"(?:([$\x01])|(?:^|[^a-zA0-9B\x01])({_CODES}))[ \t]{{0,3}}{_MONEY_NUMBER}"
-                         rf"(?:[ \t]{{0,3}}({_MAGS})\b|\b)")
-_MONEY_AFTER = _compile(rf"(?:^|[^a-zA0-9B\x01:])(?:{_MONEY_NUMBER})(?:[ \t]{{0,3}}({_MAGS})\b)?(?:[.,][\-\x01])?"
-                        rf"[ \t]{{0,3}}(?:([$\x01])|({_CODES}|{_NAMES})\b)")
-_CURRENCY = frozenset("$€£¥₹₩₽")
-# One key per currency however it is written: "€40" and "400 EUR" are one amount changed (each
-# spelling was a category of its own, so the change was never compared). "$" reads as the
-# dollar and "£" or "pounds" as sterling: comparing two dollars or two pounds at worst holds
-# a change for review.
-_CURRENCY_KEYS = {**dict.fromkeys(("$", "usd", "dollar", "buck"), "usd"), **dict.fromkeys(("€", "eur", "euro"), "eur"),
-                  **dict.fromkeys(("£", "gbp", "pound", "sterling", "quid"), "gbp"),
-                  **dict.fromkeys(("¥", "jpy", "yen", "cny", "rmb", "yuan"), "jpy"),
-                  **dict.fromkeys(("₹", "inr", "rupee"), "inr"), **dict.fromkeys(("₩", "krw", "won"), "krw"),
-                  **dict.fromkeys(("₽", "rub", "ruble", "rouble"), "rub"),
-                  **dict.fromkeys(("chf", "franc", "franken"), "chf")}
-_GROUP_SEPARATORS = frozenset(" '\u2019.,")
-
-
-def _money(number: str, magnitude: str = "") -> str | None:
-    """The key of an amount of money: its value as a normalised decimal ("4 000", "4.000",
-    "4,000" and "4'000" are 4000; "4,50" is 4.5), times its magnitude ("4k" is 4000). None
-    for a number grouped by no one rule (two separators for the thousands)."""
-    parts = re.split(r"([^0-9])", "".join(str(unicodedata.digit(c)) if c.isdigit() else c for c in number))
-    digits, seps = parts[0::2], parts[1::2]
-    decimals = ""
-    if seps and seps[-1] in ".," and (len(digits[-1]) != 3 or (len(seps) > 1 and seps[-2] != seps[-1])
-                                      or len(digits[0]) > 3):
-        decimals, digits, seps = digits[-1], digits[:-1], seps[:-1]
-    if len(set(seps)) > 1 or any(s not in _GROUP_SEPARATORS for s in seps):
-        return None
-    try:
-        value = Decimal("".join(digits) + ("." + decimals if decimals else ""))
-    except InvalidOperation:
-        return None
-    if magnitude:
-        value = value.scaleb(MAGNITUDES[magnitude.casefold()])
-    return format(value.normalize(), "f")
-
 
 # Whom to trust or who approves opened to anyone: weakened whether or not a check is named.
 # (One list, in :data:`_WEAKENED` too: "everyone" was an opened role but no weakening, so
@@ -243,6 +197,8 @@ _CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|
 _DATE = re2.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
 _GROUPING = str.maketrans("", "", " -./\t\r\n\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00b7")
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
+# Ideographic and small full stops are dots ("portal。globex。com"; NFKC makes "．" and "｡" one).
+_DOTS = str.maketrans({"\u3002": ".", "\ufe52": "."})
 
 #: What a procedure-changing fact may change, as :func:`procedure_values` names them.
 CATEGORIES = ("destination", "account", "credential", "route", "amount", "check")
@@ -259,7 +215,11 @@ def _number(value: str) -> str:
     """An amount's key: its decimal point kept (1.5 mg is not 15 mg), thousands commas
     dropped, a decimal comma read as a point."""
     value = unicodedata.normalize("NFKC", value)
-    return value.replace(",", "") if _THOUSANDS.search(value) else value.replace(",", ".")
+    value = value.replace(",", "") if _THOUSANDS.search(value) else value.replace(",", ".")
+    try:  # one value, one key: "50.0%" is "50%", as a fraction's "1/2" is
+        return format(Decimal(value).normalize(), "f")
+    except InvalidOperation:
+        return value
 
 
 def skeleton(value: str) -> str:
@@ -333,22 +293,58 @@ def _who(value: str) -> str:
 
 
 _SENTENCE_END = re2.compile(rb"[.;!?\n]")
+_SUBORDINATORS = (r"that|when|whenever|if|unless|except|once|while|whereas|although|though|which|who|where|"
+                  r"dass|daA|wenn|falls|sobald|au(?:ss|A)er|que|qui|quand|lorsque|si|sauf|cuando|salvo|excepto|"
+                  r"che|quando|se|tranne|eccetto")
 _NEGATED = _compile(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
 # What ends a negation's clause: a list ("no receipt and no approval": the first "no" is the
 # list's other weakening), a colon, a semicolon or a dash (the projection's "\x01" for an em or
 # en dash), or a conjunction that starts another clause ("Nothing changes: ... without a
 # call-back", "Don't worry, ... without the call-back": the weakening is stated, not denied).
 _CLAUSE_BREAK = _compile(r"[,:;\x01]|\s-\s|\b(?:and|or|but|so|because|und|oder|aber|weil|denn|et|ou|mais|"
-                         r"y|o|pero|porque|e|ma|perch[eaA])\b")
+                         r"y|o|pero|porque|e|ma|perch[eaA])\b|"
+                         # A bracket opens or closes a clause of its own ("Nothing changes (no
+                         # approval needed)"), and so does a subordinator: a negation before
+                         # "that", "when", "if", "except" governs its own clause, not what they
+                         # open ("Nobody disputes that no approval is needed", "Don't be
+                         # surprised when payments skip the call-back").
+                         r"[()\[\]{}]|\b(" + _SUBORDINATORS + r")\b")
+# Words that open a relative clause: after a negated noun ("no payment that is over 500 EUR goes
+# out without a call-back") the negation still governs the clause it stands in.
+_RELATIVE = frozenset(b"that which who whom whose que qui che der die das".split())
+# Negations that are a noun's determiner ("no payment", "keine Zahlung", "aucun paiement").
+_DETERMINERS = frozenset(b"no kein keine keinen keinem keiner keines aucun aucune ningun ninguna ninguno nessun "
+                         b"nessuno nessuna".split())
+# What excepts from a negated weakening: "No payment goes out without a call-back except Globex
+# payments" weakens the check for what it excepts.
+_EXCEPTION = _compile(r"\b(?:except|excepting|excluding|unless|other than|apart from|save for|but not|au(?:ss|A)er|"
+                      r"ausgenommen|es sei denn|sauf|except[eA]|A part|A moins|salvo|excepto|menos|a menos|tranne|"
+                      r"eccetto|a meno)\b")
 #: Words a negation may stand before the weakening it governs ("no payment goes out without").
 _NEGATION_REACH = 8
+
+
+def _governs(negation: re2._Match, between: bytes) -> bool:
+    """Whether ``negation`` governs what follows ``between`` (the text from it to a weakening):
+    no clause starts in between, but a relative pronoun after a negated noun starts none."""
+    if len(between.split()) > _NEGATION_REACH:
+        return False
+    for n, brk in enumerate(_CLAUSE_BREAK.finditer(between)):
+        if n == 16:
+            return False
+        if brk.group(1) is None or brk.group(1) not in _RELATIVE or negation.group(0) not in _DETERMINERS \
+                or len(between[:brk.start()].split()) > 2:
+            return False
+    return True
 
 
 def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
     """The matches of ``pattern`` in ``data`` with no negation before them in their clause: "no
     payment goes out without a call-back" states a check, it weakens none; "nothing changes:
-    payments go out without a call-back" weakens it. (The look back is
-    bounded: at most 200 characters for each of at most :data:`MAX_MATCHES` matches.)"""
+    payments go out without a call-back" weakens it, and so does an exception after a negated
+    weakening ("no payment goes out without a call-back except Globex's"). (The look back and
+    the look ahead are bounded: at most 200 characters for each of at most :data:`MAX_MATCHES`
+    matches.)"""
     for n, match in enumerate(pattern.finditer(data)):
         if n == MAX_MATCHES:
             return
@@ -358,9 +354,12 @@ def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
             before = before[ends[-1].end():]
         negations = list(_NEGATED.finditer(before))
         # A negation governs the weakening only in its own clause, a few words before it.
-        between = before[negations[-1].end():] if negations else b""
-        if (not negations or _CLAUSE_BREAK.search(between) is not None
-                or len(between.split()) > _NEGATION_REACH):
+        if not negations or not _governs(negations[-1], before[negations[-1].end():]):
+            yield match
+            continue
+        after = data[match.end():match.end() + 200]
+        end = _SENTENCE_END.search(after)
+        if _EXCEPTION.search(after[:end.start()] if end else after) is not None:
             yield match
 
 
@@ -377,7 +376,7 @@ def procedure_values(text: str) -> Values:
             found.setdefault(category, set()).add(key)
             raw.setdefault(key, value)
 
-    nfkc = unicodedata.normalize("NFKC", text)
+    nfkc = unicodedata.normalize("NFKC", mixed_fractions(text)).translate(_DOTS)
     data = project(nfkc.translate(_ASCII_LOWER))
 
     def span(match: re2._Match, group: int = 0) -> str:
@@ -409,35 +408,19 @@ def procedure_values(text: str) -> Values:
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
-        who = _who(span(match, next(g for g in (1, 2, 3, 4, 5) if match.group(g) is not None)))
+        who = _who(span(match, next(g for g in (1, 2, 3, 4, 5, 6) if match.group(g) is not None)))
         if who:
             add("route", who)
-    # Money first, a currency on either side of its number: the numbers it reads are no unit's.
-    money: set[int] = set()
-
-    def add_money(match: re2._Match, symbol: int, code: int, number: int, magnitude: int) -> None:
-        if match.group(symbol) is not None:
-            currency = span(match, symbol)
-            if currency not in _CURRENCY:
-                return
-        else:
-            currency = span(match, code)
-            # (A code in lower case may be a word: "mad", "pen", "top 5".)
-            if not (currency.isupper() or currency in LOWER_CASE_CODES or currency.casefold() not in CURRENCY_CODES):
-                return
-        currency = currency.casefold()
-        currency = currency[:-1] if currency.endswith("s") and currency[:-1] in _CURRENCY_KEYS else currency
-        key = _money(span(match, number), span(match, magnitude) if match.group(magnitude) is not None else "")
-        if key is not None:
-            found.setdefault(f"amount:{_CURRENCY_KEYS.get(currency, currency)}", set()).add(key)
-            money.add(match.end(number))
-
-    for category, pattern, groups in (("before", _MONEY_BEFORE, (1, 2, 3, 4)), ("after", _MONEY_AFTER, (3, 4, 1, 2))):
-        for n, match in enumerate(pattern.finditer(data)):
-            if n == MAX_MATCHES:
-                overflow = True
-                break
-            add_money(match, *groups)
+    # Money first, a currency on either side of its number (memwarden/guards/money.py): the
+    # numbers it reads are no unit's, and neither are a fraction's.
+    money_found, money, money_overflow = read_money(nfkc)
+    for category, keys in money_found.items():
+        found.setdefault(category, set()).update(keys)
+    shares, share_ends, share_overflow = read_fractions(nfkc)
+    if shares:
+        found.setdefault("amount:%", set()).update(shares)
+    money |= share_ends
+    overflow = overflow or money_overflow or share_overflow
     for match in matches("amount"):
         if match.end(1) in money:
             continue  # the number of an amount of money, read above
@@ -447,7 +430,7 @@ def procedure_values(text: str) -> Values:
         if fold(unit) not in _NOT_UNITS:
             # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
             unit = unit.rstrip("s") or unit
-            category, number = _measure(_CURRENCY_KEYS.get(unit, unit), _number(span(match, 1)))
+            category, number = _measure(unit, _number(span(match, 1)))
             found.setdefault(f"amount:{category}", set()).add(number)
     dropped, dropped_words = set(), set()
     for match in _unnegated(_DROPS, data):
