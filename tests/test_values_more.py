@@ -55,6 +55,7 @@ def test_one_fraction_written_two_ways_is_one_amount(a: str, b: str) -> None:
 def test_a_date_or_a_score_is_no_fraction() -> None:
     assert not _amounts("Paid on 1/2/2025.")
     assert not _amounts("Support is 24/7.")
+    assert not _amounts("The Globex invoice is due 3/12.")  # a day and a month
 
 
 # -- amounts: magnitudes -------------------------------------------------------------------------
@@ -264,3 +265,9 @@ def test_an_approver_in_any_shape_is_a_route(established: str, planted: str) -> 
 ])
 def test_one_approver_in_two_shapes_is_one_route(a: str, b: str) -> None:
     assert procedure_values(a).by_category["route"] == procedure_values(b).by_category["route"]
+
+
+@pytest.mark.parametrize("text", ["Who approves Globex refunds?", "The board which approves Globex refunds met.",
+                                  "Please approve the Globex refund."])
+def test_a_pronoun_or_an_imperative_before_approving_names_no_approver(text: str) -> None:
+    assert "route" not in procedure_values(text).by_category

@@ -18,7 +18,8 @@ or one of :data:`LOWER_CASE_CODES`), or a currency's name ("euros", "rupees", "R
 "5 grand" is money in no named currency (category ``amount:money``): it compares with an amount
 of any currency (:func:`is_money`).
 
-A fraction ("1/2 of the fee", "½", "1⁄4") is a share: a percentage (category ``amount:%``,
+A fraction ("1/2 of the fee", "½", "1⁄4"; with a plain slash only before "of" or "the" and
+their kin in the other languages: "due 3/12" is a date) is a share: a percentage (category ``amount:%``,
 which "50%" has too), so "½" and "50%" are one amount and "¾" changes "25%". A mixed number
 ("1½ tablets") is its decimal (1.5) wherever it stands.
 
@@ -117,7 +118,7 @@ _EDGE = r"(?:^|[^a-zA0-9B\x01:])"
 _RANGE = rf"(?:[ \t]{{0,2}}(?:-|to|bis|a|A)[ \t]{{0,2}}(?:[$\x01][ \t]?)?(-)?({_NUMBER}))?"
 _MAGNITUDE = rf"(?:[ \t]{{0,3}}({_MAGS})\b\.?)?"
 _BEFORE = _compile(rf"(?:(?:^|[^a-zA0-9B])(-)[ \t]?)?(?:(?:(?:^|[^a-zA0-9B\x01])({'|'.join(_DOLLARS)}))?([$\x01])|"
-                   rf"(?:^|[^a-zA0-9B\x01\-])({_CODES})\b\.?)[ \t]{{0,3}}(-)?({_NUMBER}){_RANGE}{_MAGNITUDE}")
+                   rf"(?:^|[^a-zA0-9B\x01])({_CODES})\b\.?)[ \t]{{0,3}}(-)?({_NUMBER}){_RANGE}{_MAGNITUDE}")
 _AFTER = _compile(rf"{_EDGE}(?:(-)[ \t]?)?({_NUMBER}){_RANGE}{_MAGNITUDE}(?:[.,]-)?"
                   rf"[ \t]{{0,3}}(?:([$\x01])|({_CODES}|{_NAMES})\b)")
 # A fraction: numerator and denominator of at most three digits, with a slash, a fraction slash
@@ -125,6 +126,9 @@ _AFTER = _compile(rf"{_EDGE}(?:(-)[ \t]?)?({_NUMBER}){_RANGE}{_MAGNITUDE}(?:[.,]
 # "1/2/2025" is none). A vulgar fraction ("½") is written out first (:func:`mixed_fractions`).
 _FRACTION = _compile(rf"(?:^|[^0-9B/\x01.,])({_D}{{1,3}})[ \t]?[/\x01][ \t]?({_D}{{1,3}})(?:$|[^0-9B/\x01.,]|[.,](?:$|[^0-9B]))")
 _FRACTION_SLASHES = frozenset("/\u2044\u2215")
+# What makes "n/d" with a plain slash a share and not a day and a month ("due 3/12"): "of"
+# or "the" after it, in any of the five languages ("1/2 of the fee", "1/4 des Honorars").
+_SHARE_OF = re.compile(r"\s*(?:of|the|de|des|du|d'|von|vom|der|del|della|dello|di|dei)\b", re.IGNORECASE)
 # What reads as a hyphen-minus before money is read: dashes and the minus sign (one character
 # for one, so positions stay), and the right quote as an apostrophe (a Swiss thousands mark).
 _DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"} | {"\u2019": "'"})
@@ -250,7 +254,7 @@ def read_fractions(nfkc: str) -> tuple[set[str], set[int], bool]:
         if n == MAX_MATCHES:
             return shares, ends, True
         slash = nfkc[match.end(1):match.start(2)].strip()
-        if slash not in _FRACTION_SLASHES:
+        if slash not in _FRACTION_SLASHES or (slash == "/" and not _SHARE_OF.match(nfkc, match.end(2))):
             continue
         numerator, denominator = (int("".join(str(unicodedata.digit(c)) for c in nfkc[match.start(g):match.end(g)]))
                                   for g in (1, 2))

@@ -2,12 +2,24 @@
 account is paid, a credential or where it is kept, an amount or a dose, who approves or is
 trusted, and whether a check is weakened.
 
-A destination is an address, a link, a bare host name ending in a known top-level domain
-("portal.globex.com/invoices"), or an address spelled "ap [at] globex [dot] com". An approver is
-read after a participle and "by/to/via" ("approved by Carol"), before "'s approval" ("Carol's
-sign-off") or after "approval from/of". A check is weakened by a weakening word or a role opened
-to anyone ("everyone in finance approves"), unless a negation stands a few words before it in
-its own clause ("no payment goes out without a call-back"; a colon, a dash or "but" ends one).
+A destination is an address, a link of any scheme ("https://", "sftp://", "s3://", a defanged
+"hxxp://") or "www.", a bare host name ending in a known top-level domain
+("portal.globex.com/invoices", "globex.ai", "pay.us"; :data:`_TLDS`), or an address spelled "ap
+[at] globex [dot] com". Ideographic and small full stops ("。", "｡", "．") are dots. An approver
+(a route) is read after a participle and "by/to/via" ("approved by Carol", "countersigned by
+the CFO"), before "'s approval" with up to three adjectives between ("Carol's sign-off",
+"Mallory's written approval", "the CFO's prior written consent"), after "approval / sign-off
+from, of or by" ("sign-off by the CFO"), or before a verb of approving in the third person or
+after a modal ("Carol approves", "the CFO must sign off"). A check is weakened by a weakening
+word or a role opened to anyone ("everyone in finance approves"), unless a negation stands a
+few words before it in its own clause ("no payment goes out without a call-back"). A comma, a
+colon, a dash, "and", "but", a bracket or a subordinator ("that", "when", "if", "unless",
+"except", and theirs in the other four languages) starts another clause, which the negation
+does not govern ("Nobody disputes that no approval is needed", "Nothing changes (no approval
+needed)"), but a relative pronoun right after a negated noun does not ("No payment that is
+over 500 EUR goes out without a call-back"). A negated weakening followed in its sentence by
+an exception ("... without a call-back except Globex payments") weakens the check for what it
+excepts.
 
 :func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
 (full-width and mathematical digits are the digits they stand for), case-folded, without the
@@ -17,12 +29,13 @@ digit 0 leaves a *different* key, because a payment system reads the characters,
 look. :func:`skeleton` folds those away too, so that a caller can tell a look-alike of a
 known value (an attack on the reader's eyes) from a plainly different one.
 
-An amount of money is a number with a currency on either side, a symbol or an ISO 4217 code
-(:data:`CURRENCY_CODES`, in capitals or one of :data:`LOWER_CASE_CODES`): "€ 4 000", "4'000
-CHF", "400,- EUR", "SEK 4000". Its key is its value, read with any thousands separator (a
-space, a no-break or thin space, an apostrophe, a dot or a comma before groups of three
-digits) and times a magnitude after it ("€4k", "EUR 4 million"): "4 000", "4.000" and "4,000"
-are one value. Any other amount is a number and its unit ("5 mg", "3 tablets").
+Money is read by :mod:`memwarden.guards.money`: a number with a currency on either side (any
+currency symbol of Unicode category Sc, an ISO 4217 code, a currency's name), keyed by its
+value whatever its separators, times its magnitude ("k", "lakh", "crore", "Mio.", "Mrd.",
+"trillion"), with its sign, in the currency's main unit ("40000 cents" is $400), both ends of a
+range; a fraction ("1/2", "½") is a share, keyed as the percentage it is. Any other amount is a
+number and its unit ("5 mg", "3 tablets"; "1½ tablets" is 1.5), its number normalised ("50.0%"
+is "50%").
 
 Linear time: the patterns run on RE2 (``google-re2``), whose matching time is linear in the
 text, over the rule engine's one-byte-per-character projection of it.
@@ -30,7 +43,6 @@ text, over the rule engine's one-byte-per-character projection of it.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
@@ -267,6 +279,10 @@ _TIME = MOMENTS | frozenset("day days week weeks month months quarter year shift
 _TIME_WORDS = frozenset("by before until till on at in within during every each this last since".split())
 
 
+_PRONOUNS = frozenset("who whom whoever which what that this one someone somebody wer welche welcher qui quoi chi che "
+                      "quien quienes".split())
+
+
 def _is_name(word: str) -> bool:
     w = word.casefold()
     return not (w in STOP_WORDS or w in _TIME or w[:1].isdigit())
@@ -408,8 +424,10 @@ def procedure_values(text: str) -> Values:
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
-        who = _who(span(match, next(g for g in (1, 2, 3, 4, 5, 6) if match.group(g) is not None)))
-        if who:
+        group = next(g for g in (1, 2, 3, 4, 5, 6) if match.group(g) is not None)
+        who = _who(span(match, group))
+        # (Before a verb, a relative or interrogative pronoun names nobody: "who approves?")
+        if who and not (group == 6 and who.casefold() in _PRONOUNS):
             add("route", who)
     # Money first, a currency on either side of its number (memwarden/guards/money.py): the
     # numbers it reads are no unit's, and neither are a fraction's.
