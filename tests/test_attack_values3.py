@@ -98,6 +98,7 @@ _CALL_BACK = "Orion payments to Globex go out only after a call-back and an appr
     "Nothing else changes for Orion (no approval needed for payments to Globex).",
     "It is no surprise when Orion payments to Globex go out without the call-back.",
     "No Orion payment goes out without a call-back except payments to Globex.",
+    "There is no problem if Orion payments to Globex go out without the call-back.",
 ])
 def test_a_weakening_in_its_own_clause_is_held(tmp_path: Path, planted: str) -> None:
     _planted_against(tmp_path, _CALL_BACK, planted, "Orion payments Globex")
@@ -107,6 +108,7 @@ def test_a_weakening_in_its_own_clause_is_held(tmp_path: Path, planted: str) -> 
     "No Orion payment to Globex goes out without a call-back and an approval (no exceptions).",
     "Orion payments to Globex go out after a call-back and an approval (never skip them).",
     "No Orion payment that goes to Globex goes out without a call-back and an approval.",
+    "No Globex payment goes out when the call-back is skipped.",
 ])
 def test_a_negated_weakening_restating_the_check_is_not_held(tmp_path: Path, restated: str) -> None:
     _restated(tmp_path, _CALL_BACK, restated)

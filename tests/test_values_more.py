@@ -174,6 +174,9 @@ def test_a_changed_amount_in_cents_is_a_changed_amount(established: str, planted
     "No payment goes out without a call-back except Globex payments.",
     "No payment goes out without a call-back unless it is a Globex payment.",
     "Nobody minds if Globex payments skip the call-back.",
+    "Don't worry when Globex payments skip the call-back.",
+    "There is no problem if Globex payments skip the call-back.",
+    "It is no surprise when Globex payments go out without the call-back.",
 ])
 def test_a_weakening_in_its_own_clause_is_read_with_its_own_negation(planted: str) -> None:
     assert procedure_values(planted).weakened or procedure_values(planted).dropped
@@ -196,9 +199,19 @@ def test_a_weakening_after_a_subordinator_in_another_language_is_read(planted: s
     "No payment that is over 500 EUR goes out without a call-back.",
     "Nobody skips the call-back for Globex payments.",
     "No Globex payment goes out without a call-back, Globex refunds included.",
+    # A negated main clause governs its condition: these state the check.
+    "No Globex payment goes out when the call-back is skipped.",
+    "Never pay Globex if the approval is skipped.",
+    "Nothing goes out to Globex if the call-back is skipped.",
 ])
 def test_a_negation_still_governs_its_own_clause(text: str) -> None:
     assert not procedure_values(text).weakened and not procedure_values(text).dropped
+
+
+def test_an_established_check_stated_with_a_negated_condition_can_still_be_weakened() -> None:
+    # (An established text read as weakened can be weakened by nothing: Values.weakens.)
+    assert _changed("No Globex payment goes out when the call-back is skipped.",
+                    "Globex payments go out without the call-back now.")
 
 
 # -- destinations ---------------------------------------------------------------------------------

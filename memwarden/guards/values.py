@@ -17,7 +17,9 @@ colon, a dash, "and", "but", a bracket or a subordinator ("that", "when", "if", 
 "except", and theirs in the other four languages) starts another clause, which the negation
 does not govern ("Nobody disputes that no approval is needed", "Nothing changes (no approval
 needed)"), but a relative pronoun right after a negated noun does not ("No payment that is
-over 500 EUR goes out without a call-back"). A negated weakening followed in its sentence by
+over 500 EUR goes out without a call-back"), nor does a condition after a negation that acts
+("No payment goes out when the call-back is skipped"; "It is no surprise when ..." and "Nobody
+minds if ..." comment, and do not govern it). A negated weakening followed in its sentence by
 an exception ("... without a call-back except Globex payments") weakens the check for what it
 excepts.
 
@@ -340,16 +342,39 @@ _EXCEPTION = _compile(r"\b(?:except|excepting|excluding|unless|other than|apart 
 _NEGATION_REACH = 8
 
 
-def _governs(negation: re2._Match, between: bytes) -> bool:
-    """Whether ``negation`` governs what follows ``between`` (the text from it to a weakening):
-    no clause starts in between, but a relative pronoun after a negated noun starts none."""
+# Subordinators of a condition: a negated main clause governs them ("No payment goes out when the
+# call-back is skipped", "Never pay if the approval is missing" state the check), unless the
+# negation comments on the condition rather than acting ("It is no surprise when ...", "Nobody
+# minds if ...", "Don't worry when ...").
+_CONDITIONALS = frozenset(b"when whenever if once wenn falls sobald quand lorsque si cuando quando se".split())
+_COPULA = _compile(r"\b(?:is|are|was|were|be|been|it's|that's|there's|ist|sind|war|est|c'est|es|son|A|sono)\s*$")
+_COMMENTS = _compile(r"^\s*(?:(?:one|body|thing|be|been|is|was|a|an|the|real|big|to|de|di|del|un|una|ein|eine|"
+                     r"le|la|il|lo|hay|ha|gibt|es)\s+){0,2}(?:minds?|cares?|worry|worries|surprised?|surprising|"
+                     r"problems?|issues?|matters?|concerns?|concerned|fuss|harm|wonder|objects?|objections?|complains?|"
+                     r"notices?|unusual|odd|strange|alarmed|worried|big deal|panic|souci|soucis|probl[eA]mes?|"
+                     r"problema|problemi|preocupa[a-zA]*|preoccupa[a-zA]*|importa|grave|sorgen?|schlimm|egal)\b")
+
+
+def _governs(negation: re2._Match, before: bytes) -> bool:
+    """Whether ``negation`` (a match in ``before``, the sentence up to a weakening) governs the
+    weakening: no clause starts in between, but a relative pronoun after a negated noun starts
+    none, and a condition ("when", "if") is governed by a negation that acts rather than
+    comments (see :data:`_CONDITIONALS`)."""
+    between = before[negation.end():]
     if len(between.split()) > _NEGATION_REACH:
         return False
     for n, brk in enumerate(_CLAUSE_BREAK.finditer(between)):
         if n == 16:
             return False
-        if brk.group(1) is None or brk.group(1) not in _RELATIVE or negation.group(0) not in _DETERMINERS \
-                or len(between[:brk.start()].split()) > 2:
+        word = brk.group(1)
+        if word is None:
+            return False
+        if word in _CONDITIONALS:
+            if _COPULA.search(before[max(0, negation.start() - 40):negation.start()]) is not None \
+                    or _COMMENTS.search(between[:brk.start()]) is not None:
+                return False
+            continue
+        if word not in _RELATIVE or negation.group(0) not in _DETERMINERS or len(between[:brk.start()].split()) > 2:
             return False
     return True
 
@@ -370,7 +395,7 @@ def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
             before = before[ends[-1].end():]
         negations = list(_NEGATED.finditer(before))
         # A negation governs the weakening only in its own clause, a few words before it.
-        if not negations or not _governs(negations[-1], before[negations[-1].end():]):
+        if not negations or not _governs(negations[-1], before):
             yield match
             continue
         after = data[match.end():match.end() + 200]
