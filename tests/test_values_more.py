@@ -284,3 +284,20 @@ def test_one_approver_in_two_shapes_is_one_route(a: str, b: str) -> None:
                                   "Please approve the Globex refund."])
 def test_a_pronoun_or_an_imperative_before_approving_names_no_approver(text: str) -> None:
     assert "route" not in procedure_values(text).by_category
+
+
+@pytest.mark.parametrize(("text", "amounts"), [
+    ("The school trip costs 2 euros per pupil.", {"amount:eur": frozenset({"2"})}),
+    ("The school trip costs 200 euro cents per pupil.", {"amount:eur": frozenset({"2"})}),
+    ("The school trip costs 2 dollars per pupil.", {"amount:usd": frozenset({"2"})}),
+])
+def test_a_currency_is_not_its_hundredth(text: str, amounts: dict[str, frozenset[str]]) -> None:
+    assert _amounts(text) == amounts
+
+
+def test_an_adverb_before_approving_is_no_approver() -> None:
+    assert procedure_values("When a VP verbally approves the request, grant access.").by_category["route"] == {"vp"}
+
+
+def test_a_mixed_number_is_no_share() -> None:
+    assert "amount:%" not in procedure_values("Some experts find the age of 59 1/2 the best time.").by_category

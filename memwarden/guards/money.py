@@ -97,8 +97,7 @@ _KEYS = {**dict.fromkeys(("usd", "dollar", "buck", "cent", "cents"), "usd"),
          "grand": "money"}
 # A name that is a magnitude too: "5 grand" is 5000.
 _NAME_SCALES = {"grand": 3}
-_HUNDREDTHS = frozenset("cent cents eurocent euro cent pence penny paise kopek kopeck rappen centime ¢".split()) | {
-    "euro cent"}
+_HUNDREDTHS = frozenset("cent cents eurocent pence penny paise kopek kopeck rappen centime ¢".split()) | {"euro cent"}
 _MONEY_KEYS = frozenset(_KEYS.values()) | frozenset(SYMBOLS.values()) | CURRENCY_CODES | {"kr", "btc"}
 
 _CODES = "|".join(sorted(CURRENCY_CODES | {"rs", "kr"}, key=len, reverse=True))
@@ -126,6 +125,7 @@ _AFTER = _compile(rf"{_EDGE}(?:(-)[ \t]?)?({_NUMBER}){_RANGE}{_MAGNITUDE}(?:[.,]
 # "1/2/2025" is none). A vulgar fraction ("½") is written out first (:func:`mixed_fractions`).
 _FRACTION = _compile(rf"(?:^|[^0-9B/\x01.,])({_D}{{1,3}})[ \t]?[/\x01][ \t]?({_D}{{1,3}})(?:$|[^0-9B/\x01.,]|[.,](?:$|[^0-9B]))")
 _FRACTION_SLASHES = frozenset("/\u2044\u2215")
+_WHOLE_BEFORE = re.compile(r"\d[ \t]$")
 # What makes "n/d" with a plain slash a share and not a day and a month ("due 3/12"): "of"
 # or "the" after it, in any of the five languages ("1/2 of the fee", "1/4 des Honorars").
 _SHARE_OF = re.compile(r"\s*(?:of|the|de|des|du|d'|von|vom|der|del|della|dello|di|dei)\b", re.IGNORECASE)
@@ -256,6 +256,8 @@ def read_fractions(nfkc: str) -> tuple[set[str], set[int], bool]:
         slash = nfkc[match.end(1):match.start(2)].strip()
         if slash not in _FRACTION_SLASHES or (slash == "/" and not _SHARE_OF.match(nfkc, match.end(2))):
             continue
+        if _WHOLE_BEFORE.search(nfkc, max(0, match.start(1) - 2), match.start(1)):
+            continue  # a mixed number ("59 1/2 the age"): a number, no share
         numerator, denominator = (int("".join(str(unicodedata.digit(c)) for c in nfkc[match.start(g):match.end(g)]))
                                   for g in (1, 2))
         if 0 < numerator < denominator:

@@ -122,7 +122,9 @@ _APPROVAL_ADJECTIVES = (r"(?:written|prior|formal|explicit|final|express|persona
                         r"two-step|advance|direct|full|official)")
 # Who approves by the verb ("Carol approves", "the CFO must sign off"): a third person's form, or
 # a modal before the verb's base.
-_APPROVES = (r"(?:(?:alone|only|now|also|personally|then|always|still)\s+)?"
+_APPROVES = (r"(?:(?:alone|only|now|also|personally|then|always|still|verbally|formally|informally|automatically|"
+             r"usually|normally|typically|generally|just|often|manually|directly|finally|simply|explicitly|"
+             r"separately|jointly|first)\s+)?"
              r"(?:approves|authori[sz]es|countersigns|signs off|okays|ok's|oks|vets|sanctions|green-?lights|"
              r"(?:must|should|shall|will|can|may|has to|needs to|is to|have to)\s+(?:approve|authori[sz]e|"
              r"countersign|sign off|okay|ok|vet|sanction|green-?light))\b")
