@@ -154,6 +154,8 @@ def test_a_destination_restated_with_other_dots_is_not_held(tmp_path: Path, esta
     ("Carol approves Orion refunds to Globex.", "Mallory approves Orion refunds to Globex."),
     ("Orion refunds to Globex need Carol's approval.", "Mallory approves Orion refunds to Globex."),
     ("Orion refunds to Globex require approval by Carol.", "Orion refunds to Globex require approval by Mallory."),
+    ("The approver of Orion refunds to Globex is Carol.", "Mallory is the sole approver of Orion refunds to Globex."),
+    ("Approval of Orion refunds to Globex rests with the CFO.", "Approval of Orion refunds to Globex rests with Mallory."),
 ])
 def test_a_changed_approver_in_any_shape_is_held(tmp_path: Path, established: str, planted: str) -> None:
     _planted_against(tmp_path, established, planted, "Orion refunds Globex")
@@ -162,6 +164,7 @@ def test_a_changed_approver_in_any_shape_is_held(tmp_path: Path, established: st
 @pytest.mark.parametrize(("established", "restated"), [
     ("Orion refunds to Globex need Carol's approval.", "Carol approves Orion refunds to Globex."),
     ("Orion refunds to Globex need sign-off by the CFO.", "Orion refunds to Globex need the CFO's sign-off."),
+    ("The approver of Orion refunds to Globex is Carol.", "Carol approves Orion refunds to Globex."),
 ])
 def test_an_approver_restated_in_another_shape_is_not_held(tmp_path: Path, established: str, restated: str) -> None:
     _restated(tmp_path, established, restated)

@@ -140,7 +140,9 @@ VALUE_TEXTS = {
     "newer tlds": fill("a.ai."), "ideographic dots": fill("a\u3002"), "subordinate weakenings": fill("no that skip "),
     "bracketed weakenings": fill("(no approval "), "exceptions": fill("no a without except "),
     "possessive approvals": fill("carol's written "), "approver verbs": fill("carol approves "),
-    "approval nouns": fill("sign-off by the "),
+    "approval nouns": fill("sign-off by the "), "approver nouns": fill("the approver of a b c is "),
+    "approvals resting": fill("approval of a rests with "), "approvers needed": fill("needs a to approve "),
+    "defanged colons": fill("hxxps[:]//"), "negated conditions": fill("it is no surprise when skip "),
 }
 
 

@@ -233,6 +233,8 @@ def test_an_established_check_stated_with_a_negated_condition_can_still_be_weake
      "Globex invoices are uploaded at portal\u3002globex-billing\u3002net/invoices."),
     ("Globex invoices are sent to ap@globex.com.",
      "Globex invoices are sent to ap@globex\uff0ebilling\uff61net."),
+    ("Globex invoices are uploaded to https://files.globex.com/in.",
+     "Globex invoices are uploaded to hxxps[:]//files.globex-billing[.]example/in."),
 ])
 def test_a_destination_of_any_scheme_tld_or_dot_is_read(established: str, planted: str) -> None:
     assert "destination" in procedure_values(planted).by_category
@@ -265,6 +267,11 @@ def test_words_after_a_full_stop_are_no_host() -> None:
     ("The CFO must sign off Globex refunds.", "Mallory must sign off Globex refunds."),
     ("Globex refunds need the CFO's prior written consent.", "Globex refunds need Mallory's prior written consent."),
     ("Globex refunds are countersigned by the CFO.", "Globex refunds are countersigned by Mallory."),
+    ("The approver of Globex refunds is Carol.", "The approver of Globex refunds is Mallory."),
+    ("The approver for Globex refunds is Carol.", "Mallory is the sole approver for Globex refunds."),
+    ("Approval of Globex refunds rests with the CFO.", "Approval of Globex refunds rests with Mallory."),
+    ("Globex refunds need Carol to approve them.", "Globex refunds need Mallory to approve them."),
+    ("Globex refunds need Carol's approval.", "When a VP verbally approves, Globex refunds go out."),
 ])
 def test_an_approver_in_any_shape_is_a_route(established: str, planted: str) -> None:
     assert "route" in procedure_values(planted).by_category

@@ -5,23 +5,18 @@ trusted, and whether a check is weakened.
 A destination is an address, a link of any scheme ("https://", "sftp://", "s3://", a defanged
 "hxxp://") or "www.", a bare host name ending in a known top-level domain
 ("portal.globex.com/invoices", "globex.ai", "pay.us"; :data:`_TLDS`), or an address spelled "ap
-[at] globex [dot] com". Ideographic and small full stops ("。", "｡", "．") are dots. An approver
-(a route) is read after a participle and "by/to/via" ("approved by Carol", "countersigned by
+[at] globex [dot] com" (and a link "hxxps[:]//..."). Ideographic and small full stops ("。",
+"｡", "．") are dots. An approver (a route) is read after a participle and "by/to/via" ("approved by Carol", "countersigned by
 the CFO"), before "'s approval" with up to three adjectives between ("Carol's sign-off",
 "Mallory's written approval", "the CFO's prior written consent"), after "approval / sign-off
 from, of or by" ("sign-off by the CFO"), or before a verb of approving in the third person or
-after a modal ("Carol approves", "the CFO must sign off"). A check is weakened by a weakening
-word or a role opened to anyone ("everyone in finance approves"), unless a negation stands a
-few words before it in its own clause ("no payment goes out without a call-back"). A comma, a
-colon, a dash, "and", "but", a bracket or a subordinator ("that", "when", "if", "unless",
-"except", and theirs in the other four languages) starts another clause, which the negation
-does not govern ("Nobody disputes that no approval is needed", "Nothing changes (no approval
-needed)"), but a relative pronoun right after a negated noun does not ("No payment that is
-over 500 EUR goes out without a call-back"), nor does a condition after a negation that acts
-("No payment goes out when the call-back is skipped"; "It is no surprise when ..." and "Nobody
-minds if ..." comment, and do not govern it). A negated weakening followed in its sentence by
-an exception ("... without a call-back except Globex payments") weakens the check for what it
-excepts.
+after a modal ("Carol approves", "the CFO must sign off", "needs Carol to approve"), or by the
+noun ("the approver of refunds is Carol", "Mallory is the sole approver", "approval rests with
+the CFO"). A check is weakened by a weakening word or a role opened to anyone ("everyone in
+finance approves"), unless a negation governs it (:mod:`memwarden.guards.negation`: in its own
+clause, a few words before it; "no payment goes out without a call-back" states the check,
+"Nobody disputes that no approval is needed" and "No payment goes out without a call-back
+except Globex's" weaken it).
 
 :func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
 (full-width and mathematical digits are the digits they stand for), case-folded, without the
@@ -52,9 +47,10 @@ from functools import lru_cache
 
 import re2
 
-from memwarden.guards.function_words import MOMENTS, NEGATIONS, ORDINAL_SUFFIXES, STOP_WORDS
+from memwarden.guards.function_words import MOMENTS, ORDINAL_SUFFIXES, STOP_WORDS
 from memwarden.guards.injection import fold
 from memwarden.guards.money import CURRENCY_CODES, LOWER_CASE_CODES, MAGNITUDES, mixed_fractions, read_fractions, read_money
+from memwarden.guards.negation import unnegated
 from memwarden.guards.ruleset import project
 from memwarden.guards.value_set import Values
 
@@ -113,13 +109,17 @@ _TLDS = ("com|net|org|edu|gov|mil|int|biz|info|io|co|app|dev|cloud|online|site|t
          "xn--[a-z0-9]{2,20}")
 # An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]". (A bare
 # " at " is no "@": only the bracketed one is read so.)
-_OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.)\s*[\])}]\s*")
+_OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.|:)\s*[\])}]\s*")
 # What a possessive or an "of"/"from" names the approver of.
 _APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation|countersignature|green light)"
 # What may stand between a possessive and the approval ("Mallory's written approval", "the
 # CFO's prior written consent").
 _APPROVAL_ADJECTIVES = (r"(?:written|prior|formal|explicit|final|express|personal|own|signed|verbal|oral|e-?mail|"
                         r"two-step|advance|direct|full|official)")
+# What an approval or an approver is of ("the approver of Globex refunds is ...").
+_OF_WHAT = rf"(?:\s+(?:of|for)(?:\s+{_WI}+){{1,4}}?)?"
+# Who approves by the noun.
+_APPROVERS = r"(?:approver|approving (?:manager|officer)|signatory|authori[sz]er|sign-?off owner)"
 # Who approves by the verb ("Carol approves", "the CFO must sign off"): a third person's form, or
 # a modal before the verb's base.
 _APPROVES = (r"(?:(?:alone|only|now|also|personally|then|always|still|verbally|formally|informally|automatically|"
@@ -163,12 +163,24 @@ _PATTERNS: dict[str, re2._Regexp] = {
                       rf"\b(?:von|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
                       rf"best{_L}tigt|unterschrieben|gegengezeichnet|abgezeichnet|kontrolliert|autorisiert|"
                       rf"verantwortet)\b|"
-                      # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off")
-                      # or after the approval ("approval from Carol", "the sign-off of the CFO").
+                      # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off"):
+                      # group 4.
                       rf"\b({_WI}+)['\x01]s\s+(?:{_APPROVAL_ADJECTIVES}[\s,]+){{0,3}}{_APPROVALS}\b|"
+                      # Where an approval rests ("approval of refunds rests with Mallory"): group 5,
+                      # before "approval of X", which would read the refunds as who approves.
+                      rf"\b{_APPROVALS}s?{_OF_WHAT}\s+(?:lies|rests|sits|stays|remains|is)\s+with\s+"
+                      rf"((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      # After the approval ("approval from Carol", "the sign-off of the CFO"): 6.
                       rf"\b{_APPROVALS}s?\s+(?:of|from|by)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
-                      # Who approves by the verb ("Carol approves", "the CFO must sign off").
-                      rf"\b((?:the\s+)?{_WI}+)\s+{_APPROVES}"),
+                      # Who approves by the verb ("Carol approves", "the CFO must sign off"): 7.
+                      rf"\b((?:the\s+)?{_WI}+)\s+{_APPROVES}|"
+                      # Who approves by the noun ("the approver of refunds is Mallory", "Mallory is
+                      # the sole approver"): 8 and 9; "needs Mallory to approve": 10.
+                      rf"\b{_APPROVERS}s?{_OF_WHAT}\s*(?:is|are|:|=|will be|remains|becomes)\s+((?:the\s+)?{_WI}+"
+                      rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      rf"\b((?:the\s+)?{_WI}+)\s+(?:is|are|will be|becomes|remains)\s+(?:now\s+)?(?:the\s+)?"
+                      rf"(?:sole\s+|only\s+|new\s+|final\s+|designated\s+)?{_APPROVERS}s?\b|"
+                      rf"\bneeds?\s+((?:the\s+)?{_WI}+)\s+to\s+(?:approve|sign off|authori[sz]e|countersign|okay|ok)\b"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -312,100 +324,6 @@ def _who(value: str) -> str:
     return " ".join(kept)
 
 
-_SENTENCE_END = re2.compile(rb"[.;!?\n]")
-_SUBORDINATORS = (r"that|when|whenever|if|unless|except|once|while|whereas|although|though|which|who|where|"
-                  r"dass|daA|wenn|falls|sobald|au(?:ss|A)er|que|qui|quand|lorsque|si|sauf|cuando|salvo|excepto|"
-                  r"che|quando|se|tranne|eccetto")
-_NEGATED = _compile(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
-# What ends a negation's clause: a list ("no receipt and no approval": the first "no" is the
-# list's other weakening), a colon, a semicolon or a dash (the projection's "\x01" for an em or
-# en dash), or a conjunction that starts another clause ("Nothing changes: ... without a
-# call-back", "Don't worry, ... without the call-back": the weakening is stated, not denied).
-_CLAUSE_BREAK = _compile(r"[,:;\x01]|\s-\s|\b(?:and|or|but|so|because|und|oder|aber|weil|denn|et|ou|mais|"
-                         r"y|o|pero|porque|e|ma|perch[eaA])\b|"
-                         # A bracket opens or closes a clause of its own ("Nothing changes (no
-                         # approval needed)"), and so does a subordinator: a negation before
-                         # "that", "when", "if", "except" governs its own clause, not what they
-                         # open ("Nobody disputes that no approval is needed", "Don't be
-                         # surprised when payments skip the call-back").
-                         r"[()\[\]{}]|\b(" + _SUBORDINATORS + r")\b")
-# Words that open a relative clause: after a negated noun ("no payment that is over 500 EUR goes
-# out without a call-back") the negation still governs the clause it stands in.
-_RELATIVE = frozenset(b"that which who whom whose que qui che der die das".split())
-# Negations that are a noun's determiner ("no payment", "keine Zahlung", "aucun paiement").
-_DETERMINERS = frozenset(b"no kein keine keinen keinem keiner keines aucun aucune ningun ninguna ninguno nessun "
-                         b"nessuno nessuna".split())
-# What excepts from a negated weakening: "No payment goes out without a call-back except Globex
-# payments" weakens the check for what it excepts.
-_EXCEPTION = _compile(r"\b(?:except|excepting|excluding|unless|other than|apart from|save for|but not|au(?:ss|A)er|"
-                      r"ausgenommen|es sei denn|sauf|except[eA]|A part|A moins|salvo|excepto|menos|a menos|tranne|"
-                      r"eccetto|a meno)\b")
-#: Words a negation may stand before the weakening it governs ("no payment goes out without").
-_NEGATION_REACH = 8
-
-
-# Subordinators of a condition: a negated main clause governs them ("No payment goes out when the
-# call-back is skipped", "Never pay if the approval is missing" state the check), unless the
-# negation comments on the condition rather than acting ("It is no surprise when ...", "Nobody
-# minds if ...", "Don't worry when ...").
-_CONDITIONALS = frozenset(b"when whenever if once wenn falls sobald quand lorsque si cuando quando se".split())
-_COPULA = _compile(r"\b(?:is|are|was|were|be|been|it's|that's|there's|ist|sind|war|est|c'est|es|son|A|sono)\s*$")
-_COMMENTS = _compile(r"^\s*(?:(?:one|body|thing|be|been|is|was|a|an|the|real|big|to|de|di|del|un|una|ein|eine|"
-                     r"le|la|il|lo|hay|ha|gibt|es)\s+){0,2}(?:minds?|cares?|worry|worries|surprised?|surprising|"
-                     r"problems?|issues?|matters?|concerns?|concerned|fuss|harm|wonder|objects?|objections?|complains?|"
-                     r"notices?|unusual|odd|strange|alarmed|worried|big deal|panic|souci|soucis|probl[eA]mes?|"
-                     r"problema|problemi|preocupa[a-zA]*|preoccupa[a-zA]*|importa|grave|sorgen?|schlimm|egal)\b")
-
-
-def _governs(negation: re2._Match, before: bytes) -> bool:
-    """Whether ``negation`` (a match in ``before``, the sentence up to a weakening) governs the
-    weakening: no clause starts in between, but a relative pronoun after a negated noun starts
-    none, and a condition ("when", "if") is governed by a negation that acts rather than
-    comments (see :data:`_CONDITIONALS`)."""
-    between = before[negation.end():]
-    if len(between.split()) > _NEGATION_REACH:
-        return False
-    for n, brk in enumerate(_CLAUSE_BREAK.finditer(between)):
-        if n == 16:
-            return False
-        word = brk.group(1)
-        if word is None:
-            return False
-        if word in _CONDITIONALS:
-            if _COPULA.search(before[max(0, negation.start() - 40):negation.start()]) is not None \
-                    or _COMMENTS.search(between[:brk.start()]) is not None:
-                return False
-            continue
-        if word not in _RELATIVE or negation.group(0) not in _DETERMINERS or len(between[:brk.start()].split()) > 2:
-            return False
-    return True
-
-
-def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
-    """The matches of ``pattern`` in ``data`` with no negation before them in their clause: "no
-    payment goes out without a call-back" states a check, it weakens none; "nothing changes:
-    payments go out without a call-back" weakens it, and so does an exception after a negated
-    weakening ("no payment goes out without a call-back except Globex's"). (The look back and
-    the look ahead are bounded: at most 200 characters for each of at most :data:`MAX_MATCHES`
-    matches.)"""
-    for n, match in enumerate(pattern.finditer(data)):
-        if n == MAX_MATCHES:
-            return
-        before = data[max(0, match.start() - 200):match.start()]
-        ends = list(_SENTENCE_END.finditer(before))
-        if ends:
-            before = before[ends[-1].end():]
-        negations = list(_NEGATED.finditer(before))
-        # A negation governs the weakening only in its own clause, a few words before it.
-        if not negations or not _governs(negations[-1], before):
-            yield match
-            continue
-        after = data[match.end():match.end() + 200]
-        end = _SENTENCE_END.search(after)
-        if _EXCEPTION.search(after[:end.start()] if end else after) is not None:
-            yield match
-
-
 @lru_cache(maxsize=4096)
 def procedure_values(text: str) -> Values:
     """The procedure-changing values of ``text`` (see the module docstring)."""
@@ -435,12 +353,12 @@ def procedure_values(text: str) -> Values:
                 return
             yield match
 
-    # Destinations are read with "[at]" and "[dot]" read as "@" and ".".
+    # Destinations are read with "[at]", "[dot]" and "[:]" read as "@", "." and ":" ("hxxps[:]//").
     spelled, last = [], 0
     for n, match in enumerate(_OBFUSCATED.finditer(data)):
         if n == MAX_MATCHES:
             break
-        spelled += [nfkc[last:match.start()], "@" if match.group(1) in (b"at", b"@") else "."]
+        spelled += [nfkc[last:match.start()], {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")]
         last = match.end()
     plain = "".join(spelled) + nfkc[last:] if spelled else nfkc
     for match in matches("destination", project(plain.translate(_ASCII_LOWER)) if spelled else data):
@@ -451,10 +369,10 @@ def procedure_values(text: str) -> Values:
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
-        group = next(g for g in (1, 2, 3, 4, 5, 6) if match.group(g) is not None)
+        group = next(g for g in range(1, 11) if match.group(g) is not None)
         who = _who(span(match, group))
         # (Before a verb, a relative or interrogative pronoun names nobody: "who approves?")
-        if who and not (group == 6 and who.casefold() in _PRONOUNS):
+        if who and not (group in (7, 9, 10) and who.casefold() in _PRONOUNS):
             add("route", who)
     # Money first, a currency on either side of its number (memwarden/guards/money.py): the
     # numbers it reads are no unit's, and neither are a fraction's.
@@ -478,7 +396,7 @@ def procedure_values(text: str) -> Values:
             category, number = _measure(unit, _number(span(match, 1)))
             found.setdefault(f"amount:{category}", set()).add(number)
     dropped, dropped_words = set(), set()
-    for match in _unnegated(_DROPS, data):
+    for match in unnegated(_DROPS, data, MAX_MATCHES):
         if match.group(2) is not None:
             dropped.add(match.group(2).decode()[:5])
             dropped_words.add(match.group(2).decode())
@@ -487,7 +405,7 @@ def procedure_values(text: str) -> Values:
         if objects and len(objects[0]) >= 4:
             dropped.add(objects[0][:5])
             dropped_words.add(objects[0])
-    weakened = next(_unnegated(_WEAKENED, data), None) is not None
+    weakened = next(unnegated(_WEAKENED, data, MAX_MATCHES), None) is not None
     return Values({k: frozenset(v) for k, v in found.items()}, weakened, raw, overflow,
-                  _CHECK.search(data) is not None, next(_unnegated(_OPENED, data), None) is not None, frozenset(dropped),
+                  _CHECK.search(data) is not None, next(unnegated(_OPENED, data, MAX_MATCHES), None) is not None, frozenset(dropped),
                   frozenset(w.decode() for w in _WORDS.findall(data)), frozenset(dropped_words))
