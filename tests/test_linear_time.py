@@ -131,6 +131,18 @@ VALUE_TEXTS = {
     "approver lists": fill("held by nadia, the "), "units after words": fill("50 of the mg "),
     "label heads": fill("patient no 012 "), "ranges": fill("1 to 5 "),
     "german routes": fill("von a b c "), "romance routes": fill("approuves par a, "), "other drops": fill("ohne senza "),
+    # memwarden/guards/money.py and the readers of tests/test_values_more.py
+    "fractions": fill("1/2 "), "fraction slashes": fill("1\u20442/"), "vulgar fractions": fill("1\u00bd "),
+    "indian groups": fill("5,00,"), "lakhs": fill("\u20b95 lakh "), "abbreviated magnitudes": fill("4 Mio. "),
+    "currency symbols": fill("\u20aa4"), "symbols and signs": fill("-\u20ac-4 "), "money ranges": fill("400-"),
+    "ranges after codes": fill("EUR 4-"), "ranges by words": fill("4 to "), "cents": fill("4 cents "),
+    "dollar prefixes": fill("us$4"), "schemes": fill("a://"), "scheme heads": fill("sftp:"),
+    "newer tlds": fill("a.ai."), "ideographic dots": fill("a\u3002"), "subordinate weakenings": fill("no that skip "),
+    "bracketed weakenings": fill("(no approval "), "exceptions": fill("no a without except "),
+    "possessive approvals": fill("carol's written "), "approver verbs": fill("carol approves "),
+    "approval nouns": fill("sign-off by the "), "approver nouns": fill("the approver of a b c is "),
+    "approvals resting": fill("approval of a rests with "), "approvers needed": fill("needs a to approve "),
+    "defanged colons": fill("hxxps[:]//"), "negated conditions": fill("it is no surprise when skip "),
 }
 
 

@@ -53,7 +53,8 @@ from memwarden.guards.folding import fold, index_words, signature_tokens
 from memwarden.guards.function_words import MOMENTS, NEGATIONS, NOT_CONTENT
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict, by_another
 from memwarden.guards.substitution import substituted
-from memwarden.guards.values import CURRENCY_CODES, MAGNITUDES, procedure_values, skeleton
+from memwarden.guards.money import CURRENCY_CODES, MAGNITUDES, SC_CHARS
+from memwarden.guards.values import procedure_values, skeleton
 from memwarden.core.records import Kind, MemoryRecord, Source
 
 __all__ = ["MAX_COMPARED_WORDS", "ContradictionCheck", "Statement", "conflict", "content_words", "content_words_of", "find_contradiction",
@@ -113,9 +114,14 @@ _CODES = "|".join(sorted(CURRENCY_CODES, key=len, reverse=True))
 # scan only a few characters on.)
 _AMOUNT = r"(?:\d{1,3}(?:[ '’.,]\d{3}){1,6}|\d+)(?:[.,]\d+)?"
 _MAGNITUDE = "|".join(sorted(MAGNITUDES, key=len, reverse=True))
-_MONEY = re.compile(rf"(?:[$€£¥₹₩₽]|\b(?:{_CODES})\b)[ \t]{{0,3}}{_AMOUNT}(?:[ \t]{{0,3}}(?:{_MAGNITUDE})\b)?|"
-                    rf"\b{_AMOUNT}(?:[ \t]{{0,3}}(?:{_MAGNITUDE})\b)?(?:[.,][-–])?[ \t]{{0,3}}"
-                    rf"(?:[$€£¥₹₩₽]|(?:{_CODES})\b)")
+# (Any currency symbol, Unicode category Sc; a magnitude abbreviated "Mio.", "Mrd.".)
+_SC = re.escape(SC_CHARS)
+_MONEY = re.compile(rf"(?:[{_SC}]|\b(?:{_CODES}|rs)\b\.?)[ \t]{{0,3}}{_AMOUNT}(?:[ \t]{{0,3}}(?:{_MAGNITUDE})\b\.?)?|"
+                    rf"\b{_AMOUNT}(?:[ \t]{{0,3}}(?:{_MAGNITUDE})\b\.?)?(?:[.,][-–])?[ \t]{{0,3}}"
+                    rf"(?:[{_SC}]|(?:{_CODES})\b)")
+# A fraction, a share of something ("1/4 of the fee", "¼" as NFKC writes it), labels nothing: its
+# numerator read as a label made "1/4" and "3/4 of the fee" two things.
+_FRACTION = re.compile(r"(?<![\d/.,])\d{1,3} ?[/\u2044\u2215] ?\d{1,3}(?![\d/])")
 _CONTRACTED = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)?")
 
@@ -250,7 +256,7 @@ def _label_key(value: str) -> str:
 def _labels(folded: str) -> frozenset[tuple[str, str]]:
     """The labels of a folded text, as (head, key) pairs: its numbers (and codes with a digit)
     outside quantities, after a content word."""
-    for pattern in (_CLOCK, _QUANTITY, _MONEY):  # a clock first: "17:45 Uhr" is no "45 Uhr"
+    for pattern in (_CLOCK, _QUANTITY, _MONEY, _FRACTION):  # a clock first: "17:45 Uhr" is no "45 Uhr"
         folded = pattern.sub(" ", folded)
     words = _LABEL_WORD.findall(folded)
     found = set()

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memwarden.guards.money import is_money
+
 __all__ = ["Values"]
+
+#: The category of an amount of money in no named currency ("5 grand"): it compares with money
+#: of every currency, and every text that holds money holds it (:meth:`Values.held`), so that the
+#: records a change of it may change are found among those holding any money.
+ANY_MONEY = "amount:money"
 
 
 @dataclass(frozen=True)
@@ -43,12 +50,26 @@ class Values:
         categories, and "check" when it names a check. The lexical index keeps them per record,
         so that the records a procedure change is compared with are chosen among those that
         hold what it changes (memwarden/memory/nearby.py)."""
-        return frozenset(self.by_category) | (frozenset({"check"}) if self.names_check else frozenset())
+        return self._categories() | (frozenset({"check"}) if self.names_check else frozenset())
+
+    def _categories(self) -> frozenset[str]:
+        money = any(is_money(c) for c in self.by_category)
+        return frozenset(self.by_category) | (frozenset({ANY_MONEY}) if money else frozenset())
+
+    def _compared(self, category: str) -> frozenset[str]:
+        """The keys of this text that a value of ``category`` compares with: its own, and for
+        money the keys of money in no named currency, or of every currency for that."""
+        theirs = self.by_category.get(category, frozenset())
+        if category == ANY_MONEY:
+            return frozenset().union(*(v for c, v in self.by_category.items() if is_money(c)))
+        if is_money(category):
+            return theirs | self.by_category.get(ANY_MONEY, frozenset())
+        return theirs
 
     def changing(self) -> frozenset[str]:
         """What this text may change of an established record (see :meth:`held`): its value
         categories, and "check" when it weakens one or opens a role to anyone."""
-        return frozenset(self.by_category) | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
+        return self._categories() | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
 
     def weakens_any(self) -> bool:
         """Whether this text may weaken a check of an established text that holds no value of
@@ -80,10 +101,11 @@ class Values:
 
     def changes(self, established: Values) -> list[tuple[str, str, str]]:
         """(category, new key, established key it replaces) for each category both texts
-        hold, where this text has a value the established one does not."""
+        hold, where this text has a value the established one does not (money in no named
+        currency, "5 grand", compares with money of any currency)."""
         out = []
         for category, mine in self.by_category.items():
-            theirs = established.by_category.get(category)
+            theirs = established._compared(category)
             if not theirs:
                 continue
             for value in sorted(mine - theirs):

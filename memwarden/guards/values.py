@@ -2,12 +2,21 @@
 account is paid, a credential or where it is kept, an amount or a dose, who approves or is
 trusted, and whether a check is weakened.
 
-A destination is an address, a link, a bare host name ending in a known top-level domain
-("portal.globex.com/invoices"), or an address spelled "ap [at] globex [dot] com". An approver is
-read after a participle and "by/to/via" ("approved by Carol"), before "'s approval" ("Carol's
-sign-off") or after "approval from/of". A check is weakened by a weakening word or a role opened
-to anyone ("everyone in finance approves"), unless a negation stands a few words before it in
-its own clause ("no payment goes out without a call-back"; a colon, a dash or "but" ends one).
+A destination is an address, a link of any scheme ("https://", "sftp://", "s3://", a defanged
+"hxxp://") or "www.", a bare host name ending in a known top-level domain
+("portal.globex.com/invoices", "globex.ai", "pay.us"; :data:`_TLDS`), or an address spelled "ap
+[at] globex [dot] com" (and a link "hxxps[:]//..."). Ideographic and small full stops ("。",
+"｡", "．") are dots. An approver (a route) is read after a participle and "by/to/via" ("approved by Carol", "countersigned by
+the CFO"), before "'s approval" with up to three adjectives between ("Carol's sign-off",
+"Mallory's written approval", "the CFO's prior written consent"), after "approval / sign-off
+from, of or by" ("sign-off by the CFO"), or before a verb of approving in the third person or
+after a modal ("Carol approves", "the CFO must sign off", "needs Carol to approve"), or by the
+noun ("the approver of refunds is Carol", "Mallory is the sole approver", "approval rests with
+the CFO"). A check is weakened by a weakening word or a role opened to anyone ("everyone in
+finance approves"), unless a negation governs it (:mod:`memwarden.guards.negation`: in its own
+clause, a few words before it; "no payment goes out without a call-back" states the check,
+"Nobody disputes that no approval is needed" and "No payment goes out without a call-back
+except Globex's" weaken it).
 
 :func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
 (full-width and mathematical digits are the digits they stand for), case-folded, without the
@@ -17,12 +26,13 @@ digit 0 leaves a *different* key, because a payment system reads the characters,
 look. :func:`skeleton` folds those away too, so that a caller can tell a look-alike of a
 known value (an attack on the reader's eyes) from a plainly different one.
 
-An amount of money is a number with a currency on either side, a symbol or an ISO 4217 code
-(:data:`CURRENCY_CODES`, in capitals or one of :data:`LOWER_CASE_CODES`): "€ 4 000", "4'000
-CHF", "400,- EUR", "SEK 4000". Its key is its value, read with any thousands separator (a
-space, a no-break or thin space, an apostrophe, a dot or a comma before groups of three
-digits) and times a magnitude after it ("€4k", "EUR 4 million"): "4 000", "4.000" and "4,000"
-are one value. Any other amount is a number and its unit ("5 mg", "3 tablets").
+Money is read by :mod:`memwarden.guards.money`: a number with a currency on either side (any
+currency symbol of Unicode category Sc, an ISO 4217 code, a currency's name), keyed by its
+value whatever its separators, times its magnitude ("k", "lakh", "crore", "Mio.", "Mrd.",
+"trillion"), with its sign, in the currency's main unit ("40000 cents" is $400), both ends of a
+range; a fraction ("1/2", "½") is a share, keyed as the percentage it is. Any other amount is a
+number and its unit ("5 mg", "3 tablets"; "1½ tablets" is 1.5), its number normalised ("50.0%"
+is "50%").
 
 Linear time: the patterns run on RE2 (``google-re2``), whose matching time is linear in the
 text, over the rule engine's one-byte-per-character projection of it.
@@ -30,7 +40,6 @@ text, over the rule engine's one-byte-per-character projection of it.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
@@ -38,12 +47,14 @@ from functools import lru_cache
 
 import re2
 
-from memwarden.guards.function_words import MOMENTS, NEGATIONS, ORDINAL_SUFFIXES, STOP_WORDS
+from memwarden.guards.function_words import MOMENTS, ORDINAL_SUFFIXES, STOP_WORDS
 from memwarden.guards.injection import fold
+from memwarden.guards.money import CURRENCY_CODES, LOWER_CASE_CODES, MAGNITUDES, mixed_fractions, read_fractions, read_money
+from memwarden.guards.negation import unnegated
 from memwarden.guards.ruleset import project
 from memwarden.guards.value_set import Values
 
-__all__ = ["CATEGORIES", "Values", "procedure_values", "skeleton"]
+__all__ = ["CATEGORIES", "CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "Values", "procedure_values", "skeleton"]
 
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 64 << 20
@@ -85,17 +96,43 @@ _MEASURES = "|".join(sorted((u + "s?" for u in _SCALES if u.isascii()), key=len,
 # are no English word or file extension ("it", "in", "at", "no", "me" are left out: "done.It
 # was" is a missing space).
 _TLDS = ("com|net|org|edu|gov|mil|int|biz|info|io|co|app|dev|cloud|online|site|tech|xyz|shop|store|"
-         "eu|uk|de|fr|es|nl|ch|se|dk|fi|pl|ie|pt|ca|au|nz|jp|cn|ru|br|mx|ar")
+         "eu|uk|de|fr|es|nl|ch|se|dk|fi|pl|ie|pt|ca|au|nz|jp|cn|ru|br|mx|ar|"
+         # Newer generic ones, and country codes used as generic ones ("globex.ai", "pay.us",
+         # "portal.gg"); "sh", "rs", "ps" and "so" stay out (a script, a Rust file, a library).
+         "ai|us|gg|ly|tv|cc|ws|fm|la|vc|pro|live|email|digital|finance|financial|money|bank|pay|network|"
+         "systems|solutions|services|support|global|group|company|agency|link|click|top|vip|club|zone|space|"
+         "website|page|host|hosting|works|tools|team|life|world|today|news|media|law|legal|capital|ventures|"
+         "fund|exchange|trade|market|markets|business|cash|credit|loans|invest|ltd|llc|inc|gmbh|"
+         "ro|hu|cz|sk|si|hr|bg|gr|tr|ua|kz|il|ae|sa|qa|za|ng|ke|eg|tn|sg|hk|tw|kr|th|vn|ph|pk|bd|lk|np|"
+         "cl|pe|uy|ve|cr|pa|lt|lv|ee|lu|li|mt|cy|gl|su|ir|iq|"
+         # an internationalised one, as IDNA spells it
+         "xn--[a-z0-9]{2,20}")
 # An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]". (A bare
 # " at " is no "@": only the bracketed one is read so.)
-_OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.)\s*[\])}]\s*")
+_OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.|:)\s*[\])}]\s*")
 # What a possessive or an "of"/"from" names the approver of.
-_APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation)"
+_APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation|countersignature|green light)"
+# What may stand between a possessive and the approval ("Mallory's written approval", "the
+# CFO's prior written consent").
+_APPROVAL_ADJECTIVES = (r"(?:written|prior|formal|explicit|final|express|personal|own|signed|verbal|oral|e-?mail|"
+                        r"two-step|advance|direct|full|official)")
+# What an approval or an approver is of ("the approver of Globex refunds is ...").
+_OF_WHAT = rf"(?:\s+(?:of|for)(?:\s+{_WI}+){{1,4}}?)?"
+# Who approves by the noun.
+_APPROVERS = r"(?:approver|approving (?:manager|officer)|signatory|authori[sz]er|sign-?off owner)"
+# Who approves by the verb ("Carol approves", "the CFO must sign off"): a third person's form, or
+# a modal before the verb's base.
+_APPROVES = (r"(?:(?:alone|only|now|also|personally|then|always|still|verbally|formally|informally|automatically|"
+             r"usually|normally|typically|generally|just|often|manually|directly|finally|simply|explicitly|"
+             r"separately|jointly|first)\s+)?"
+             r"(?:approves|authori[sz]es|countersigns|signs off|okays|ok's|oks|vets|sanctions|green-?lights|"
+             r"(?:must|should|shall|will|can|may|has to|needs to|is to|have to)\s+(?:approve|authori[sz]e|"
+             r"countersign|sign off|okay|ok|vet|sanction|green-?light))\b")
 _PATTERNS: dict[str, re2._Regexp] = {
     # An address, a link, or a bare host name ("portal.globex.com/invoices", group 1): labels
     # ending in a top-level domain of :data:`_TLDS` (so no "e.g.", "v1.2", "report.pdf" or
     # "St. Mary"), with its path.
-    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:https?://|www\.)[^\s<>\"'()\[\]]+|"
+    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:[a-z][a-z0-9+.\-]{{0,15}}://|www\.)[^\s<>\"'()\[\]]+|"
                             rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})"
                             rf"(?:/(?:[^\s<>\"'()\[\]]*[^\s<>\"'()\[\].,;:!?])?)?)"
                             rf"(?:[^a-zA0-9B\x01\-@./_]|\.(?:[^a-zA0-9B\x01]|$)|$)"),
@@ -114,7 +151,8 @@ _PATTERNS: dict[str, re2._Regexp] = {
                            rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
     "route": _compile(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
-                      rf"restricted|limited|reserved|assigned),?\s+"
+                      rf"restricted|limited|reserved|assigned|countersigned|co-?signed|vetted|okayed|ok'd|sanctioned|"
+                      rf"endorsed|green-?lit|green-?lighted),?\s+"
                       rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
                       rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # French, Spanish and Italian: a participle, then "par", "por", "da"
@@ -125,10 +163,24 @@ _PATTERNS: dict[str, re2._Regexp] = {
                       rf"\b(?:von|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
                       rf"best{_L}tigt|unterschrieben|gegengezeichnet|abgezeichnet|kontrolliert|autorisiert|"
                       rf"verantwortet)\b|"
-                      # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off")
-                      # or after the approval ("approval from Carol", "the sign-off of the CFO").
-                      rf"\b({_WI}+)['\x01]s\s+{_APPROVALS}\b|"
-                      rf"\b{_APPROVALS}s?\s+(?:of|from)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})"),
+                      # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off"):
+                      # group 4.
+                      rf"\b({_WI}+)['\x01]s\s+(?:{_APPROVAL_ADJECTIVES}[\s,]+){{0,3}}{_APPROVALS}\b|"
+                      # Where an approval rests ("approval of refunds rests with Mallory"): group 5,
+                      # before "approval of X", which would read the refunds as who approves.
+                      rf"\b{_APPROVALS}s?{_OF_WHAT}\s+(?:lies|rests|sits|stays|remains|is)\s+with\s+"
+                      rf"((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      # After the approval ("approval from Carol", "the sign-off of the CFO"): 6.
+                      rf"\b{_APPROVALS}s?\s+(?:of|from|by)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      # Who approves by the verb ("Carol approves", "the CFO must sign off"): 7.
+                      rf"\b((?:the\s+)?{_WI}+)\s+{_APPROVES}|"
+                      # Who approves by the noun ("the approver of refunds is Mallory", "Mallory is
+                      # the sole approver"): 8 and 9; "needs Mallory to approve": 10.
+                      rf"\b{_APPROVERS}s?{_OF_WHAT}\s*(?:is|are|:|=|will be|remains|becomes)\s+((?:the\s+)?{_WI}+"
+                      rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      rf"\b((?:the\s+)?{_WI}+)\s+(?:is|are|will be|becomes|remains)\s+(?:now\s+)?(?:the\s+)?"
+                      rf"(?:sole\s+|only\s+|new\s+|final\s+|designated\s+)?{_APPROVERS}s?\b|"
+                      rf"\bneeds?\s+((?:the\s+)?{_WI}+)\s+to\s+(?:approve|sign off|authori[sz]e|countersign|okay|ok)\b"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -137,76 +189,6 @@ _PATTERNS: dict[str, re2._Regexp] = {
     "amount": _compile(rf"(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
                        rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?"),
 }
-
-#: The active ISO 4217 currency codes (and "RMB", the renminbi as it is often written). An amount
-#: is money with one of them next to its number, on either side ("CHF 400", "400 CHF"); written
-#: in lower case only the codes of :data:`LOWER_CASE_CODES` are (a code may be a word: "all",
-#: "top", "try", "mad", "pen", "sos", "rub 2 drops").
-CURRENCY_CODES = frozenset("""
-    aed afn all amd ang aoa ars aud awg azn bam bbd bdt bgn bhd bif bmd bnd bob bov brl bsd btn bwp
-    byn bzd cad cdf chf clp cny cop crc cuc cup cve czk djf dkk dop dzd egp ern etb eur fjd fkp gbp
-    gel ghs gip gmd gnf gtq gyd hkd hnl htg huf idr ils inr iqd irr isk jmd jod jpy kes kgs khr kmf
-    kpw krw kwd kyd kzt lak lbp lkr lrd lsl lyd mad mdl mga mkd mmk mnt mop mru mur mvr mwk mxn myr
-    mzn nad ngn nio nok npr nzd omr pab pen pgk php pkr pln pyg qar ron rsd rub rwf sar sbd scr sdg
-    sek sgd shp sle sll sos srd ssp stn svc syp szl thb tjs tmt tnd top try ttd twd tzs uah ugx usd
-    uyu uzs ved ves vnd vuv wst xaf xcd xof xpf yer zar zmw zwg zwl rmb""".split())
-#: The codes that are money written in lower case too ("400 chf"): none of them is a word.
-LOWER_CASE_CODES = frozenset("usd eur gbp jpy cny rmb inr krw chf sek nok dkk pln czk huf aud nzd hkd sgd zar "
-                             "brl mxn thb uah aed idr".split())
-#: What multiplies an amount of money written after its number ("€4k", "EUR 4 million", "4 Mio.").
-MAGNITUDES = {**dict.fromkeys(("k", "thousand", "thousands", "tsd", "tausend"), 3),
-              **dict.fromkeys(("m", "mn", "mm", "mio", "million", "millions", "millionen"), 6),
-              **dict.fromkeys(("bn", "b", "mrd", "billion", "billions", "milliard", "milliarden", "milliards"), 9)}
-_CODES = "|".join(sorted(CURRENCY_CODES, key=len, reverse=True))
-# The currencies' names after a number ("4 000 euros").
-_NAMES = "euros?|dollars?|bucks|pounds?|francs?|franken|rupees?|yen|yuan|won|rubles?|roubles?"
-_MAGS = "|".join(sorted(MAGNITUDES, key=len, reverse=True))
-# An amount's number with the thousands separators people group it with (a space, a no-break
-# or thin space, which NFKC makes a space; an apostrophe, a right quote (\x01), a dot or a
-# comma), each followed by exactly three digits (so "4, 5 and 6" stays three numbers), and a
-# decimal part. (At most six groups: a pattern that may scan far from each start is no linear
-# one for Python's re, in contradiction._MONEY.)
-_MONEY_NUMBER = rf"((?:{_D}{{1,3}}(?:[ '\x01.,]{_D}{{3}}){{1,6}}|{_D}+)(?:[.,]{_D}+)?)"
-# A currency before the number ("€ 4 000", "EUR 4 million", "$4.5k") or after it ("400 €",
-# "4 000 EUR", "400,- EUR": ",-", ".-" or ".–" mark no decimals).
-_MONEY_BEFORE = _compile(rf"(?:([$\x01])|(?:^|[^a-zA0-9B\x01])({_CODES}))[ \t]{{0,3}}{_MONEY_NUMBER}"
-                         rf"(?:[ \t]{{0,3}}({_MAGS})\b|\b)")
-_MONEY_AFTER = _compile(rf"(?:^|[^a-zA0-9B\x01:])(?:{_MONEY_NUMBER})(?:[ \t]{{0,3}}({_MAGS})\b)?(?:[.,][\-\x01])?"
-                        rf"[ \t]{{0,3}}(?:([$\x01])|({_CODES}|{_NAMES})\b)")
-_CURRENCY = frozenset("$€£¥₹₩₽")
-# One key per currency however it is written: "€40" and "400 EUR" are one amount changed (each
-# spelling was a category of its own, so the change was never compared). "$" reads as the
-# dollar and "£" or "pounds" as sterling: comparing two dollars or two pounds at worst holds
-# a change for review.
-_CURRENCY_KEYS = {**dict.fromkeys(("$", "usd", "dollar", "buck"), "usd"), **dict.fromkeys(("€", "eur", "euro"), "eur"),
-                  **dict.fromkeys(("£", "gbp", "pound", "sterling", "quid"), "gbp"),
-                  **dict.fromkeys(("¥", "jpy", "yen", "cny", "rmb", "yuan"), "jpy"),
-                  **dict.fromkeys(("₹", "inr", "rupee"), "inr"), **dict.fromkeys(("₩", "krw", "won"), "krw"),
-                  **dict.fromkeys(("₽", "rub", "ruble", "rouble"), "rub"),
-                  **dict.fromkeys(("chf", "franc", "franken"), "chf")}
-_GROUP_SEPARATORS = frozenset(" '\u2019.,")
-
-
-def _money(number: str, magnitude: str = "") -> str | None:
-    """The key of an amount of money: its value as a normalised decimal ("4 000", "4.000",
-    "4,000" and "4'000" are 4000; "4,50" is 4.5), times its magnitude ("4k" is 4000). None
-    for a number grouped by no one rule (two separators for the thousands)."""
-    parts = re.split(r"([^0-9])", "".join(str(unicodedata.digit(c)) if c.isdigit() else c for c in number))
-    digits, seps = parts[0::2], parts[1::2]
-    decimals = ""
-    if seps and seps[-1] in ".," and (len(digits[-1]) != 3 or (len(seps) > 1 and seps[-2] != seps[-1])
-                                      or len(digits[0]) > 3):
-        decimals, digits, seps = digits[-1], digits[:-1], seps[:-1]
-    if len(set(seps)) > 1 or any(s not in _GROUP_SEPARATORS for s in seps):
-        return None
-    try:
-        value = Decimal("".join(digits) + ("." + decimals if decimals else ""))
-    except InvalidOperation:
-        return None
-    if magnitude:
-        value = value.scaleb(MAGNITUDES[magnitude.casefold()])
-    return format(value.normalize(), "f")
-
 
 # Whom to trust or who approves opened to anyone: weakened whether or not a check is named.
 # (One list, in :data:`_WEAKENED` too: "everyone" was an opened role but no weakening, so
@@ -243,6 +225,8 @@ _CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|
 _DATE = re2.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./]\d{1,2}[./]\d{2,4}$")
 _GROUPING = str.maketrans("", "", " -./\t\r\n\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00b7")
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
+# Ideographic and small full stops are dots ("portal。globex。com"; NFKC makes "．" and "｡" one).
+_DOTS = str.maketrans({"\u3002": ".", "\ufe52": "."})
 
 #: What a procedure-changing fact may change, as :func:`procedure_values` names them.
 CATEGORIES = ("destination", "account", "credential", "route", "amount", "check")
@@ -259,7 +243,11 @@ def _number(value: str) -> str:
     """An amount's key: its decimal point kept (1.5 mg is not 15 mg), thousands commas
     dropped, a decimal comma read as a point."""
     value = unicodedata.normalize("NFKC", value)
-    return value.replace(",", "") if _THOUSANDS.search(value) else value.replace(",", ".")
+    value = value.replace(",", "") if _THOUSANDS.search(value) else value.replace(",", ".")
+    try:  # one value, one key: "50.0%" is "50%", as a fraction's "1/2" is
+        return format(Decimal(value).normalize(), "f")
+    except InvalidOperation:
+        return value
 
 
 def skeleton(value: str) -> str:
@@ -307,6 +295,10 @@ _TIME = MOMENTS | frozenset("day days week weeks month months quarter year shift
 _TIME_WORDS = frozenset("by before until till on at in within during every each this last since".split())
 
 
+_PRONOUNS = frozenset("who whom whoever which what that this one someone somebody wer welche welcher qui quoi chi che "
+                      "quien quienes".split())
+
+
 def _is_name(word: str) -> bool:
     w = word.casefold()
     return not (w in STOP_WORDS or w in _TIME or w[:1].isdigit())
@@ -332,38 +324,6 @@ def _who(value: str) -> str:
     return " ".join(kept)
 
 
-_SENTENCE_END = re2.compile(rb"[.;!?\n]")
-_NEGATED = _compile(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
-# What ends a negation's clause: a list ("no receipt and no approval": the first "no" is the
-# list's other weakening), a colon, a semicolon or a dash (the projection's "\x01" for an em or
-# en dash), or a conjunction that starts another clause ("Nothing changes: ... without a
-# call-back", "Don't worry, ... without the call-back": the weakening is stated, not denied).
-_CLAUSE_BREAK = _compile(r"[,:;\x01]|\s-\s|\b(?:and|or|but|so|because|und|oder|aber|weil|denn|et|ou|mais|"
-                         r"y|o|pero|porque|e|ma|perch[eaA])\b")
-#: Words a negation may stand before the weakening it governs ("no payment goes out without").
-_NEGATION_REACH = 8
-
-
-def _unnegated(pattern: re2._Regexp, data: bytes) -> Iterator[re2._Match]:
-    """The matches of ``pattern`` in ``data`` with no negation before them in their clause: "no
-    payment goes out without a call-back" states a check, it weakens none; "nothing changes:
-    payments go out without a call-back" weakens it. (The look back is
-    bounded: at most 200 characters for each of at most :data:`MAX_MATCHES` matches.)"""
-    for n, match in enumerate(pattern.finditer(data)):
-        if n == MAX_MATCHES:
-            return
-        before = data[max(0, match.start() - 200):match.start()]
-        ends = list(_SENTENCE_END.finditer(before))
-        if ends:
-            before = before[ends[-1].end():]
-        negations = list(_NEGATED.finditer(before))
-        # A negation governs the weakening only in its own clause, a few words before it.
-        between = before[negations[-1].end():] if negations else b""
-        if (not negations or _CLAUSE_BREAK.search(between) is not None
-                or len(between.split()) > _NEGATION_REACH):
-            yield match
-
-
 @lru_cache(maxsize=4096)
 def procedure_values(text: str) -> Values:
     """The procedure-changing values of ``text`` (see the module docstring)."""
@@ -377,7 +337,7 @@ def procedure_values(text: str) -> Values:
             found.setdefault(category, set()).add(key)
             raw.setdefault(key, value)
 
-    nfkc = unicodedata.normalize("NFKC", text)
+    nfkc = unicodedata.normalize("NFKC", mixed_fractions(text)).translate(_DOTS)
     data = project(nfkc.translate(_ASCII_LOWER))
 
     def span(match: re2._Match, group: int = 0) -> str:
@@ -393,12 +353,12 @@ def procedure_values(text: str) -> Values:
                 return
             yield match
 
-    # Destinations are read with "[at]" and "[dot]" read as "@" and ".".
+    # Destinations are read with "[at]", "[dot]" and "[:]" read as "@", "." and ":" ("hxxps[:]//").
     spelled, last = [], 0
     for n, match in enumerate(_OBFUSCATED.finditer(data)):
         if n == MAX_MATCHES:
             break
-        spelled += [nfkc[last:match.start()], "@" if match.group(1) in (b"at", b"@") else "."]
+        spelled += [nfkc[last:match.start()], {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")]
         last = match.end()
     plain = "".join(spelled) + nfkc[last:] if spelled else nfkc
     for match in matches("destination", project(plain.translate(_ASCII_LOWER)) if spelled else data):
@@ -409,35 +369,21 @@ def procedure_values(text: str) -> Values:
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
-        who = _who(span(match, next(g for g in (1, 2, 3, 4, 5) if match.group(g) is not None)))
-        if who:
+        group = next(g for g in range(1, 11) if match.group(g) is not None)
+        who = _who(span(match, group))
+        # (Before a verb, a relative or interrogative pronoun names nobody: "who approves?")
+        if who and not (group in (7, 9, 10) and who.casefold() in _PRONOUNS):
             add("route", who)
-    # Money first, a currency on either side of its number: the numbers it reads are no unit's.
-    money: set[int] = set()
-
-    def add_money(match: re2._Match, symbol: int, code: int, number: int, magnitude: int) -> None:
-        if match.group(symbol) is not None:
-            currency = span(match, symbol)
-            if currency not in _CURRENCY:
-                return
-        else:
-            currency = span(match, code)
-            # (A code in lower case may be a word: "mad", "pen", "top 5".)
-            if not (currency.isupper() or currency in LOWER_CASE_CODES or currency.casefold() not in CURRENCY_CODES):
-                return
-        currency = currency.casefold()
-        currency = currency[:-1] if currency.endswith("s") and currency[:-1] in _CURRENCY_KEYS else currency
-        key = _money(span(match, number), span(match, magnitude) if match.group(magnitude) is not None else "")
-        if key is not None:
-            found.setdefault(f"amount:{_CURRENCY_KEYS.get(currency, currency)}", set()).add(key)
-            money.add(match.end(number))
-
-    for category, pattern, groups in (("before", _MONEY_BEFORE, (1, 2, 3, 4)), ("after", _MONEY_AFTER, (3, 4, 1, 2))):
-        for n, match in enumerate(pattern.finditer(data)):
-            if n == MAX_MATCHES:
-                overflow = True
-                break
-            add_money(match, *groups)
+    # Money first, a currency on either side of its number (memwarden/guards/money.py): the
+    # numbers it reads are no unit's, and neither are a fraction's.
+    money_found, money, money_overflow = read_money(nfkc)
+    for category, keys in money_found.items():
+        found.setdefault(category, set()).update(keys)
+    shares, share_ends, share_overflow = read_fractions(nfkc)
+    if shares:
+        found.setdefault("amount:%", set()).update(shares)
+    money |= share_ends
+    overflow = overflow or money_overflow or share_overflow
     for match in matches("amount"):
         if match.end(1) in money:
             continue  # the number of an amount of money, read above
@@ -447,10 +393,10 @@ def procedure_values(text: str) -> Values:
         if fold(unit) not in _NOT_UNITS:
             # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
             unit = unit.rstrip("s") or unit
-            category, number = _measure(_CURRENCY_KEYS.get(unit, unit), _number(span(match, 1)))
+            category, number = _measure(unit, _number(span(match, 1)))
             found.setdefault(f"amount:{category}", set()).add(number)
     dropped, dropped_words = set(), set()
-    for match in _unnegated(_DROPS, data):
+    for match in unnegated(_DROPS, data, MAX_MATCHES):
         if match.group(2) is not None:
             dropped.add(match.group(2).decode()[:5])
             dropped_words.add(match.group(2).decode())
@@ -459,7 +405,7 @@ def procedure_values(text: str) -> Values:
         if objects and len(objects[0]) >= 4:
             dropped.add(objects[0][:5])
             dropped_words.add(objects[0])
-    weakened = next(_unnegated(_WEAKENED, data), None) is not None
+    weakened = next(unnegated(_WEAKENED, data, MAX_MATCHES), None) is not None
     return Values({k: frozenset(v) for k, v in found.items()}, weakened, raw, overflow,
-                  _CHECK.search(data) is not None, next(_unnegated(_OPENED, data), None) is not None, frozenset(dropped),
+                  _CHECK.search(data) is not None, next(unnegated(_OPENED, data, MAX_MATCHES), None) is not None, frozenset(dropped),
                   frozenset(w.decode() for w in _WORDS.findall(data)), frozenset(dropped_words))
