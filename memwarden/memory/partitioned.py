@@ -47,7 +47,7 @@ import numpy as np
 
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.fields import Meta, ns_label
-from memwarden.memory import compaction
+from memwarden.memory import compaction, facets
 from memwarden.memory.compaction import marker, scrub, versions
 from memwarden.memory.embedder_identity import EmbedderIdentity, check_dimension, settle
 from memwarden.memory.backends import (
@@ -663,7 +663,21 @@ class PartitionedBackend:
                 kept = [h for h in kept if h[2] not in again]
                 for t, hits in zip(deeper, self._map(lambda t: self._deep(t, embedding, k, accept, fallback), deeper)):
                     kept += [(row, d, t.partition) for row, d in hits]
-            return [(row, d) for row, d, _ in sorted(kept, key=lambda h: h[1])[:k]]
+            # Rows embedded by several texts are scored by their best vector (memwarden.memory.facets).
+            faceted = [h for rows in self._map(self._faceted, present) for h in rows]
+            return facets.pooled([(row, d) for row, d, _ in kept], embedding, k, faceted, accept)
+
+    def _faceted(self, target: Target) -> list[tuple[StoredRow, np.ndarray]]:
+        """The rows of ``target`` that have facets (the first MAX_FACETED_ROWS), with their own vectors."""
+        col = self._handle(self._parts[target.partition])
+        got = self._call(lambda: col.get(where=all_of([target.where or {}, facets.FACETED]),
+                                         limit=facets.MAX_FACETED_ROWS,
+                                         include=["embeddings", "documents", "metadatas"]))
+        if not got["ids"]:
+            return []
+        rows = _rows(got["ids"], got["documents"], got["metadatas"])
+        self._remember(rows, target.partition)
+        return list(zip(rows, np.asarray(got["embeddings"], dtype=np.float32)))
 
     def _nearest_ids(self, target: Target, embedding: np.ndarray, n: int) -> list[tuple[str, float]]:
         col = self._handle(self._parts[target.partition])
