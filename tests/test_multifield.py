@@ -251,18 +251,27 @@ def test_hybrid_search_finds_an_item_by_any_of_its_texts(mem: Memory) -> None:
 
 
 def test_the_partition_path_and_the_index_agree(tmp_path: Path) -> None:
+    """Both paths score every item by its best text, exactly."""
     with open_memory(tmp_path, "float32") as mem, bind_principal(OLGA):
         store = mem.as_store(index={"fields": FIELDS})
         rng = np.random.default_rng(7)
         words = ["amber", "basalt", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "iris", "jade"]
+        values = {}
         for i in range(40):
             pick = lambda n: " ".join(rng.choice(words, n))  # noqa: E731
-            store.put(NS, f"k{i}", {"title": pick(2), "tags": [pick(3) for _ in range(int(rng.integers(0, 4)))]})
+            values[f"k{i}"] = {"title": pick(2), "tags": [pick(3) for _ in range(int(rng.integers(0, 4)))]}
+            store.put(NS, f"k{i}", values[f"k{i}"])
         queries = ["amber cedar", "fjord jade iris", "ember", "harbor basalt delta"]
-        from_index = [[(h.key, round(h.score, 4)) for h in store.search(NS, query=q, limit=8)] for q in queries]
+        from_index = [store.search(NS, query=q, limit=8) for q in queries]
         index = derived_index(mem._backend)
         index._ready.clear()  # the same store, answered by the partition path
-        from_partitions = [[(h.key, round(h.score, 4)) for h in store.search(NS, query=q, limit=8)] for q in queries]
+        from_partitions = [store.search(NS, query=q, limit=8) for q in queries]
         index._ready.set()
-    for got, want in zip(from_index, from_partitions):
-        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-4)
+    for query, got, want in zip(queries, from_index, from_partitions):
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-4)
+        for hit in got + want:
+            value = values[hit.key]
+            assert hit.score == pytest.approx(best(query, [value["title"], *value["tags"]]), abs=1e-4)
+        # The best items are found, whichever of their texts is the best.
+        everything = sorted((best(query, [v["title"], *v["tags"]]) for v in values.values()), reverse=True)
+        assert [h.score for h in want] == pytest.approx(everything[:8], abs=1e-4)
