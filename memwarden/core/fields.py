@@ -56,6 +56,10 @@ class Meta(StrEnum):
     FACET_COUNT = "facet_count"
 
 
+#: The fields memwarden.memory.facets writes when a row's texts are embedded (every other
+#: field is the codec's, written from the record).
+FACET_FIELDS = frozenset({Meta.FACETS, Meta.FACET_COUNT})
+
 #: The prefix of a label's field: label ``ward`` is stored as ``lbl_ward``.
 LABEL_PREFIX = "lbl_"
 
