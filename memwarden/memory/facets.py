@@ -27,6 +27,7 @@ import numpy as np
 
 from memwarden.core.fields import Meta
 from memwarden.memory.backends import StoredRow
+from memwarden.policies.pushdown import all_of
 
 _log = logging.getLogger("memwarden")
 
@@ -83,6 +84,17 @@ def embed_rows(texts: Sequence[Sequence[str]], metadatas: Sequence[dict[str, Any
         if len(row) > 1:
             metadata.update(encoded(vectors[[at[t] for t in row[1:]]]))
     return vectors[[at[row[0]] for row in texts]]
+
+
+def faceted_rows(get: Callable[..., dict[str, Any]], where: dict[str, Any] | None) -> list[tuple[StoredRow, np.ndarray]]:
+    """The rows with facets that pass ``where`` (the first MAX_FACETED_ROWS), each with its own
+    vector; ``get`` is a Chroma collection's ``get``."""
+    got = get(where=all_of([where or {}, FACETED]), limit=MAX_FACETED_ROWS,
+              include=["embeddings", "documents", "metadatas"])
+    if not got["ids"]:
+        return []
+    rows = [StoredRow(i, d or "", dict(m or {})) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])]
+    return list(zip(rows, np.asarray(got["embeddings"], dtype=np.float32)))
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

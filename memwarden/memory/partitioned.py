@@ -668,16 +668,10 @@ class PartitionedBackend:
             return facets.pooled([(row, d) for row, d, _ in kept], embedding, k, faceted, accept)
 
     def _faceted(self, target: Target) -> list[tuple[StoredRow, np.ndarray]]:
-        """The rows of ``target`` that have facets (the first MAX_FACETED_ROWS), with their own vectors."""
         col = self._handle(self._parts[target.partition])
-        got = self._call(lambda: col.get(where=all_of([target.where or {}, facets.FACETED]),
-                                         limit=facets.MAX_FACETED_ROWS,
-                                         include=["embeddings", "documents", "metadatas"]))
-        if not got["ids"]:
-            return []
-        rows = _rows(got["ids"], got["documents"], got["metadatas"])
-        self._remember(rows, target.partition)
-        return list(zip(rows, np.asarray(got["embeddings"], dtype=np.float32)))
+        found = facets.faceted_rows(lambda **get: self._call(lambda: col.get(**get)), target.where)
+        self._remember((row for row, _ in found), target.partition)
+        return found
 
     def _nearest_ids(self, target: Target, embedding: np.ndarray, n: int) -> list[tuple[str, float]]:
         col = self._handle(self._parts[target.partition])
