@@ -645,7 +645,11 @@ class PartitionedBackend:
         with self._gate.shared():
             present = [t for t in targets if t.searched and t.partition in self._parts]
             n = k + _SLACK
-            lists = self._map(lambda t: self._nearest_ids(t, embedding, n), present)
+            # Each partition's nearest ids, and its rows with facets (memwarden.memory.facets),
+            # read side by side.
+            reads = self._map(lambda job: job(), [*(lambda t=t: self._nearest_ids(t, embedding, n) for t in present),
+                                                  *(lambda t=t: self._faceted(t) for t in present)])
+            lists, faceted = reads[:len(present)], [h for rows in reads[len(present):] for h in rows]
             candidates = sorted(((d, i, t) for t, ids in zip(present, lists) for i, d in ids), key=lambda c: c[0])
             # Each hit with the partition it came from (a concurrent delete may already have
             # dropped its id from the shared map).
@@ -663,8 +667,7 @@ class PartitionedBackend:
                 kept = [h for h in kept if h[2] not in again]
                 for t, hits in zip(deeper, self._map(lambda t: self._deep(t, embedding, k, accept, fallback), deeper)):
                     kept += [(row, d, t.partition) for row, d in hits]
-            # Rows embedded by several texts are scored by their best vector (memwarden.memory.facets).
-            faceted = [h for rows in self._map(self._faceted, present) for h in rows]
+            # Rows embedded by several texts are scored by their best vector.
             return facets.pooled([(row, d) for row, d, _ in kept], embedding, k, faceted, accept)
 
     def _faceted(self, target: Target) -> list[tuple[StoredRow, np.ndarray]]:
