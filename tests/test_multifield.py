@@ -33,8 +33,9 @@ from tests.ram_scan import ram_remnants
 pytestmark = pytest.mark.integration
 
 POLICY = "".join(f"p, owner, notes/**, {a}\n" for a in ("read", "write", "update", "forget", "erase")) + \
-    "g, olga, owner\n"
+    "g, olga, owner\np, reader, notes/a, read\ng, rita, reader\n"
 OLGA = Principal("olga")
+RITA = Principal("rita")  # may read notes/a only
 EMBED = HashingEmbedding(dim=64)
 NS = ("notes", "a")
 FIELDS = ["title", "tags[*]"]
@@ -139,6 +140,27 @@ def test_texts_per_item_are_bounded(mem: Memory) -> None:
     content = json.dumps({"tags": tags})
     with pytest.raises(InvalidRequest, match=f"limit is {MAX_INDEX_TEXTS}"):
         mem.session(OLGA).batch([WriteOp(content, NS, key="direct", index_text=tags)])
+
+
+def test_each_text_given_must_select_from_the_value(mem: Memory) -> None:
+    content = json.dumps({"a": "granite quarry", "b": "saffron market"})
+    session = mem.session(OLGA)
+    with pytest.raises(InvalidRequest, match=r"index_text\[1\] line 0 is not part of any value"):
+        session.batch([WriteOp(content, NS, key="k", index_text=["granite quarry", "holiday schedule"])])
+    with pytest.raises(InvalidRequest, match="empty list"):
+        session.batch([WriteOp(content, NS, key="k", index_text=[])])
+    with pytest.raises(InvalidRequest, match=r"index_text\[0\] must be a string"):
+        session.batch([WriteOp(content, NS, key="k", index_text=[3])])
+    assert session.get(keyed_id(NS, "k")) is None
+
+
+def test_a_facet_never_reaches_past_the_callers_scope(mem: Memory) -> None:
+    store = mem.as_store(index={"fields": FIELDS})
+    store.put(("notes", "b"), "hidden", VALUE)
+    store.put(NS, "shown", {"title": "night shift roster", "tags": ["fire drill practice"]})
+    with bind_principal(RITA):
+        hits = mem.as_store(index={"fields": FIELDS}).search(("notes",), query="violin lesson tuesday")
+    assert [h.key for h in hits] == ["shown"]
 
 
 def test_a_re_put_replaces_the_facets(mem: Memory) -> None:
