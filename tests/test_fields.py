@@ -14,11 +14,12 @@ from typing import Any
 import orjson
 import pytest
 
-from memwarden.core.fields import LABEL_PREFIX, Meta, label_field, ns_label
+from memwarden.core.fields import FACET_FIELDS, LABEL_PREFIX, Meta, label_field, ns_label
 from memwarden.core.records import MemoryRecord
 from memwarden.guards.visibility import hidden_filter, visible_filter
 from memwarden.memory.backends import StoredRow, subject_filter
 from memwarden.memory.codec import from_row, stored_metadata, to_metadata
+from memwarden.memory.facets import CLEARED
 from memwarden.memory.retrieval import time_filter
 from memwarden.policies.engine import PolicyEngine
 from memwarden.policies.loading import parse_policy_text
@@ -52,7 +53,9 @@ def test_the_stored_metadata_has_exactly_the_enums_fields_as_plain_strings() -> 
     metadata = to_metadata(RECORD)
     assert all(type(k) is str for k in metadata), [k for k in metadata if type(k) is not str]
     named = {k for k in metadata if not k.startswith(LABEL_PREFIX) and not k.startswith("ns_") or k == Meta.NS_DEPTH}
-    assert named == {m.value for m in Meta}
+    # The facet fields are written when the texts are embedded (memwarden.memory.facets).
+    assert named == {m.value for m in Meta} - FACET_FIELDS
+    assert set(CLEARED) == FACET_FIELDS and all(type(k) is str for k in CLEARED)
     assert {ns_label(i) for i in range(3)} | {label_field("sens")} <= set(metadata)
     orjson.dumps(metadata)  # what the HTTP client sends
     assert from_row(StoredRow(RECORD.id, RECORD.content, stored_metadata(metadata))) == RECORD

@@ -1,5 +1,10 @@
 """The names of the metadata fields a record is stored under (memwarden.memory.codec writes
-them; every filter, index and check that reads stored metadata names them from here).
+them, memwarden.memory.facets the two facet fields; every filter, index and check that reads
+stored metadata names them from here).
+
+No caller names a stored field: a caller's labels are stored under ``lbl_`` + their name and a
+LangGraph filter reads the item's value (its document), so no field here, the facets among
+them, can be set or filtered on from outside.
 
 ``Meta`` is a ``StrEnum``, so a member compares and hashes as its text and a lookup such as
 ``metadata[Meta.STATUS]`` works on the plain strings a store returns. Where a name becomes a
@@ -43,7 +48,17 @@ class Meta(StrEnum):
     APPROVALS = "approvals"
     REJECTIONS = "rejections"
     REVIEWED = "reviewed"
+    #: The vectors of a record's index texts after its first (whose vector is the row's own
+    #: embedding): float32, base64, one after another (memwarden.memory.facets). Kept in the
+    #: row's own metadata, so that whatever removes the row removes them with it.
+    FACETS = "facets"
+    #: How many vectors ``facets`` holds (absent: none), the field a search filters on.
+    FACET_COUNT = "facet_count"
 
+
+#: The fields memwarden.memory.facets writes when a row's texts are embedded (every other
+#: field is the codec's, written from the record).
+FACET_FIELDS = frozenset({Meta.FACETS, Meta.FACET_COUNT})
 
 #: The prefix of a label's field: label ``ward`` is stored as ``lbl_ward``.
 LABEL_PREFIX = "lbl_"

@@ -11,7 +11,6 @@ several places.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Protocol, Union
 
 from memwarden.core.errors import InvalidRequest
+from memwarden.core.indextext import index_texts_of
 from memwarden.core.arguments import encodable, flag_argument, integer_argument, iterable_argument, sequence_argument, shown
 from memwarden.core.records import Binding, Kind, Principal, Source, ensure_kind
 from memwarden.core.schema import HELD_LABEL, OP_KINDS
@@ -167,49 +167,6 @@ def operations(ops: object) -> list:
     return items
 
 
-def index_text_of(content: str, index_text: object) -> str:
-    """``index_text`` when every line of it occurs in one of the values of ``content`` (a JSON
-    document); InvalidRequest otherwise. Text embedded apart from the content could make a
-    record rank for queries its content does not answer, out of the validators' sight: so it
-    may only select from the content, never add to it."""
-    text = _text(index_text, "index_text", MAX_CONTENT_CHARS)
-    try:
-        document = json.loads(content)
-    except (ValueError, RecursionError):
-        raise InvalidRequest("index_text needs a content that is a JSON document to select from") from None
-    values = list(_leaf_texts(document))
-    words: set[str] | None = None  # the content's keys and values, read when a line needs them
-    for i, line in enumerate(text.split("\n")):
-        if not line or any(line in value for value in values):
-            continue
-        # LangGraph embeds an object or list at an index path as its JSON: a line that is the
-        # JSON of keys and values all of the content's selects from it too.
-        if words is None:
-            words = set(values) | set(_leaf_texts(document, keys=True))
-        try:
-            part = json.loads(line)
-        except (ValueError, RecursionError):
-            part = None
-        if not isinstance(part, dict | list) or not set(_leaf_texts(part, keys=True)) <= words:
-            raise InvalidRequest(f"index_text line {i} is not part of any value of the content")
-    return text
-
-
-def _leaf_texts(value: Any, *, keys: bool = False) -> Iterable[str]:
-    """The texts of ``value``'s leaves (and, with ``keys``, of its objects' keys)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-            if keys:
-                yield from map(str, item)
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif item is not None:
-            yield str(item)
-
-
 @dataclass(frozen=True, slots=True)
 class WriteOp:
     """Store a new memory (a retry with the same writer, namespace and content is a no-op)."""
@@ -231,10 +188,12 @@ class WriteOp:
     labels: Mapping[str, str] = field(default_factory=dict)
     key: str | None = None
     allow_reingest: bool = False
-    #: The text embedded in place of the content (the LangGraph store's index fields), made of
-    #: the content's own values (see :func:`index_text_of`); None: the content. What is stored,
-    #: validated and searched lexically is the content either way.
-    index_text: str | None = None
+    #: What is embedded in place of the content (the LangGraph store's texts at its index
+    #: paths): one text, or several, each embedded apart (the first is the row's vector, the
+    #: others its facets; a search scores the record by the best), each made of the content's
+    #: own values, at most MAX_INDEX_TEXTS (see :mod:`memwarden.core.indextext`); None: the
+    #: content. What is stored, validated and searched lexically is the content either way.
+    index_text: str | Sequence[str] | None = None
 
     def canonical(self) -> WriteOp:
         """This op with every field checked and normalised."""
@@ -260,7 +219,8 @@ class WriteOp:
             labels=_labels(self.labels),
             key=_text(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
             allow_reingest=flag_argument(self.allow_reingest, "allow_reingest"),
-            index_text=index_text_of(self.content, self.index_text) if self.index_text is not None else None,
+            index_text=(index_texts_of(self.content, self.index_text, MAX_CONTENT_CHARS)
+                        if self.index_text is not None else None),
         )
 
 

@@ -26,8 +26,9 @@ How LangGraph's operations map:
 The options (``index``, ``ttl``, ``search``, ``strict``) are in
 :mod:`memwarden.integrations.store_options`. Differences from LangGraph's stores, all listed
 in docs/langgraph.md, come from the governed core: namespaces are canonicalised (NFKC; at most
-8 labels of 128 characters, no "/"), a value is at most 32,768 characters of JSON, index fields
-do not choose what is embedded (the whole value is), a search with a query reaches at most
+8 labels of 128 characters, no "/"), a value is at most 32,768 characters of JSON and has at
+most 64 distinct texts at its index fields (each embedded apart, as in LangGraph, the item
+scored by its best: :mod:`memwarden.memory.facets`), a search with a query reaches at most
 2,000 records deep, and a search or listing under a prefix where the caller may read nothing
 at all raises AccessDenied rather than returning an empty list.
 
@@ -56,6 +57,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path
 
 from memwarden.core.errors import InvalidRequest, NotFound
+from memwarden.core.indextext import MAX_INDEX_TEXTS
 from memwarden.integrations.binding import require_principal
 from memwarden.core.arguments import encodable, iterable_argument, shown
 from memwarden.core.records import AGENT, MemoryRecord, Principal, SearchHit, keyed_id
@@ -398,20 +400,26 @@ def _write_op(op: PutOp, options: StoreOptions) -> mw.WriteOp:
     if len(content) > mw.MAX_CONTENT_CHARS:
         raise InvalidRequest(f"a store value is {len(content)} characters as JSON; the limit is {mw.MAX_CONTENT_CHARS}")
     encodable(content, "a store value")
-    index_text = None if op.index is False else _index_text(op.value, op.index or options.fields)
+    fields = op.index or options.fields
+    texts = () if op.index is False else _index_texts(op.value, fields)
     # Nothing to embed at the fields asked for is an item no query ranks, as index=False is.
-    labels = {UNINDEXED: "true"} if op.index is False or index_text == "" else {}
-    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl), labels=labels, index_text=index_text or None)
+    labels = {UNINDEXED: "true"} if not texts else {}
+    # The whole value alone is the content, which is embedded when no texts are given.
+    index_text = texts if texts and texts != (content,) else None
+    return mw.WriteOp(content, namespace, key=key, ttl=_seconds(op.ttl), labels=labels, index_text=index_text)
 
 
-def _index_text(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
-    """What is embedded for ``value``: None for the whole value (LangGraph's "$"), else the
-    texts at the index fields, one per line ("" when there are none)."""
-    # The whole value ("$", and "", which LangGraph's paths read as the whole value too): its
-    # texts at other fields are in it already.
-    if "$" in fields or "" in fields:
-        return None
-    return "\n".join(text for path in fields for text in get_text_at_path(dict(value), path))
+def _index_texts(value: Mapping[str, Any], fields: Sequence[str]) -> tuple[str, ...]:
+    """What is embedded for ``value``, each text apart, as LangGraph's stores embed it: every
+    text at every index path (LangGraph's own path reader: "$" or "" is the whole value as
+    JSON, ``a[*].b`` may give several texts), in order, each once; blank texts are left out.
+    InvalidRequest beyond MAX_INDEX_TEXTS."""
+    texts = tuple(dict.fromkeys(text for path in fields for text in get_text_at_path(dict(value), path)
+                                if text.strip()))
+    if len(texts) > MAX_INDEX_TEXTS:
+        raise InvalidRequest(f"a store value has {len(texts)} distinct texts at its index fields {list(fields)}; "
+                             f"the limit is {MAX_INDEX_TEXTS} per item: index fewer paths, or put index=False")
+    return texts
 
 
 def _seconds(ttl_minutes: object) -> float | None:

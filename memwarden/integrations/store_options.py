@@ -14,8 +14,8 @@ memwarden's search mode and strictness, checked once, when the store is built.
   own for embeddings of unit length (most models, and LangGraph's test embeddings), a
   divergence for others (docs/langgraph.md). ``ann_index_config`` (pgvector's index kind)
   is accepted and not used: memwarden chooses its own index. ``fields`` are the paths (LangGraph's syntax) whose texts are
-  embedded, joined into one text: one vector per item, where LangGraph embeds each field apart
-  (docs/langgraph.md, "Divergences").
+  embedded, each text apart, as LangGraph embeds them: the item is scored by its best text
+  (at most 64 distinct texts per item; :mod:`memwarden.memory.facets`).
 - ``ttl`` is LangGraph's TTLConfig: ``default_ttl`` (minutes, for a put that gives none),
   ``refresh_on_read`` (the default of ``refresh_ttl`` on get and search) and
   ``sweep_interval_minutes`` (accepted: an expired item is invisible at once, and its row is

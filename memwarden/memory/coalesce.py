@@ -36,6 +36,7 @@ import numpy as np
 
 from memwarden.memory.backends import Backend, DelegatingBackend, StoredRow, Where, upsert_after
 from memwarden.memory.codec import stored_metadata
+from memwarden.memory.facets import embed_rows
 
 # Rows per upsert when a batch is sent (well under Chroma's maximum batch size).
 _CHUNK = 500
@@ -52,7 +53,9 @@ class _Held:
     document: str
     metadata: dict[str, Any]
     on_failure: FailureCallback | None
-    text: str  # what is embedded: the document, or the index text given for it
+    # What is embedded: the document, or the index texts given for it (the first is the row's
+    # vector, the others its facets: memwarden.memory.facets)
+    texts: tuple[str, ...]
 
 
 class CoalescingBackend(DelegatingBackend):
@@ -140,8 +143,12 @@ class CoalescingBackend(DelegatingBackend):
                 self._drop(part)
 
     def _vectors(self, held: list[_Held]) -> np.ndarray:
-        missing = [h.text for h in held if h.embedding is None]
-        fresh = iter(self._embed(missing)) if missing else iter(())
+        """The rows' vectors, embedding those that have none; a row embedded by several texts
+        gets its facets written into its metadata dict here, before the store call reads it
+        (after the gate, as its vector)."""
+        missing = [h for h in held if h.embedding is None]
+        fresh = iter(embed_rows([h.texts for h in missing], [h.metadata for h in missing], self._embed)
+                     if missing else ())
         return np.stack([h.embedding if h.embedding is not None else next(fresh) for h in held])
 
     def _drop(self, sent: list[tuple[str, _Held]]) -> None:
@@ -153,11 +160,12 @@ class CoalescingBackend(DelegatingBackend):
     # -- the Backend protocol ---------------------------------------------------------------
 
     def upsert(self, ids: Sequence[str], embeddings: np.ndarray | None, documents: Sequence[str],
-               metadatas: Sequence[dict[str, Any]], *, texts: Sequence[str] | None = None) -> None:
+               metadatas: Sequence[dict[str, Any]], *, texts: Sequence[Sequence[str]] | None = None) -> None:
         """Insert or replace rows: held while a batch runs, else stored now. ``embeddings``
-        None: the documents (or ``texts``, one per document) are embedded when they are sent."""
+        None: the documents (or ``texts``: each document's texts, embedded apart, the first as
+        its vector and the others as its facets) are embedded when they are sent."""
         vectors = [None] * len(ids) if embeddings is None else [np.asarray(v, dtype=np.float32) for v in embeddings]
-        texts = documents if texts is None else texts
+        texts = [(d,) for d in documents] if texts is None else [tuple(t) for t in texts]
         with self._lock:
             if self._depth:
                 self._local.held = True
@@ -166,8 +174,9 @@ class CoalescingBackend(DelegatingBackend):
                     self._held.pop(rid, None)  # a newer write of the same id goes to the end
                     self._held[rid] = _Held(vector, document, dict(metadata), callback, text)
                 return
-        held = [_Held(v, d, {}, None, t) for v, d, t in zip(vectors, documents, texts)]
-        self._inner.upsert(ids, self._vectors(held), documents, metadatas)
+        held = [_Held(v, d, dict(m), None, t) for v, d, m, t in zip(vectors, documents, metadatas, texts)]
+        embedded = self._vectors(held)
+        self._inner.upsert(ids, embedded, documents, [h.metadata for h in held])
 
     def _before_read(self) -> None:
         self.flush()

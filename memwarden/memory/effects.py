@@ -18,12 +18,13 @@ from memwarden.memory.journal import Intent
 @dataclass(frozen=True, slots=True)
 class Store:
     """Store ``record`` (text and complete metadata; its text is embedded when it is sent).
-    ``replacing``: the stored row under the same id it overwrites, if any. ``embed_text``: what
-    is embedded instead of the content (a WriteOp's ``index_text``)."""
+    ``replacing``: the stored row under the same id it overwrites, if any. ``embed_texts``:
+    what is embedded instead of the content (a WriteOp's ``index_text``), each text apart:
+    the first as the row's vector, the others as its facets (memwarden.memory.facets)."""
 
     record: MemoryRecord
     replacing: MemoryRecord | None = None
-    embed_text: str | None = None
+    embed_texts: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

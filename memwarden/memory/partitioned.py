@@ -47,7 +47,7 @@ import numpy as np
 
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.fields import Meta, ns_label
-from memwarden.memory import compaction
+from memwarden.memory import compaction, facets
 from memwarden.memory.compaction import marker, scrub, versions
 from memwarden.memory.embedder_identity import EmbedderIdentity, check_dimension, settle
 from memwarden.memory.backends import (
@@ -645,7 +645,11 @@ class PartitionedBackend:
         with self._gate.shared():
             present = [t for t in targets if t.searched and t.partition in self._parts]
             n = k + _SLACK
-            lists = self._map(lambda t: self._nearest_ids(t, embedding, n), present)
+            # Each partition's nearest ids, and its rows with facets (memwarden.memory.facets),
+            # read side by side.
+            reads = self._map(lambda job: job(), [*(lambda t=t: self._nearest_ids(t, embedding, n) for t in present),
+                                                  *(lambda t=t: self._faceted(t) for t in present)])
+            lists, faceted = reads[:len(present)], [h for rows in reads[len(present):] for h in rows]
             candidates = sorted(((d, i, t) for t, ids in zip(present, lists) for i, d in ids), key=lambda c: c[0])
             # Each hit with the partition it came from (a concurrent delete may already have
             # dropped its id from the shared map).
@@ -663,7 +667,14 @@ class PartitionedBackend:
                 kept = [h for h in kept if h[2] not in again]
                 for t, hits in zip(deeper, self._map(lambda t: self._deep(t, embedding, k, accept, fallback), deeper)):
                     kept += [(row, d, t.partition) for row, d in hits]
-            return [(row, d) for row, d, _ in sorted(kept, key=lambda h: h[1])[:k]]
+            # Rows embedded by several texts are scored by their best vector.
+            return facets.pooled([(row, d) for row, d, _ in kept], embedding, k, faceted, accept)
+
+    def _faceted(self, target: Target) -> list[tuple[StoredRow, np.ndarray]]:
+        col = self._handle(self._parts[target.partition])
+        found = facets.faceted_rows(lambda **get: self._call(lambda: col.get(**get)), target.where)
+        self._remember((row for row, _ in found), target.partition)
+        return found
 
     def _nearest_ids(self, target: Target, embedding: np.ndarray, n: int) -> list[tuple[str, float]]:
         col = self._handle(self._parts[target.partition])

@@ -44,6 +44,7 @@ from memwarden.memory.backends import Backend
 from memwarden.memory.caches import INDEXED_KINDS, LessonCache, SubjectIndex, kept_first
 from memwarden.memory.codec import from_row, stored_metadata, to_metadata
 from memwarden.memory.coalesce import CoalescingBackend
+from memwarden.memory.facets import CLEARED
 from memwarden.memory.context import OpContext
 from memwarden.memory.effects import Effect, Erase, Purge, Restate, Store, Touch, renewed
 from memwarden.memory.embeddings import (
@@ -434,10 +435,11 @@ class Pipeline:
             record = effect.record
             metadata = to_metadata(record, replacing=effect.replacing)
             # A new row has no earlier field to remove: sending None for each unset one would
-            # cost Chroma a deletion per field for nothing.
+            # cost Chroma a deletion per field for nothing. A replaced row's facets go unless
+            # its texts give it new ones (written when they are embedded).
             self._backend.upsert([record.id], None, [record.content],
-                                 [metadata if effect.replacing is not None else stored_metadata(metadata)],
-                                 texts=[effect.embed_text or record.content])
+                                 [metadata | CLEARED if effect.replacing is not None else stored_metadata(metadata)],
+                                 texts=[effect.embed_texts or (record.content,)])
         elif isinstance(effect, Restate):
             if effect.changes:
                 self._backend.update_metadata([new.id for new, _ in effect.changes],

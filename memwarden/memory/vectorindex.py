@@ -14,6 +14,11 @@ Rows are labelled by slot numbers that are never reused (faiss ``IndexIDMap``): 
 codes are compacted away by ``remove_ids`` and its document and metadata dropped, so an
 erased row leaves no copy here. Nothing of it is ever written to disk.
 
+A row embedded by several texts (:mod:`memwarden.memory.facets`) has a slot for each of its
+facets too: a facet slot holds only a vector, mapped back to its row's slot, set in every
+bitmap exactly when the row's slot is, and removed with the row. A search scores a row by its
+nearest slot (max-pooling, as LangGraph's stores score an item by its best text).
+
 The index decides nothing: it is fed by the backend wrapper every row change passes through
 (:mod:`memwarden.memory.derived`), and everything it returns is re-checked by the pipeline.
 """
@@ -32,6 +37,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from memwarden.memory.backends import MetaTest, RowKey, RowTest, StoredRow, select_rows
+from memwarden.memory.facets import decoded, without_facets
 from memwarden.memory.settings import DEFAULT_SEARCH_INDEX
 from memwarden.policies.metafilter import Predicate, compile_predicate
 from memwarden.policies.partitions import Coverage, Partition, Target
@@ -116,6 +122,10 @@ class VectorIndex:
         self._docs: list[str | None] = []
         self._metas: list[dict[str, Any] | None] = []
         self._parts: list[Partition | None] = []
+        # By slot, the row slot a vector belongs to: itself for a row's own vector, its row's
+        # for a facet (whose id, document, metadata and partition above are None).
+        self._owner: list[int] = []
+        self._facets: dict[int, list[int]] = {}  # a row's slot -> its facets' slots
         self._members: dict[Partition, set[int]] = {}
         # Each row's place in storage order: Chroma lists a partition's rows in the order they
         # were first stored, and an upsert of a row it holds keeps its place (a row deleted and
@@ -182,8 +192,9 @@ class VectorIndex:
         self._inner, self._faiss, self._trained = inner, coded, True
 
     def put(self, rows: Sequence[StoredRow], vectors: np.ndarray, partitions: Sequence[Partition]) -> None:
-        """Insert rows, or replace the document, metadata and vector of rows held (a new slot,
-        the same place in storage order)."""
+        """Insert rows, or replace the document, metadata and vectors of rows held (new slots,
+        the same place in storage order). A row's facets are read from its metadata, whose
+        copy here keeps their count, not the vectors."""
         if not rows:
             return
         x = _normalised(vectors)
@@ -192,16 +203,31 @@ class VectorIndex:
             self.remove((r.id for r in rows if r.id in self._slot), keep_place=True)
             self.reserve(r.id for r in rows)
             start = len(self._ids)
-            labels = np.arange(start, start + len(rows), dtype=np.int64)
+            extra: list[np.ndarray] = []
             for row, part in zip(rows, partitions):
                 slot = len(self._ids)
                 self._slot[row.id] = slot
                 self._ids.append(row.id)
                 self._docs.append(row.document)
-                self._metas.append(dict(row.metadata))
+                self._metas.append(without_facets(row.metadata))
                 self._parts.append(part)
+                self._owner.append(slot)
                 self._members.setdefault(part, set()).add(slot)
-            self._faiss.add_with_ids(x, labels)
+            for slot, row in zip(range(start, start + len(rows)), rows):
+                facets = decoded(row.metadata)
+                if facets is None or facets.shape[1] != self._dim:
+                    continue
+                first = len(self._ids)
+                self._facets[slot] = list(range(first, first + len(facets)))
+                for _ in facets:
+                    self._ids.append(None)
+                    self._docs.append(None)
+                    self._metas.append(None)
+                    self._parts.append(None)
+                    self._owner.append(slot)
+                extra.append(_normalised(facets))
+            every = np.vstack([x, *extra]) if extra else x
+            self._faiss.add_with_ids(every, np.arange(start, start + len(every), dtype=np.int64))
             for slot in range(start, start + len(rows)):
                 self._restate(slot)
             if not self._trained and len(self._slot) >= TRAIN_ROWS:
@@ -216,7 +242,7 @@ class VectorIndex:
                 return False
             meta = self._metas[slot]
             assert meta is not None
-            for key, value in metadata.items():
+            for key, value in without_facets(metadata).items():
                 if value is None:
                     meta.pop(key, None)
                 else:
@@ -253,8 +279,9 @@ class VectorIndex:
             slots = [self._slot.pop(rid) for rid in ids if rid in self._slot]
             if not slots:
                 return
+            facets = [f for slot in slots for f in self._facets.pop(slot, ())]
             held = self._inner.codes.size()
-            self._faiss.remove_ids(np.asarray(slots, dtype=np.int64))
+            self._faiss.remove_ids(np.asarray(slots + facets, dtype=np.int64))
             # remove_ids compacts the codes and shrinks their vector without freeing it: the
             # codes that were last stay in its spare capacity (an erased row's among them).
             _zero(self._inner.codes, self._inner.codes.size(), held)
@@ -265,6 +292,9 @@ class VectorIndex:
                 if not self._members[part]:
                     del self._members[part]
                 self._ids[slot] = self._docs[slot] = self._metas[slot] = self._parts[slot] = None
+                for scope in self._scopes.values():
+                    self._set(scope, slot, False)
+            for slot in facets:
                 for scope in self._scopes.values():
                     self._set(scope, slot, False)
 
@@ -291,11 +321,15 @@ class VectorIndex:
             scope.bits[byte] &= np.uint8(~(1 << bit) & 0xFF)
 
     def _restate(self, slot: int) -> None:
-        """Bring every cached bitmap up to date for one row."""
+        """Bring every cached bitmap up to date for one row (its facets' slots too)."""
         part, meta = self._parts[slot], self._metas[slot]
         assert part is not None and meta is not None
+        facets = self._facets.get(slot, ())
         for scope in self._scopes.values():
-            self._set(scope, slot, scope.selects(part, meta))
+            on = scope.selects(part, meta)
+            self._set(scope, slot, on)
+            for facet in facets:
+                self._set(scope, facet, on)
 
     def _scope(self, targets: Sequence[Target]) -> _Scope:
         key = scope_key(targets)
@@ -313,6 +347,8 @@ class VectorIndex:
             for slot in self._members.get(part, ()):
                 meta = self._metas[slot]
                 mask[slot] = meta is not None and test(meta)
+        for slot, facets in self._facets.items():
+            mask[facets] = mask[slot]
         scope.bits = np.packbits(mask, bitorder="little")
         self._scopes[key] = scope
         if len(self._scopes) > _MAX_SCOPES:
@@ -324,7 +360,8 @@ class VectorIndex:
     def nearest(self, vector: np.ndarray, k: int, targets: Sequence[Target],
                 accept: Callable[[dict[str, Any]], bool]) -> list[tuple[StoredRow, float]]:
         """The k rows of the scope ``targets`` plan that are nearest ``vector`` and whose
-        metadata ``accept`` takes, with cosine distances, nearest first."""
+        metadata ``accept`` takes, with cosine distances (a row's nearest vector's: its own or
+        a facet's), nearest first."""
         if k <= 0:
             return []
         q = _normalised(np.asarray(vector, dtype=np.float32).reshape(1, -1))
@@ -344,12 +381,17 @@ class VectorIndex:
                 with _THREADS.limit(limits=1):
                     scores, labels = self._faiss.search(q, n, params=params)
                 kept = []
+                seen: set[int] = set()
                 for score, label in zip(scores[0], labels[0]):
                     if label < 0:
                         break
-                    meta = self._metas[label]
+                    row = self._owner[label]
+                    if row in seen:  # a nearer vector of the same row came first
+                        continue
+                    seen.add(row)
+                    meta = self._metas[row]
                     if meta is not None and accept(meta):
-                        kept.append((float(1.0 - score), int(label)))
+                        kept.append((float(1.0 - score), row))
                 if len(kept) >= k or n >= visible:
                     # Ties in the order rows were stored, whatever order the scan found them in.
                     return [(StoredRow(self._ids[label], self._docs[label], dict(self._metas[label])), distance)

@@ -435,24 +435,35 @@ def test_an_index_path_at_an_object_or_a_list_embeds_its_json(harness: Harness) 
         assert hits["empty"] == pytest.approx(1.0, abs=1e-2)
 
 
-def _max_pooled(harness: Harness) -> None:
-    with harness.store(index={"fields": ["key1", "key3"]}) as store:
-        ns = harness.ns("docs")
-        store.put(ns, "doc1", {"key1": "xxx", "key2": "yyy", "key3": "zzz"})
-        store.put(ns, "doc2", {"key1": "vvv", "key2": "www", "key3": "xxx"})
-        hits = store.search(ns, query="xxx")
-        assert len(hits) == 2 and all(h.score > 0.9 for h in hits)
-        assert all(h.score < 0.9 for h in store.search(ns, query="www"))
-
-
 def test_several_index_fields_are_embedded_apart(harness: Harness) -> None:
-    """Each field its own vector, an item scored by its best field (LangGraph's max-pooling);
-    memwarden embeds the fields' texts together, one vector per item: what remains."""
-    if harness.memwarden:
-        with pytest.raises(AssertionError):  # the day this passes, this test fails: update the docs
-            _max_pooled(harness)
-        pytest.xfail("one vector per item: several fields are embedded together (docs/langgraph.md)")
-    _max_pooled(harness)
+    """LangGraph's test_embed_with_path: each text at each index path is embedded apart (a
+    missing path gives none), and an item is scored by its best text (max-pooling): the
+    scores are exactly the largest cosine similarity of the query with one of its texts."""
+    fields = ["key0", "key1", "key3"]
+    docs = {"doc1": {"key1": "xxx", "key2": "yyy", "key3": "zzz"},  # no key0: two vectors
+            "doc2": {"key0": "uuu", "key1": "vvv", "key2": "www", "key3": "xxx"}}  # three
+
+    def best(key: str, query: str) -> float:
+        texts = [docs[key][f] for f in fields if f in docs[key]]
+        return max(cosine(EMBED.embed_query(query), vector) for vector in EMBED.embed_documents(texts))
+
+    with harness.store(index={"fields": fields}) as store:
+        ns = harness.ns("docs")
+        for key, value in docs.items():
+            store.put(ns, key, value)
+        for query in ("xxx", "uuu", "www", "vvv zzz"):
+            hits = store.search(ns, query=query)
+            expected = sorted(docs, key=lambda key: -best(key, query))
+            assert {h.key for h in hits} == set(docs)
+            assert {h.key: h.score for h in hits} == pytest.approx({key: best(key, query) for key in docs}, abs=1e-4)
+            if abs(best("doc1", query) - best("doc2", query)) > 1e-3:
+                assert [h.key for h in hits] == expected
+        # LangGraph's own expectations: both items match "xxx" by one field; "uuu" only doc2;
+        # "www" is at a field that is not embedded.
+        assert all(h.score > 0.9 for h in store.search(ns, query="xxx"))
+        first, second = store.search(ns, query="uuu")
+        assert first.key == "doc2" and first.score > second.score
+        assert all(h.score < 0.9 for h in store.search(ns, query="www"))
 
 
 def test_distance_types_score_as_langgraphs_postgres_store(harness: Harness) -> None:

@@ -141,8 +141,8 @@ def _run_write(op: WriteOp, decision: Decision | None, ctx: OpContext) -> tuple[
         # The overwrite drops a subject: the item's earlier text stays in Chroma's files (its
         # log) under an id an erasure of that subject would no longer reach. So the earlier
         # version is erased physically first, and the new one stored afresh.
-        return record, [Purge((existing,)), Store(record, embed_text=op.index_text)]
-    return record, [Store(record, replacing=existing, embed_text=op.index_text)]
+        return record, [Purge((existing,)), Store(record, embed_texts=op.index_text)]
+    return record, [Store(record, replacing=existing, embed_texts=op.index_text)]
 
 
 def _pending(record: MemoryRecord, rid: str, op: WriteOp, ctx: OpContext) -> tuple[MemoryRecord, list[Effect]]:
@@ -158,7 +158,7 @@ def _pending(record: MemoryRecord, rid: str, op: WriteOp, ctx: OpContext) -> tup
     if before is not None and HELD_LABEL in before.labels:
         ctx.facts.replay = True  # as for any write an erasure holds (see _run_write)
         return pending, []
-    return pending, [Store(pending, replacing=before, embed_text=op.index_text)]
+    return pending, [Store(pending, replacing=before, embed_texts=op.index_text)]
 
 
 WRITE = Handler(need=_need_write, run=_run_write)
