@@ -33,3 +33,18 @@ def held_and_hidden(mem: Memory, status: Status, planted: str, established: str,
     frank = mem.session(Principal("frank", roles=["manager"]))
     found = [h.record.content for h in frank.search(query, namespace, k=500)]
     assert planted not in found and established in found
+
+
+#: The shared project notes the attack tests write into.
+NOTES = ("office", "projects", "orion", "notes")
+
+
+def planted_against(tmp_path: Path, established: str, planted: str, query: str) -> None:
+    """The manager establishes ``established`` in :data:`NOTES`; an agent's ``planted`` is
+    held, and the manager's search for ``query`` returns his record, not the change."""
+    with office_memory(tmp_path) as mem:
+        frank = mem.session(Principal("frank", roles=["manager"]))
+        assert frank.write(established, NOTES, kind="fact").status is Status.ACTIVE
+        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
+        record = mallory.write(planted, NOTES, kind="fact")
+        held_and_hidden(mem, record.status, planted, established, query, NOTES)

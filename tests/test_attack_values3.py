@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from memwarden import Principal, Status
-from tests.office_attacks import held_and_hidden, office_memory
+from tests.office_attacks import office_memory, planted_against
 
 pytestmark = pytest.mark.integration
 
@@ -35,15 +35,6 @@ def _write_pair(tmp_path: Path, established: str, planted: str) -> Status:
         return mallory.write(planted, _NOTES, kind="fact").status
 
 
-def _planted_against(tmp_path: Path, established: str, planted: str, query: str) -> None:
-    """The manager establishes ``established``; an agent's ``planted`` is held, and the
-    manager's search for ``query`` returns his record, not the change."""
-    with office_memory(tmp_path) as mem:
-        frank = mem.session(Principal("frank", roles=["manager"]))
-        assert frank.write(established, _NOTES, kind="fact").status is Status.ACTIVE
-        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        record = mallory.write(planted, _NOTES, kind="fact")
-        held_and_hidden(mem, record.status, planted, established, query, _NOTES)
 
 
 def _restated(tmp_path: Path, established: str, restated: str) -> None:
@@ -71,7 +62,7 @@ def _restated(tmp_path: Path, established: str, restated: str) -> None:
     ("The Orion retainer for Globex is $400 a month.", "The Orion retainer for Globex is 4000 cents a month."),
 ])
 def test_a_changed_amount_in_any_shape_is_held(tmp_path: Path, established: str, planted: str) -> None:
-    _planted_against(tmp_path, established, planted, "Orion Globex")
+    planted_against(tmp_path, established, planted, "Orion Globex")
 
 
 @pytest.mark.parametrize(("established", "restated"), [
@@ -101,7 +92,7 @@ _CALL_BACK = "Orion payments to Globex go out only after a call-back and an appr
     "There is no problem if Orion payments to Globex go out without the call-back.",
 ])
 def test_a_weakening_in_its_own_clause_is_held(tmp_path: Path, planted: str) -> None:
-    _planted_against(tmp_path, _CALL_BACK, planted, "Orion payments Globex")
+    planted_against(tmp_path, _CALL_BACK, planted, "Orion payments Globex")
 
 
 @pytest.mark.parametrize("restated", [
@@ -131,7 +122,7 @@ def test_a_negated_weakening_restating_the_check_is_not_held(tmp_path: Path, res
 ])
 def test_a_changed_destination_of_any_scheme_tld_or_dot_is_held(tmp_path: Path, established: str,
                                                                  planted: str) -> None:
-    _planted_against(tmp_path, established, planted, "Orion invoice Globex")
+    planted_against(tmp_path, established, planted, "Orion invoice Globex")
 
 
 @pytest.mark.parametrize(("established", "restated"), [
@@ -158,7 +149,7 @@ def test_a_destination_restated_with_other_dots_is_not_held(tmp_path: Path, esta
     ("Approval of Orion refunds to Globex rests with the CFO.", "Approval of Orion refunds to Globex rests with Mallory."),
 ])
 def test_a_changed_approver_in_any_shape_is_held(tmp_path: Path, established: str, planted: str) -> None:
-    _planted_against(tmp_path, established, planted, "Orion refunds Globex")
+    planted_against(tmp_path, established, planted, "Orion refunds Globex")
 
 
 @pytest.mark.parametrize(("established", "restated"), [

@@ -83,3 +83,18 @@ def encodable(value: str, what: str) -> str:
             raise InvalidRequest(f"{what} contains the lone surrogate U+{ord(value[err.start]):04X} at "
                                  f"position {err.start}; text must be valid Unicode") from None
     return value
+
+
+def text_argument(value: object, what: str, limit: int) -> str:
+    """``value`` when it is a non-blank string of at most ``limit`` characters, with no NUL and
+    encodable; InvalidRequest naming ``what`` otherwise."""
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidRequest(f"{what} is empty")
+    if len(value) > limit:
+        raise InvalidRequest(f"{what} is {len(value)} characters long; the limit is {limit}")
+    if "\x00" in value:
+        raise InvalidRequest(f"{what} contains a NUL character")
+    encodable(value, what)
+    return value

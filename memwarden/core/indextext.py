@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from memwarden.core.arguments import encodable, shown
+from memwarden.core.arguments import shown, text_argument
 from memwarden.core.errors import InvalidRequest
 
 #: Most texts one record is embedded by (its vector and its facets): each costs an embedding
@@ -44,15 +44,7 @@ def index_text_of(content: str, text: object, limit: int, what: str = "index_tex
     """``text`` when every line of it occurs in one of the values of ``content`` (a JSON
     document), or is the JSON of keys and values all of the content's (LangGraph's text for
     an index path at an object or a list); InvalidRequest otherwise."""
-    if not isinstance(text, str):
-        raise InvalidRequest(f"{what} must be a string, got {type(text).__name__}")
-    if not text.strip():
-        raise InvalidRequest(f"{what} is empty")
-    if len(text) > limit:
-        raise InvalidRequest(f"{what} is {len(text)} characters long; the limit is {limit}")
-    if "\x00" in text:
-        raise InvalidRequest(f"{what} contains a NUL character")
-    encodable(text, what)
+    text = text_argument(text, what, limit)
     try:
         document = json.loads(content)
     except (ValueError, RecursionError):

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol, Union
 
 from memwarden.core.errors import InvalidRequest
 from memwarden.core.indextext import index_texts_of
-from memwarden.core.arguments import encodable, flag_argument, integer_argument, iterable_argument, sequence_argument, shown
+from memwarden.core.arguments import flag_argument, text_argument, integer_argument, iterable_argument, sequence_argument, shown
 from memwarden.core.records import Binding, Kind, Principal, Source, ensure_kind
 from memwarden.core.schema import HELD_LABEL, OP_KINDS
 from memwarden.core.valuefilter import check_filter
@@ -47,17 +47,6 @@ SEARCH_MODES = ("hybrid", "dense", "lexical")
 NamespaceLike = Union[str, Sequence[str]]
 
 
-def _text(value: object, what: str, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidRequest(f"{what} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise InvalidRequest(f"{what} is empty")
-    if len(value) > limit:
-        raise InvalidRequest(f"{what} is {len(value)} characters long; the limit is {limit}")
-    if "\x00" in value:
-        raise InvalidRequest(f"{what} contains a NUL character")
-    encodable(value, what)
-    return value
 
 
 def _names(values: object, what: str) -> tuple[str, ...]:
@@ -206,7 +195,7 @@ class WriteOp:
             raise InvalidRequest("valid_to must be after valid_from")
         return replace(
             self,
-            content=_text(self.content, "content", MAX_CONTENT_CHARS),
+            content=text_argument(self.content, "content", MAX_CONTENT_CHARS),
             namespace=canonical_namespace(self.namespace),
             kind=ensure_kind(self.kind),
             subjects=_names(self.subjects, "subjects"),
@@ -217,7 +206,7 @@ class WriteOp:
             ttl=_positive_seconds(self.ttl, "ttl"),
             trust=float(self.trust) if self.trust is not None else None,
             labels=_labels(self.labels),
-            key=_text(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
+            key=text_argument(self.key, "key", MAX_KEY_CHARS) if self.key is not None else None,
             allow_reingest=flag_argument(self.allow_reingest, "allow_reingest"),
             index_text=(index_texts_of(self.content, self.index_text, MAX_CONTENT_CHARS)
                         if self.index_text is not None else None),
@@ -279,7 +268,7 @@ class SearchOp:
         after, before = _when(self.created_after, "created_after"), _when(self.created_before, "created_before")
         if after and before and before <= after:
             raise InvalidRequest("created_before must be after created_after")
-        query = _text(self.query, "query", MAX_QUERY_CHARS) if self.query is not None else None
+        query = text_argument(self.query, "query", MAX_QUERY_CHARS) if self.query is not None else None
         flag_argument(self.consensus, "consensus")
         if self.filter is not None:
             if query is not None:
@@ -349,7 +338,7 @@ class UpdateOp:
         return replace(
             self,
             id=_record_id(self.id),
-            content=_text(self.content, "content", MAX_CONTENT_CHARS),
+            content=text_argument(self.content, "content", MAX_CONTENT_CHARS),
             kind=ensure_kind(self.kind) if self.kind is not None else None,
             subjects=_names(self.subjects, "subjects") if self.subjects is not None else None,
             labels=_labels(self.labels) if self.labels is not None else None,
