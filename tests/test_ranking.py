@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -124,12 +126,28 @@ def test_timeframe_relative_spans_and_refusals() -> None:
         timeframe("today", datetime(2024, 3, 13))
 
 
+@contextmanager
+def _indexed(tmp_path_factory: pytest.TempPathFactory,
+             docs: list[tuple[list[str], str, str]]) -> Iterator[tuple[LexicalIndex, list[str], list[str]]]:
+    """A fresh index of ``docs`` (words, writer, source), with their ids and texts."""
+    index = LexicalIndex(tmp_path_factory.mktemp("lexical") / "lexical.sqlite3")
+    try:
+        ids = [f"d{i}" for i in range(len(docs))]
+        texts = [" ".join(words) for words, _, _ in docs]
+        index.upsert(ids, texts, [{"writer": writer, "source": source, "status": "active"} for _, writer, source in docs])
+        yield index, ids, texts
+    finally:
+        index.close()
+
+
 WORDS = ["acme", "invoice", "paid", "iban", "ledger", "supplier", "call", "back", "DE89370400440532013000", "5 mg"]
+#: Records of WORDS, each with its writer and source.
+_DOCS = st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), st.sampled_from("abc"),
+                           st.sampled_from(["user", "agent"])), min_size=1, max_size=25)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), st.sampled_from("abc"),
-                          st.sampled_from(["user", "agent"])), min_size=1, max_size=25),
+@given(_DOCS,
        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(1, 10),
        st.sets(st.sampled_from(["account", "amount:mg", "destination"])))
 def test_voices_rank_every_match_as_search_does_with_its_writer(tmp_path_factory: pytest.TempPathFactory,
@@ -138,11 +156,7 @@ def test_voices_rank_every_match_as_search_does_with_its_writer(tmp_path_factory
     """The contradiction check's one query (memory/nearby.py) ranks exactly as the lexical leg:
     its first k are search's k, it holds every match, and each carries its own writer, source
     and whether its text holds one of the categories asked about."""
-    index = LexicalIndex(tmp_path_factory.mktemp("lexical") / "lexical.sqlite3")
-    try:
-        ids = [f"d{i}" for i in range(len(docs))]
-        texts = [" ".join(words) for words, _, _ in docs]
-        index.upsert(ids, texts, [{"writer": writer, "source": source, "status": "active"} for _, writer, source in docs])
+    with _indexed(tmp_path_factory, docs) as (index, ids, texts):
         text, where = " ".join(query), {"status": "active"}
         voices = index.voices(text, where, holding)
         assert [(rid, score) for rid, score, *_ in voices][:k] == index.search(text, k, where)
@@ -151,13 +165,10 @@ def test_voices_rank_every_match_as_search_does_with_its_writer(tmp_path_factory
         written = {rid: (writer, source) for rid, (_, writer, source) in zip(ids, docs)}
         holds = {rid: bool(procedure_values(t).held() & holding) for rid, t in zip(ids, texts)}
         assert all(written[rid] == (writer, source) and holds[rid] is held for rid, _, writer, source, held in voices)
-    finally:
-        index.close()
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), st.sampled_from("abc"),
-                          st.sampled_from(["user", "agent"])), min_size=1, max_size=25),
+@given(_DOCS,
        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
        st.sets(st.sampled_from(["account", "amount:mg", "destination"]), min_size=1))
 def test_the_holders_of_a_query_are_the_same_from_either_plan(tmp_path_factory: pytest.TempPathFactory,
@@ -166,11 +177,7 @@ def test_the_holders_of_a_query_are_the_same_from_either_plan(tmp_path_factory: 
     """``only_holding`` ranks the matches that hold one of the categories by BM25 over them
     alone, and the query started from the holders gives exactly what the query started from
     the terms gives (the index chooses between them by their counts)."""
-    index = LexicalIndex(tmp_path_factory.mktemp("lexical") / "lexical.sqlite3")
-    try:
-        ids = [f"d{i}" for i in range(len(docs))]
-        texts = [" ".join(words) for words, _, _ in docs]
-        index.upsert(ids, texts, [{"writer": writer, "source": source, "status": "active"} for _, writer, source in docs])
+    with _indexed(tmp_path_factory, docs) as (index, ids, texts):
         text, where = " ".join(query), {"status": "active"}
         plans = []
         for fewer in (True, False):
@@ -182,8 +189,6 @@ def test_the_holders_of_a_query_are_the_same_from_either_plan(tmp_path_factory: 
                          if rid in holders for term in dict.fromkeys(terms(t)) if term in terms(text)])
         assert [(rid, score) for rid, score, *_ in plans[0]] == expected
         assert all(held for *_, held in plans[0])
-    finally:
-        index.close()
 
 
 def test_the_plan_follows_the_counts(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -35,17 +35,13 @@ from decimal import Decimal, InvalidOperation
 
 import re2
 
-from memwarden.guards.ruleset import project
+from memwarden.guards.ruleset import compile_projected, project
 
 __all__ = ["CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "SC_CHARS", "SYMBOLS", "is_money", "mixed_fractions", "read_fractions",
            "read_money"]
 
-_OPTIONS = re2.Options()
-_OPTIONS.max_mem = 64 << 20
 
 
-def _compile(pattern: str) -> re2._Regexp:
-    return re2.compile(pattern.encode("ascii"), _OPTIONS)
 
 
 #: The active ISO 4217 currency codes (and "RMB", the renminbi as it is often written). An amount
@@ -116,14 +112,14 @@ _EDGE = r"(?:^|[^a-zA0-9B\x01:])"
 # The other end of a range: a dash, "to", "bis", "a" or "à" (projected "A"), then the number.
 _RANGE = rf"(?:[ \t]{{0,2}}(?:-|to|bis|a|A)[ \t]{{0,2}}(?:[$\x01][ \t]?)?(-)?({_NUMBER}))?"
 _MAGNITUDE = rf"(?:[ \t]{{0,3}}({_MAGS})\b\.?)?"
-_BEFORE = _compile(rf"(?:(?:^|[^a-zA0-9B])(-)[ \t]?)?(?:(?:(?:^|[^a-zA0-9B\x01])({'|'.join(_DOLLARS)}))?([$\x01])|"
+_BEFORE = compile_projected(rf"(?:(?:^|[^a-zA0-9B])(-)[ \t]?)?(?:(?:(?:^|[^a-zA0-9B\x01])({'|'.join(_DOLLARS)}))?([$\x01])|"
                    rf"(?:^|[^a-zA0-9B\x01])({_CODES})\b\.?)[ \t]{{0,3}}(-)?({_NUMBER}){_RANGE}{_MAGNITUDE}")
-_AFTER = _compile(rf"{_EDGE}(?:(-)[ \t]?)?({_NUMBER}){_RANGE}{_MAGNITUDE}(?:[.,]-)?"
+_AFTER = compile_projected(rf"{_EDGE}(?:(-)[ \t]?)?({_NUMBER}){_RANGE}{_MAGNITUDE}(?:[.,]-)?"
                   rf"[ \t]{{0,3}}(?:([$\x01])|({_CODES}|{_NAMES})\b)")
 # A fraction: numerator and denominator of at most three digits, with a slash, a fraction slash
 # or a division slash (\x01) between them and no other number or slash on either side (a date
 # "1/2/2025" is none). A vulgar fraction ("½") is written out first (:func:`mixed_fractions`).
-_FRACTION = _compile(rf"(?:^|[^0-9B/\x01.,])({_D}{{1,3}})[ \t]?[/\x01][ \t]?({_D}{{1,3}})(?:$|[^0-9B/\x01.,]|[.,](?:$|[^0-9B]))")
+_FRACTION = compile_projected(rf"(?:^|[^0-9B/\x01.,])({_D}{{1,3}})[ \t]?[/\x01][ \t]?({_D}{{1,3}})(?:$|[^0-9B/\x01.,]|[.,](?:$|[^0-9B]))")
 _FRACTION_SLASHES = frozenset("/\u2044\u2215")
 _WHOLE_BEFORE = re.compile(r"\d[ \t]$")
 # What makes "n/d" with a plain slash a share and not a day and a month ("due 3/12"): "of"

@@ -21,28 +21,26 @@ from collections.abc import Iterator
 
 import re2
 
+from memwarden.guards.ruleset import compile_projected
+
 from memwarden.guards.function_words import NEGATIONS
 
 __all__ = ["unnegated"]
 
-_OPTIONS = re2.Options()
-_OPTIONS.max_mem = 64 << 20
 
 
-def _compile(pattern: str) -> re2._Regexp:
-    return re2.compile(pattern.encode("ascii"), _OPTIONS)
 
 
 _SENTENCE_END = re2.compile(rb"[.;!?\n]")
 _SUBORDINATORS = (r"that|when|whenever|if|unless|except|once|while|whereas|although|though|which|who|where|"
                   r"dass|daA|wenn|falls|sobald|au(?:ss|A)er|que|qui|quand|lorsque|si|sauf|cuando|salvo|excepto|"
                   r"che|quando|se|tranne|eccetto")
-_NEGATED = _compile(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
+_NEGATED = compile_projected(r"\b(?:" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b|n't\b")
 # What ends a negation's clause: a list ("no receipt and no approval": the first "no" is the
 # list's other weakening), a colon, a semicolon or a dash (the projection's "\x01" for an em or
 # en dash), or a conjunction that starts another clause ("Nothing changes: ... without a
 # call-back", "Don't worry, ... without the call-back": the weakening is stated, not denied).
-_CLAUSE_BREAK = _compile(r"[,:;\x01]|\s-\s|\b(?:and|or|but|so|because|und|oder|aber|weil|denn|et|ou|mais|"
+_CLAUSE_BREAK = compile_projected(r"[,:;\x01]|\s-\s|\b(?:and|or|but|so|because|und|oder|aber|weil|denn|et|ou|mais|"
                          r"y|o|pero|porque|e|ma|perch[eaA])\b|"
                          # A bracket opens or closes a clause of its own ("Nothing changes (no
                          # approval needed)"), and so does a subordinator: a negation before
@@ -58,7 +56,7 @@ _DETERMINERS = frozenset(b"no kein keine keinen keinem keiner keines aucun aucun
                          b"nessuno nessuna".split())
 # What excepts from a negated weakening: "No payment goes out without a call-back except Globex
 # payments" weakens the check for what it excepts.
-_EXCEPTION = _compile(r"\b(?:except|excepting|excluding|unless|other than|apart from|save for|but not|au(?:ss|A)er|"
+_EXCEPTION = compile_projected(r"\b(?:except|excepting|excluding|unless|other than|apart from|save for|but not|au(?:ss|A)er|"
                       r"ausgenommen|es sei denn|sauf|except[eA]|A part|A moins|salvo|excepto|menos|a menos|tranne|"
                       r"eccetto|a meno)\b")
 #: Words a negation may stand before the weakening it governs ("no payment goes out without").
@@ -70,8 +68,8 @@ _NEGATION_REACH = 8
 # negation comments on the condition rather than acting ("It is no surprise when ...", "Nobody
 # minds if ...", "Don't worry when ...").
 _CONDITIONALS = frozenset(b"when whenever if once wenn falls sobald quand lorsque si cuando quando se".split())
-_COPULA = _compile(r"\b(?:is|are|was|were|be|been|it's|that's|there's|ist|sind|war|est|c'est|es|son|A|sono)\s*$")
-_COMMENTS = _compile(r"^\s*(?:(?:one|body|thing|be|been|is|was|a|an|the|real|big|to|de|di|del|un|una|ein|eine|"
+_COPULA = compile_projected(r"\b(?:is|are|was|were|be|been|it's|that's|there's|ist|sind|war|est|c'est|es|son|A|sono)\s*$")
+_COMMENTS = compile_projected(r"^\s*(?:(?:one|body|thing|be|been|is|was|a|an|the|real|big|to|de|di|del|un|una|ein|eine|"
                      r"le|la|il|lo|hay|ha|gibt|es)\s+){0,2}(?:minds?|cares?|worry|worries|surprised?|surprising|"
                      r"problems?|issues?|matters?|concerns?|concerned|fuss|harm|wonder|objects?|objections?|complains?|"
                      r"notices?|unusual|odd|strange|alarmed|worried|big deal|panic|souci|soucis|probl[eA]mes?|"

@@ -51,13 +51,11 @@ from memwarden.guards.function_words import MOMENTS, ORDINAL_SUFFIXES, STOP_WORD
 from memwarden.guards.injection import fold
 from memwarden.guards.money import CURRENCY_CODES, LOWER_CASE_CODES, MAGNITUDES, mixed_fractions, read_fractions, read_money
 from memwarden.guards.negation import unnegated
-from memwarden.guards.ruleset import project
+from memwarden.guards.ruleset import compile_projected, project
 from memwarden.guards.value_set import Values
 
 __all__ = ["CATEGORIES", "CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "Values", "procedure_values", "skeleton"]
 
-_OPTIONS = re2.Options()
-_OPTIONS.max_mem = 64 << 20
 
 # The patterns read the text as the rule engine does (memwarden.guards.ruleset.project): one
 # ASCII byte per character, so a match's positions are the text's. ASCII letters are lowered
@@ -77,8 +75,6 @@ _SEP = r"(?:[ \t\r\n]{1,3}| ?[\-\x01] ?)?"
 _SEP_RUN = r"(?:[ \t\r\n]{1,3}| ?[\-./\x01] ?)?"
 
 
-def _compile(pattern: str) -> re2._Regexp:
-    return re2.compile(pattern.encode("ascii"), _OPTIONS)
 
 
 # Units of one dimension, by their size in its base unit: 5 mg and 5 g are one quantity in two
@@ -109,7 +105,7 @@ _TLDS = ("com|net|org|edu|gov|mil|int|biz|info|io|co|app|dev|cloud|online|site|t
          "xn--[a-z0-9]{2,20}")
 # An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]". (A bare
 # " at " is no "@": only the bracketed one is read so.)
-_OBFUSCATED = _compile(r"\s*[\[({]\s*(at|dot|@|\.|:)\s*[\])}]\s*")
+_OBFUSCATED = compile_projected(r"\s*[\[({]\s*(at|dot|@|\.|:)\s*[\])}]\s*")
 # What a possessive or an "of"/"from" names the approver of.
 _APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation|countersignature|green light)"
 # What may stand between a possessive and the approval ("Mallory's written approval", "the
@@ -132,7 +128,7 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # An address, a link, or a bare host name ("portal.globex.com/invoices", group 1): labels
     # ending in a top-level domain of :data:`_TLDS` (so no "e.g.", "v1.2", "report.pdf" or
     # "St. Mary"), with its path.
-    "destination": _compile(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:[a-z][a-z0-9+.\-]{{0,15}}://|www\.)[^\s<>\"'()\[\]]+|"
+    "destination": compile_projected(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:[a-z][a-z0-9+.\-]{{0,15}}://|www\.)[^\s<>\"'()\[\]]+|"
                             rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})"
                             rf"(?:/(?:[^\s<>\"'()\[\]]*[^\s<>\"'()\[\].,;:!?])?)?)"
                             rf"(?:[^a-zA0-9B\x01\-@./_]|\.(?:[^a-zA0-9B\x01]|$)|$)"),
@@ -142,14 +138,14 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # (A group may be set off by up to three spaces or a line break too, as a pasted table
     # cell or a wrapped line has it: an established "FR76  3000  6000 ..." held no account, so
     # a changed IBAN was compared with nothing; tests/test_attack_collusion3.py.)
-    "account": _compile(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:{_SEP}[a-zA]){{0,4}}(?:{_SEP}{_NUM}){{7,29}}{_SEP}{_D})|"
+    "account": compile_projected(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:{_SEP}[a-zA]){{0,4}}(?:{_SEP}{_NUM}){{7,29}}{_SEP}{_D})|"
                         rf"{_EDGE}(\+?{_D}(?:{_SEP_RUN}{_NUM}){{5,29}}{_SEP_RUN}{_D})"),
-    "credential": _compile(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
+    "credential": compile_projected(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
                            rf"secret|login|credentials?|(?:alarm|door|gate|entry|access|lock|safe|keypad|garage|building|wi-?fi) code|"
                            rf"combination)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
                            rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
                            rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
-    "route": _compile(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
+    "route": compile_projected(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
                       rf"restricted|limited|reserved|assigned|countersigned|co-?signed|vetted|okayed|ok'd|sanctioned|"
                       rf"endorsed|green-?lit|green-?lighted),?\s+"
@@ -186,7 +182,7 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
     # is none ("50 of the mg", "50 de mg"): group 4. (Money is read first, by _MONEY_BEFORE
     # and _MONEY_AFTER: a number they read as money is no unit's.)
-    "amount": _compile(rf"(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
+    "amount": compile_projected(rf"(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
                        rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?"),
 }
 
@@ -199,8 +195,8 @@ _OPENED_WORDS = (r"anyone|anybody|whoever|everyone|everybody|all (?:staff|employ
                  r"tout le monde|quiconque|n'importe qui|tous les employ[a-zA]*|"
                  r"cualquiera|todo el mundo|cualquier (?:persona|empleado)|"
                  r"chiunque|tutti i dipendenti|qualsiasi dipendente|tutto il personale")
-_OPENED = _compile(rf"\b(?:{_OPENED_WORDS})\b")
-_WEAKENED = _compile(rf"\b(?:{_OPENED_WORDS}|alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
+_OPENED = compile_projected(rf"\b(?:{_OPENED_WORDS})\b")
+_WEAKENED = compile_projected(rf"\b(?:{_OPENED_WORDS}|alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
                      r"suspended|paused|on hold|lifted)\b")
@@ -208,16 +204,16 @@ _WEAKENED = _compile(rf"\b(?:{_OPENED_WORDS}|alone|by (?:him|her|them)sel(?:f|ve
 # "no longer need an escort", "unescorted"). Where the established record names that object
 # ("countersigned by a second pharmacist"), the weakening weakens it, whether or not the check
 # is one :data:`_CHECK` knows by name.
-_DROPS = _compile(r"\b(?:without|ohne|sans|sin|senza|nicht mehr|kein(?:e|en)? weitere[nr]?|plus de|ya no|non piu|no longer|skip(?:ped|s|ping)?|waiv(?:e|ed|es|ing)|no need (?:for|to)|dispense with|"
+_DROPS = compile_projected(r"\b(?:without|ohne|sans|sin|senza|nicht mehr|kein(?:e|en)? weitere[nr]?|plus de|ya no|non piu|no longer|skip(?:ped|s|ping)?|waiv(?:e|ed|es|ing)|no need (?:for|to)|dispense with|"
                   r"forgo|bypass(?:ed|es|ing)?|drop(?:ped|s|ping)?|suspend(?:ed|s|ing)?|paus(?:e|ed|es|ing))"
                   r"((?:\s+[a-zA]+){1,3})|\bun([a-z]{3,})ed\b")
 # Words between a weakening and its object.
 _NOT_OBJECTS = STOP_WORDS | frozenset("need needs needed require requires required necessary any further "
                                       "longer mandatory".split())
-_WORDS = _compile(r"[a-z]{4,}")
+_WORDS = compile_projected(r"[a-z]{4,}")
 # What a weakening weakens: a check, an approval, a second person, an identity proof. "Tea
 # without sugar" weakens nothing; "paid without a call-back" does.
-_CHECK = _compile(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|sign(?:ed)?[- ]?offs?|review\w*|"
+_CHECK = compile_projected(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|sign(?:ed)?[- ]?offs?|review\w*|"
                   r"authori[sz]\w*|call-?backs?|call(?:ed|ing)? back|second (?:nurse|signature|person|check|pair)|"
                   r"witness\w*|double-?check\w*|audit\w*|consent\w*|validat\w*|inspect\w*|four-eyes|two-person|"
                   r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|passcodes?|pin|otp|permission|clearance|"
