@@ -210,7 +210,9 @@ _DROPS = compile_projected(r"\b(?:without|ohne|sans|sin|senza|nicht mehr|kein(?:
 # Words between a weakening and its object.
 _NOT_OBJECTS = STOP_WORDS | frozenset("need needs needed require requires required necessary any further "
                                       "longer mandatory".split())
-_WORDS = compile_projected(r"[a-z]{4,}")
+# The words of four letters or more: runs of ASCII letters of the projection (a translate and a
+# split in C, a third of the whole reading's time when RE2 returned each match to Python).
+_NOT_LETTERS = bytes.maketrans(bytes(c for c in range(256) if not 97 <= c <= 122), b" " * 230)
 # What a weakening weakens: a check, an approval, a second person, an identity proof. "Tea
 # without sugar" weakens nothing; "paid without a call-back" does.
 _CHECK = compile_projected(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|confirm\w*|sign(?:ed)?[- ]?offs?|review\w*|"
@@ -404,4 +406,4 @@ def procedure_values(text: str) -> Values:
     weakened = next(unnegated(_WEAKENED, data, MAX_MATCHES), None) is not None
     return Values({k: frozenset(v) for k, v in found.items()}, weakened, raw, overflow,
                   _CHECK.search(data) is not None, next(unnegated(_OPENED, data, MAX_MATCHES), None) is not None, frozenset(dropped),
-                  frozenset(w.decode() for w in _WORDS.findall(data)), frozenset(dropped_words))
+                  frozenset(w.decode() for w in data.translate(_NOT_LETTERS).split() if len(w) >= 4), frozenset(dropped_words))
