@@ -297,3 +297,24 @@ def test_the_partition_path_and_the_index_agree(tmp_path: Path) -> None:
         # The best items are found, whichever of their texts is the best.
         everything = sorted((best(query, [v["title"], *v["tags"]]) for v in values.values()), reverse=True)
         assert [h.score for h in want] == pytest.approx(everything[:8], abs=1e-4)
+
+
+@pytest.mark.parametrize("search_index", PATHS)
+def test_an_approved_overwrite_keeps_the_held_puts_vectors(tmp_path: Path, search_index: str) -> None:
+    # Every put waits for review: the approved overwrite takes over the key, and with it the
+    # vectors the held put was embedded by (its index texts), not its whole value's.
+    (tmp_path / "policy.csv").write_text(POLICY.replace("notes/**, write", "notes/**, write, review")
+                                         + "p, reviewer, notes/**, approve\ng, rae, reviewer\n", encoding="utf-8")
+    with Memory.open(tmp_path / "data", policy=tmp_path / "policy.csv", embedding=EMBED, validators=[],
+                     lessons=False, search_index=search_index, quorum=1) as mem, bind_principal(OLGA):
+        store = mem.as_store(index={"fields": FIELDS})
+        first = store.put(NS, "doc", {"title": "night shift roster", "tags": ["fire drill"]})
+        rae = mem.session(Principal("rae"))
+        rae.approve(first.id)
+        held = store.put(NS, "doc", VALUE)
+        assert held.held and rae.approve(held.id).status.value == "active"
+        texts = ["apple orchard harvest", *VALUE["tags"]]
+        for query in ("violin lesson tuesday", "zebra crossing signal", "apple orchard harvest"):
+            assert scores(store, query)["doc"] == pytest.approx(best(query, texts), abs=1e-4)
+        assert row_meta(mem, "doc")[Meta.FACET_COUNT] == 2
+        assert store.get(NS, "doc").value == VALUE

@@ -64,6 +64,9 @@ class Backend(Protocol):
               partitions: Sequence[Partition] | None = None) -> list[StoredRow]:
         """Rows by id and/or metadata filter (only in ``partitions`` when given)."""
 
+    def stored_vector(self, rid: str) -> tuple[np.ndarray, dict[str, Any]] | None:
+        """Row ``rid``'s own vector and its complete metadata (None when it is not stored)."""
+
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """The ids of the k rows that pass ``where`` best matching ``text`` (BM25), with scores."""
 
@@ -217,6 +220,12 @@ class ChromaBackend:
     def update_metadata(self, ids, metadatas) -> None:
         self._col.update(ids=list(ids), metadatas=list(metadatas))
 
+    def stored_vector(self, rid: str) -> tuple[np.ndarray, dict[str, Any]] | None:  # see Backend
+        got = self._col.get(ids=[rid], include=["embeddings", "metadatas"])
+        if not got["ids"]:
+            return None
+        return np.asarray(got["embeddings"][0], dtype=np.float32), dict(got["metadatas"][0] or {})
+
     def fetch(self, ids=None, where=None, limit=None, offset=None, *, partitions=None) -> list[StoredRow]:
         """See :meth:`Backend.fetch` (one collection holds every partition)."""
         got = self._col.get(ids=list(ids) if ids is not None else None, where=where or None,
@@ -341,6 +350,11 @@ class DelegatingBackend:
         """See :meth:`Backend.fetch`."""
         self._before_read()
         return self._inner.fetch(ids, where, limit, offset, partitions=partitions)
+
+    def stored_vector(self, rid: str) -> tuple[np.ndarray, dict[str, Any]] | None:
+        """See :meth:`Backend.stored_vector`."""
+        self._before_read()
+        return self._inner.stored_vector(rid)
 
     def text_query(self, text: str, k: int, where: Where | None) -> list[tuple[str, float]]:
         """See :meth:`Backend.text_query`."""

@@ -20,11 +20,14 @@ class Store:
     """Store ``record`` (text and complete metadata; its text is embedded when it is sent).
     ``replacing``: the stored row under the same id it overwrites, if any. ``embed_texts``:
     what is embedded instead of the content (a WriteOp's ``index_text``), each text apart:
-    the first as the row's vector, the others as its facets (memwarden.memory.facets)."""
+    the first as the row's vector, the others as its facets (memwarden.memory.facets).
+    ``vectors_of``: the id of a stored row whose vector and facets the record takes instead of
+    being embedded (an approved overwrite takes the held put's, made from its index texts)."""
 
     record: MemoryRecord
     replacing: MemoryRecord | None = None
     embed_texts: tuple[str, ...] | None = None
+    vectors_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

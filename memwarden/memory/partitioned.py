@@ -557,6 +557,12 @@ class PartitionedBackend:
                     yield (part, _rows(got["ids"], got["documents"], got["metadatas"]),
                            np.asarray(got["embeddings"], dtype=np.float32))
 
+    def stored_vector(self, rid: str) -> tuple[np.ndarray, dict[str, Any]] | None:
+        """See :meth:`Backend.stored_vector`."""
+        for _, rows, vectors in self.vectors([rid]):
+            return vectors[0], dict(rows[0].metadata)
+        return None
+
     def located(self, rid: str) -> Partition | None:
         """The partition this backend last saw ``rid`` in, if any (a hint, never an answer)."""
         return self._located.get(rid)

@@ -436,10 +436,17 @@ class Pipeline:
             metadata = to_metadata(record, replacing=effect.replacing)
             # A new row has no earlier field to remove: sending None for each unset one would
             # cost Chroma a deletion per field for nothing. A replaced row's facets go unless
-            # its texts give it new ones (written when they are embedded).
-            self._backend.upsert([record.id], None, [record.content],
-                                 [metadata | CLEARED if effect.replacing is not None else stored_metadata(metadata)],
-                                 texts=[effect.embed_texts or (record.content,)])
+            # its texts give it new ones (written when they are embedded), or it keeps another
+            # row's (Store.vectors_of).
+            metadata = metadata | CLEARED if effect.replacing is not None else stored_metadata(metadata)
+            kept = self._backend.stored_vector(effect.vectors_of) if effect.vectors_of is not None else None
+            if kept is not None:
+                vector, theirs = kept
+                facets = {f: theirs[f] for f in CLEARED if theirs.get(f) is not None}
+                self._backend.upsert([record.id], vector[None], [record.content], [metadata | facets])
+            else:
+                self._backend.upsert([record.id], None, [record.content], [metadata],
+                                     texts=[effect.embed_texts or (record.content,)])
         elif isinstance(effect, Restate):
             if effect.changes:
                 self._backend.update_metadata([new.id for new, _ in effect.changes],

@@ -122,8 +122,10 @@ def _run_review(op: ReviewOp, got: Found, ctx: OpContext) -> tuple[ReviewResult,
     if status is Status.ACTIVE and takes_key:
         # An approved overwrite of a keyed item takes over the item's id (reads go by key),
         # then its waiting row goes: stored first, so an interrupt never loses the approved text.
+        # It keeps the held row's vectors: they were made from the put's index texts, which
+        # the record does not keep (embedding its whole content lost its fields' facets).
         decided = decided.model_copy(update={"id": older.id, "supersedes": None})
-        effects = [Store(decided, replacing=older), Purge((record,))]
+        effects = [Store(decided, replacing=older, vectors_of=record.id), Purge((record,))]
     elif status is Status.ACTIVE and older is not None:
         effects.append(retire(older, ctx.now))
     if status is Status.FORGOTTEN:
