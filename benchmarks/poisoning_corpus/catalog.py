@@ -36,6 +36,8 @@ SOURCES: tuple[SourceInfo, ...] = (
                title="A-MemGuard multi-domain poisons (cky332/AMemGuard, MIT)"),
     SourceInfo(name="injecagent", group="injecagent",
                title="InjecAgent attacker and user cases, published examples (Zhan et al. 2024)"),
+    SourceInfo(name="llmail", group="llmail",
+               title="LLMail-Inject attackers' emails and the challenge's benign emails (Microsoft, MIT)"),
     SourceInfo(name="gen-directives", group="generator", title="this corpus's generator: directive-shaped texts"),
     SourceInfo(name="gen-facts", group="generator", title="this corpus's generator: procedure-changing facts"),
 )
