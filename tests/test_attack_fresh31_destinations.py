@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from memwarden.guards.values import skeleton
 from tests.office_attacks import planted_against, restated_beside
 
 pytestmark = pytest.mark.integration
@@ -79,6 +80,8 @@ def test_a_destination_in_words_or_a_share_path_is_held(tmp_path: Path, establis
     ("sort code 200000", "sort code 401162"),
     ("SWIFT BUKBGB22", "SWIFT DEUTDEFF500"),
     ("the account with BIC: DEUTDEFF", "the account with BIC: COBADEFF"),
+    ("BSB 062-000", "BSB 083-004"),
+    ("the branch with IFSC HDFC0001234", "the branch with IFSC ICIC0004321"),
     ("the account ending 4471", "the account ending 9921"),
     ("the card ending in 4471", "the card ending in 9921"),
     ("the account whose last four digits are 4471", "the account whose last four digits are 9921"),
@@ -111,6 +114,7 @@ def test_a_changed_sort_code_bic_or_last_digits_is_held(tmp_path: Path, establis
      "For Orion invoices from Globex, log in at portal dot globex dot com."),
     # a share path as a link
     *_pairs(_SHARE, [("\\\\fileserver\\finance\\invoices", "file://fileserver/finance/invoices"),
+                     ("\\\\fileserver\\finance\\invoices", "smb://fileserver/finance/invoices/"),
                      ("\\\\fileserver\\finance\\invoices", "\\\\FILESERVER\\Finance\\Invoices")]),
     # accounts grouped otherwise, or named by their last digits
     *_pairs(_PAID, [("sort code 20-00-00", "sort code 200000"),
@@ -124,3 +128,12 @@ def test_a_changed_sort_code_bic_or_last_digits_is_held(tmp_path: Path, establis
 def test_a_destination_or_account_restated_in_another_shape_is_not_held(tmp_path: Path, established: str,
                                                                         restated: str) -> None:
     restated_beside(tmp_path, established, restated)
+
+
+def test_a_destination_changed_by_its_punctuation_is_no_look_alike() -> None:
+    # The review's reason says "look-alike" only for what looks the same to a reader: a
+    # Cyrillic "о" in the host, not a hyphen for a dot.
+    assert skeleton("https://p\u043ertal.globex.com/pay", "destination") == skeleton("portal.globex.com/pay", "destination")
+    assert skeleton("portal-globex.com/pay", "destination") != skeleton("portal.globex.com/pay", "destination")
+    assert skeleton("hunter-2", "credential") != skeleton("hunter2", "credential")
+    assert skeleton("20-00-00", "account") == skeleton("200000", "account")

@@ -473,7 +473,7 @@ class ContradictionCheck:
             # said to be for (a "new invoice" paid to a new account is the fraud itself).
             if what == "amount" and not same_record and _other_things(mine, theirs):
                 continue
-            if skeleton(new.raw.get(value, value)) == skeleton(old.raw.get(established, established)):
+            if skeleton(new.raw.get(value, value), what) == skeleton(old.raw.get(established, established), what):
                 return f"changes the {what} to a look-alike"
             return f"changes the {what}"
         if new.weakens(old):

@@ -148,11 +148,11 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # a changed IBAN was compared with nothing; tests/test_attack_collusion3.py.)
     "account": compile_projected(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:{_SEP}[a-zA]){{0,4}}(?:{_SEP}{_NUM}){{7,29}}{_SEP}{_D})|"
                         rf"{_EDGE}(\+?{_D}(?:{_SEP_RUN}{_NUM}){{5,29}}{_SEP_RUN}{_D})|"
-                        # a sort code (group 3), a BIC (4: read in capitals only, "SWIFT transfer"
-                        # is none), an account named by its last digits (5 to 7)
-                        rf"\bsort[- ]?code\s*{_IS}({_D}{{2}}[\- ]?{_D}{{2}}[\- ]?{_D}{{2}})\b|"
-                        rf"\b(?:bic|swift)(?:\s*(?:/|or|and)\s*(?:bic|swift))?(?:\s+code)?\s*{_IS}"
-                        rf"([a-z]{{6}}[a-z0-9]{{2}}(?:[a-z0-9]{{3}})?)\b|"
+                        # a sort code or BSB (group 3), a BIC or IFSC (4: read in capitals only,
+                        # "SWIFT transfer" is none), an account named by its last digits (5 to 7)
+                        rf"\b(?:sort[- ]?code|bsb)\s*{_IS}({_D}{{2}}[\- ]?{_D}{{2}}[\- ]?{_D}{{2}}|{_D}{{3}}[\- ]?{_D}{{3}})\b|"
+                        rf"\b(?:bic|swift|ifsc)(?:\s*(?:/|or|and)\s*(?:bic|swift))?(?:\s+code)?\s*{_IS}"
+                        rf"([a-z]{{6}}[a-z0-9]{{2}}(?:[a-z0-9]{{3}})?|[a-z]{{4}}0[a-z0-9]{{6}})\b|"
                         rf"\b(?:account|acct|card|iban)s?\b(?:,?\s+{_WI}+){{0,4}}?,?\s+(?:ending|ends)(?:\s+(?:in|with))?"
                         rf"\s*:?\s*({_D}{{3,6}})\b|"
                         rf"\blast\s+(?:three|four|five|six|[3-6])(?:\s+digits)?(?:\s+of(?:\s+{_WI}+){{1,3}}?)?\s*{_IS}"
@@ -265,18 +265,18 @@ def _key(value: str, category: str | None = None) -> str:
 
 def _destination(value: str) -> str:
     """A destination's key: its punctuation kept (a dot, a hyphen or a slash makes another
-    host, mailbox or path), a share path as a ``file://`` link, a link without a scheme an
-    ``https://`` one, without its scheme's default port, a trailing slash or the full stop
-    after it."""
+    host, mailbox or path); a share path, or a file link with a host, as the ``smb://`` link
+    it is; a link without a scheme an ``https://`` one; without its scheme's default port, a
+    trailing slash or the full stop after it."""
     if value.startswith("\\\\"):
-        value = "file://" + value[2:].replace("\\", "/")
+        value = "smb://" + value[2:].replace("\\", "/")
     scheme, sep, rest = value.partition("://")
     if not sep:
         if "@" in value:
             return value
         scheme, rest = "https", value
-    scheme = _DEFANGED.get(scheme, scheme)
-    host, slash, path = rest.rstrip(".,;:!?").partition("/")
+    scheme = "smb" if scheme == "file" and not rest.startswith("/") else _DEFANGED.get(scheme, scheme)
+    host, _, path = rest.rstrip(".,;:!?").partition("/")
     port = _DEFAULT_PORTS.get(scheme)
     host = host[:-len(port) - 1] if port and host.endswith(":" + port) else host
     path = path.rstrip("/")
