@@ -4,11 +4,14 @@ trusted, and whether a check is weakened.
 
 A destination is an address, a link of any scheme ("https://", "sftp://", "s3://", a defanged
 "hxxp://") or "www.", a bare host name ending in a known top-level domain
-("portal.globex.com/invoices", "globex.ai", "pay.us"; :data:`_TLDS`), or an address spelled "ap
-[at] globex [dot] com" (and a link "hxxps[:]//..."). Ideographic and small full stops ("。",
-"｡", "．") are dots. An approver (a route) is read after a participle and "by/to/via" ("approved by Carol", "countersigned by
-the CFO"), before "'s approval" with up to three adjectives between ("Carol's sign-off",
-"Mallory's written approval", "the CFO's prior written consent"), after "approval / sign-off
+("portal.globex.com/invoices", "globex.ai", "pay.us"; :data:`_TLDS`), an address spelled "ap
+[at] globex [dot] com" (and a link "hxxps[:]//...") or in words where its shape is an
+address's ("ap at globex dot co dot uk"), or a share path ("\\\\fileserver\\finance"). Ideographic
+and small full stops ("。", "｡", "．") are dots. An account is an IBAN, a run of digits, a
+sort code or BSB, a BIC or IFSC (in capitals), or the last digits an account is named by
+("the card ending in 4471", "**** 4471"). An approver (a route) is read after a participle
+and "by/to/via" ("approved by Carol", "countersigned by the CFO"), before "'s approval" with
+up to three adjectives between ("Carol's sign-off", "Mallory's written approval", "the CFO's prior written consent"), after "approval / sign-off
 from, of or by" ("sign-off by the CFO"), or before a verb of approving in the third person or
 after a modal ("Carol approves", "the CFO must sign off", "needs Carol to approve"), or by the
 noun ("the approver of refunds is Carol", "Mallory is the sole approver", "approval rests with
@@ -19,8 +22,16 @@ clause, a few words before it; "no payment goes out without a call-back" states 
 except Globex's" weaken it).
 
 :func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
-(full-width and mathematical digits are the digits they stand for), case-folded, without the
-spaces, hyphens, dots and slashes people group account numbers with. Nothing else is folded:
+(full-width and mathematical digits are the digits they stand for), case-folded; an account's,
+a number's or a route's without the spaces, hyphens, dots and slashes people group digits
+with. A destination's and a credential's keep them: "portal-globex.com", "a.p@globex.com" and
+"hunter2" are another host, mailbox and password than "portal.globex.com", "ap@globex.com" and
+"hunter-2" (a key without them made such a change no change;
+tests/test_attack_fresh31_destinations.py). A destination's key drops only what names the same
+place again: the "https://" of a link (a bare host is one), its scheme's default port, a
+trailing slash, the full stop of the sentence; a share path is its "smb://" link. Last digits
+("*4471") restate an account that ends in them (:class:`~memwarden.guards.value_set.Values`),
+not the other way round. Nothing else is folded:
 a Cyrillic letter in an IBAN, an Arabic-Indic digit, a zero-width space or a letter O for the
 digit 0 leaves a *different* key, because a payment system reads the characters, not their
 look. :func:`skeleton` folds those away too, so that a caller can tell a look-alike of a
