@@ -124,6 +124,7 @@ def test_a_changed_sort_code_bic_or_last_digits_is_held(tmp_path: Path, establis
                     ("account 31924471", "the account ending 4471"),
                     ("account 31924471", "the card ending in 4471")]),
     ("The Orion vault password for Globex is hunter-2.", "The Globex password of the Orion vault is hunter-2."),
+    ("The Orion vault PIN for Globex is 44-71.", "The Orion vault PIN for Globex is 4471."),
 ])
 def test_a_destination_or_account_restated_in_another_shape_is_not_held(tmp_path: Path, established: str,
                                                                         restated: str) -> None:

@@ -269,9 +269,10 @@ def _key(value: str, category: str | None = None) -> str:
     value = unicodedata.normalize("NFKC", value).casefold()
     if category == "destination":
         return _destination(value)
-    if category == "credential":  # (the full stop a sentence ends with is no part of it)
-        return " ".join(value.split()).rstrip(".")
-    return value.translate(_GROUPING)
+    grouped = value.translate(_GROUPING)
+    if category == "credential" and not grouped.isdigit():  # (a PIN is typed as its digits)
+        return " ".join(value.split()).rstrip(".")  # (nor the full stop of the sentence)
+    return grouped
 
 
 def _destination(value: str) -> str:
@@ -413,8 +414,8 @@ def procedure_values(text: str) -> Values:
     found: dict[str, set[str]] = {}
     raw: dict[str, str] = {}
 
-    def add(category: str, value: str) -> None:
-        key = _key(value, category)
+    def add(category: str, value: str, mark: str = "") -> None:
+        key = mark + _key(value, category)
         # (A date read before its separators go: "2025-01-01" is no account number.)
         if key and not _DATE.search(key) and not _DATE.search(value.strip()):
             found.setdefault(category, set()).add(key)
@@ -457,7 +458,7 @@ def procedure_values(text: str) -> Values:
             if not value.isupper():
                 continue
             value = value[:8] if value.endswith("XXX") else value
-        add("account", "*" + value if group > 4 else value)
+        add("account", value, "*" if group > 4 else "")
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
