@@ -42,7 +42,10 @@ def _pairs(template: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]
                     ("portal.globex.com/pay", "portalglobex.com/pay"),
                     ("portal.globex.com/pay", "portal.glob.ex.com/pay"),
                     ("globex.com", "globex.co/m"),
-                    ("https://portal.globex.com/pay", "https://portal.globex.com/p/ay")]),
+                    ("https://portal.globex.com/pay", "https://portal.globex.com/p/ay"),
+                    # (a bare host's port was no part of it, nor the path after the port)
+                    ("portal.globex.com", "portal.globex.com:8443"),
+                    ("portal.globex.com:8443/pay", "portal.globex.com:8443/p/ay")]),
     *_pairs(_MAIL, [("ap@globex.com", "a.p@globex.com"), ("ap@globex.com", "ap@glo-bex.com")]),
     *_pairs(_SHARE, [("smb://fileserver/finance/invoices", "smb://file-server/finance/invoices"),
                      ("file://fileserver/finance/invoices", "file://fileserver/fin/ance/invoices")]),
@@ -84,6 +87,7 @@ def test_a_destination_in_words_or_a_share_path_is_held(tmp_path: Path, establis
     ("the branch with IFSC HDFC0001234", "the branch with IFSC ICIC0004321"),
     ("the account ending 4471", "the account ending 9921"),
     ("the card ending in 4471", "the card ending in 9921"),
+    ("account no. ending 4471", "account no. ending 9921"),
     ("the account whose last four digits are 4471", "the account whose last four digits are 9921"),
     ("the account **** 4471", "the account **** 9921"),
     # a whole number where only its last digits were established: which account is new
@@ -103,7 +107,8 @@ def test_a_changed_sort_code_bic_or_last_digits_is_held(tmp_path: Path, establis
                     ("https://portal.globex.com/pay", "https://portal.globex.com/pay/"),
                     ("portal.globex.com", "https://portal.globex.com/"),
                     ("https://portal.globex.com/pay", "HTTPS://Portal.Globex.com/pay"),
-                    ("https://portal.globex.com/pay", "hxxps://portal.globex.com/pay")]),
+                    ("https://portal.globex.com/pay", "hxxps://portal.globex.com/pay"),
+                    ("https://portal.globex.com/pay", "portal.globex.com:443/pay")]),
     # an address in words, in brackets, in capitals
     *_pairs(_MAIL, [("ap@globex.com", "ap at globex dot com"),
                     ("ap [at] globex [dot] com", "ap at globex dot com"),

@@ -148,7 +148,7 @@ _PATTERNS: dict[str, re2._Regexp] = {
     "destination": compile_projected(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:[a-z][a-z0-9+.\-]{{0,15}}://|www\.)[^\s<>\"'()\[\]]+|"
                             # a share's path ("\\\\fileserver\\finance")
                             rf"\\\\{_WI}(?:{_WI}|[.\-$])*(?:\\[^\s<>\"'()\[\]\\]+)*|"
-                            rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})"
+                            rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})(?::{_D}{{1,5}})?"
                             rf"(?:/(?:[^\s<>\"'()\[\]]*[^\s<>\"'()\[\].,;:!?])?)?)"
                             rf"(?:[^a-zA0-9B\x01\-@./_]|\.(?:[^a-zA0-9B\x01]|$)|$)"),
     # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
@@ -164,7 +164,7 @@ _PATTERNS: dict[str, re2._Regexp] = {
                         rf"\b(?:sort[- ]?code|bsb)\s*{_IS}({_D}{{2}}[\- ]?{_D}{{2}}[\- ]?{_D}{{2}}|{_D}{{3}}[\- ]?{_D}{{3}})\b|"
                         rf"\b(?:bic|swift|ifsc)(?:\s*(?:/|or|and)\s*(?:bic|swift))?(?:\s+code)?\s*{_IS}"
                         rf"([a-z]{{6}}[a-z0-9]{{2}}(?:[a-z0-9]{{3}})?|[a-z]{{4}}0[a-z0-9]{{6}})\b|"
-                        rf"\b(?:account|acct|card|iban)s?\b(?:,?\s+{_WI}+){{0,4}}?,?\s+(?:ending|ends)(?:\s+(?:in|with))?"
+                        rf"\b(?:account|acct|card|iban)s?\b(?:[.,]?\s+{_WI}+){{0,4}}?[.,]?\s+(?:ending|ends)(?:\s+(?:in|with))?"
                         rf"\s*:?\s*({_D}{{3,6}})\b|"
                         rf"\blast\s+(?:three|four|five|six|[3-6])(?:\s+digits)?(?:\s+of(?:\s+{_WI}+){{1,3}}?)?\s*{_IS}"
                         rf"({_D}{{3,6}})\b|{_EDGE}(?:\*{{2,}}|x{{4,}}|\x01{{2,}})(?:[ \-]?(?:\*{{2,}}|x{{4,}}|\x01{{2,}})){{0,3}}"
