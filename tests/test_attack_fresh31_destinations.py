@@ -143,3 +143,11 @@ def test_a_destination_changed_by_its_punctuation_is_no_look_alike() -> None:
     assert skeleton("portal-globex.com/pay", "destination") != skeleton("portal.globex.com/pay", "destination")
     assert skeleton("hunter-2", "credential") != skeleton("hunter2", "credential")
     assert skeleton("20-00-00", "account") == skeleton("200000", "account")
+
+
+@pytest.mark.xfail(strict=True, reason="a host in words after a verb ('uploaded at portal dot globex dot com') reads as "
+                                       "the address uploaded@portal.globex.com: only a function word before 'at' "
+                                       "('log in at', 'reach us at') tells a host from an address's mailbox")
+def test_a_host_in_words_after_a_verb_is_not_held(tmp_path: Path) -> None:
+    restated_beside(tmp_path, "Orion invoices from Globex are uploaded at portal.globex.com.",
+                    "Orion invoices from Globex are uploaded at portal dot globex dot com.")
