@@ -11,11 +11,11 @@ and small full stops ("。", "｡", "．") are dots. An account is an IBAN, a ru
 sort code or BSB, a BIC or IFSC (in capitals), or the last digits an account is named by
 ("the card ending in 4471", "**** 4471"). An approver (a route) is read after a participle
 and "by/to/via" ("approved by Carol", "countersigned by the CFO"), before "'s approval" with
-up to three adjectives between ("Carol's sign-off", "Mallory's written approval", "the CFO's prior written consent"), after "approval / sign-off
-from, of or by" ("sign-off by the CFO"), or before a verb of approving in the third person or
-after a modal ("Carol approves", "the CFO must sign off", "needs Carol to approve"), or by the
-noun ("the approver of refunds is Carol", "Mallory is the sole approver", "approval rests with
-the CFO"). A check is weakened by a weakening word or a role opened to anyone ("everyone in
+up to three adjectives between ("Carol's sign-off", "Mallory's written approval", "the CFO's
+prior written consent"), after "approval / sign-off from, of or by" ("sign-off by the CFO"),
+or before a verb of approving in the third person or after a modal ("Carol approves", "the CFO
+must sign off", "needs Carol to approve"), or by the noun ("the approver of refunds is Carol",
+"Mallory is the sole approver", "approval rests with the CFO"). A check is weakened by a weakening word or a role opened to anyone ("everyone in
 finance approves"), unless a negation governs it (:mod:`memwarden.guards.negation`: in its own
 clause, a few words before it; "no payment goes out without a call-back" states the check,
 "Nobody disputes that no approval is needed" and "No payment goes out without a call-back
@@ -442,15 +442,13 @@ def procedure_values(text: str) -> Values:
     plain, plain_data = _respelt(nfkc, data, _OBFUSCATED, lambda match, _: (
         match.start(), match.end(), {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")))
     plain, plain_data = _respelt(plain, plain_data, _SPELT, _address)
-    def destination(match: re2._Match) -> int:
-        return 1 if match.group(1) is not None else 0
-
-    starts = set()
+    starts = set()  # (where each starts, for the routes below)
     for match in matches("destination", plain_data):
-        add("destination", plain[match.start(destination(match)):match.end(destination(match))])
-        starts.add(match.start(destination(match)))
-    if plain_data is not data:  # where the destinations start in the text as it was written
-        starts = {match.start(destination(match)) for match in matches("destination")}
+        group = 1 if match.group(1) is not None else 0
+        add("destination", plain[match.start(group):match.end(group)])
+        starts.add(match.start(group))
+    if plain_data is not data:  # (where they start in the text as it was written)
+        starts = {m.start(1 if m.group(1) is not None else 0) for m in matches("destination")}
     for match in matches("account"):
         group = next(g for g in range(1, 8) if match.group(g) is not None)
         value = span(match, group)
