@@ -15,9 +15,10 @@ up to three adjectives between ("Carol's sign-off", "Mallory's written approval"
 prior written consent"), after "approval / sign-off from, of or by" ("sign-off by the CFO"),
 or before a verb of approving in the third person or after a modal ("Carol approves", "the CFO
 must sign off", "needs Carol to approve"), or by the noun ("the approver of refunds is Carol",
-"Mallory is the sole approver", "approval rests with the CFO"). A check is weakened by a weakening word or a role opened to anyone ("everyone in
-finance approves"), unless a negation governs it (:mod:`memwarden.guards.negation`: in its own
-clause, a few words before it; "no payment goes out without a call-back" states the check,
+"Mallory is the sole approver", "approval rests with the CFO"). A check is weakened by a
+weakening word or a role opened to anyone ("everyone in finance approves"), unless a negation
+governs it (:mod:`memwarden.guards.negation`: in its own clause, a few words before it; "no
+payment goes out without a call-back" states the check,
 "Nobody disputes that no approval is needed" and "No payment goes out without a call-back
 except Globex's" weaken it).
 
