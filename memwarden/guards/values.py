@@ -443,13 +443,18 @@ def procedure_values(text: str) -> Values:
     plain, plain_data = _respelt(nfkc, data, _OBFUSCATED, lambda match, _: (
         match.start(), match.end(), {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")))
     plain, plain_data = _respelt(plain, plain_data, _SPELT, _address)
-    starts = set()  # (where each starts, for the routes below)
+    def link(match: re2._Match) -> int | None:
+        """Where a link or host starts (an address's mailbox may name who approves)."""
+        group = 1 if match.group(1) is not None else 0
+        return match.start(group) if b"@" not in match.group(group) else None
+
+    starts = set()  # (for the routes below)
     for match in matches("destination", plain_data):
         group = 1 if match.group(1) is not None else 0
         add("destination", plain[match.start(group):match.end(group)])
-        starts.add(match.start(group))
+        starts.add(link(match))
     if plain_data is not data:  # (where they start in the text as it was written)
-        starts = {m.start(1 if m.group(1) is not None else 0) for m in matches("destination")}
+        starts = {link(match) for match in matches("destination")}
     for match in matches("account"):
         group = next(g for g in range(1, 8) if match.group(g) is not None)
         value = span(match, group)
