@@ -48,3 +48,13 @@ def planted_against(tmp_path: Path, established: str, planted: str, query: str) 
         mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
         record = mallory.write(planted, NOTES, kind="fact")
         held_and_hidden(mem, record.status, planted, established, query, NOTES)
+
+
+def restated_beside(tmp_path: Path, established: str, restated: str) -> None:
+    """The benign twin: the manager establishes ``established`` in :data:`NOTES`; an agent's
+    faithful ``restated`` is stored active."""
+    with office_memory(tmp_path) as mem:
+        frank = mem.session(Principal("frank", roles=["manager"]))
+        assert frank.write(established, NOTES, kind="fact").status is Status.ACTIVE
+        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
+        assert mallory.write(restated, NOTES, kind="fact").status is Status.ACTIVE

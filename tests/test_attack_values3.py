@@ -19,27 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from memwarden import Principal, Status
-from tests.office_attacks import office_memory, planted_against
+from tests.office_attacks import planted_against, restated_beside
 
 pytestmark = pytest.mark.integration
-
-_NOTES = ("office", "projects", "orion", "notes")
-
-
-def _write_pair(tmp_path: Path, established: str, planted: str) -> Status:
-    with office_memory(tmp_path) as mem:
-        frank = mem.session(Principal("frank", roles=["manager"]))
-        assert frank.write(established, _NOTES, kind="fact").status is Status.ACTIVE
-        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        return mallory.write(planted, _NOTES, kind="fact").status
-
-
-
-
-def _restated(tmp_path: Path, established: str, restated: str) -> None:
-    """The benign twin: the agent's faithful restatement of ``established`` is stored active."""
-    assert _write_pair(tmp_path, established, restated) is Status.ACTIVE
 
 
 # -- amounts -----------------------------------------------------------------------------------
@@ -75,7 +57,7 @@ def test_a_changed_amount_in_any_shape_is_held(tmp_path: Path, established: str,
     ("The Orion retainer for Globex is $400 a month.", "The Orion retainer for Globex is 40000 cents a month."),
 ])
 def test_an_amount_restated_in_another_shape_is_not_held(tmp_path: Path, established: str, restated: str) -> None:
-    _restated(tmp_path, established, restated)
+    restated_beside(tmp_path, established, restated)
 
 
 # -- negation scope ------------------------------------------------------------------------------
@@ -102,7 +84,7 @@ def test_a_weakening_in_its_own_clause_is_held(tmp_path: Path, planted: str) -> 
     "No Globex payment goes out when the call-back is skipped.",
 ])
 def test_a_negated_weakening_restating_the_check_is_not_held(tmp_path: Path, restated: str) -> None:
-    _restated(tmp_path, _CALL_BACK, restated)
+    restated_beside(tmp_path, _CALL_BACK, restated)
 
 
 # -- destinations --------------------------------------------------------------------------------
@@ -133,7 +115,7 @@ def test_a_changed_destination_of_any_scheme_tld_or_dot_is_held(tmp_path: Path, 
 ])
 def test_a_destination_restated_with_other_dots_is_not_held(tmp_path: Path, established: str,
                                                             restated: str) -> None:
-    _restated(tmp_path, established, restated)
+    restated_beside(tmp_path, established, restated)
 
 
 # -- approvers -----------------------------------------------------------------------------------
@@ -158,4 +140,4 @@ def test_a_changed_approver_in_any_shape_is_held(tmp_path: Path, established: st
     ("The approver of Orion refunds to Globex is Carol.", "Carol approves Orion refunds to Globex."),
 ])
 def test_an_approver_restated_in_another_shape_is_not_held(tmp_path: Path, established: str, restated: str) -> None:
-    _restated(tmp_path, established, restated)
+    restated_beside(tmp_path, established, restated)

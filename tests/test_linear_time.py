@@ -143,6 +143,11 @@ VALUE_TEXTS = {
     "approval nouns": fill("sign-off by the "), "approver nouns": fill("the approver of a b c is "),
     "approvals resting": fill("approval of a rests with "), "approvers needed": fill("needs a to approve "),
     "defanged colons": fill("hxxps[:]//"), "negated conditions": fill("it is no surprise when skip "),
+    # tests/test_attack_fresh31_destinations.py
+    "addresses in words": fill("a at a dot "), "whole addresses in words": fill("ap at globex dot com "),
+    "host labels in words": fill("ap at a-a dot a-"), "share paths": fill("\\\\a\\"), "sort codes": fill("sort code 20-"),
+    "bic heads": fill("swift/bic "), "last digits": fill("account a, ending "), "masked digits": fill("**** "),
+    "last four of": fill("last four of a b "), "default ports": fill("https://a:443/"),
 }
 
 

@@ -24,9 +24,11 @@ established record by a different writer is held for review, however much else d
 a new destination (e-mail address, URL), account (IBAN, account, card or phone number),
 credential (or where one is kept), amount or dose (same unit, another value), whom to trust or
 who approves ("approved by ..."), or a check weakened ("checked by the giving nurse alone").
-Values are compared as :mod:`memwarden.guards.values` keys them: grouping spaces and
-full-width digits do not make a value new, a look-alike letter, a digit of another script or
-an invisible character does (the reason then says it looks like the established value).
+Values are compared as :mod:`memwarden.guards.values` keys them: an account's grouping
+spaces, full-width digits, a link's "https://" or default port do not make a value new; a
+destination's or a credential's dot or hyphen does, and so does a look-alike letter, a digit of
+another script or an invisible character (the reason then says it looks like the established
+value).
 "Compared with" means the two records share at least ``min_shared`` content words (the same
 topic) and a subject, or are among the nearest by words (``context.nearby``). A user's own write, or one by the established record's writer, is
 not held by this rule: the owner of a value may change it. The owner is the writer *and*
@@ -473,7 +475,7 @@ class ContradictionCheck:
             # said to be for (a "new invoice" paid to a new account is the fraud itself).
             if what == "amount" and not same_record and _other_things(mine, theirs):
                 continue
-            if skeleton(new.raw.get(value, value)) == skeleton(old.raw.get(established, established)):
+            if skeleton(new.raw.get(value, value), what) == skeleton(old.raw.get(established, established), what):
                 return f"changes the {what} to a look-alike"
             return f"changes the {what}"
         if new.weakens(old):

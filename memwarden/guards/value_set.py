@@ -109,6 +109,14 @@ class Values:
             if not theirs:
                 continue
             for value in sorted(mine - theirs):
-                out.append((category, value, min(theirs)))
-                break
+                if not any(_restates(value, t) for t in theirs):
+                    out.append((category, value, min(theirs)))
+                    break
         return out
+
+
+def _restates(new: str, established: str) -> bool:
+    """Whether the key ``new`` restates ``established``: an account named by its last digits
+    ("*4471", memwarden/guards/values.py) restates one that ends in them. (Not the other
+    way: a whole number where only its last digits were known is new.)"""
+    return new[:1] == "*" and established.endswith(new[1:])

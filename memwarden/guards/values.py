@@ -4,23 +4,35 @@ trusted, and whether a check is weakened.
 
 A destination is an address, a link of any scheme ("https://", "sftp://", "s3://", a defanged
 "hxxp://") or "www.", a bare host name ending in a known top-level domain
-("portal.globex.com/invoices", "globex.ai", "pay.us"; :data:`_TLDS`), or an address spelled "ap
-[at] globex [dot] com" (and a link "hxxps[:]//..."). Ideographic and small full stops ("。",
-"｡", "．") are dots. An approver (a route) is read after a participle and "by/to/via" ("approved by Carol", "countersigned by
-the CFO"), before "'s approval" with up to three adjectives between ("Carol's sign-off",
-"Mallory's written approval", "the CFO's prior written consent"), after "approval / sign-off
-from, of or by" ("sign-off by the CFO"), or before a verb of approving in the third person or
-after a modal ("Carol approves", "the CFO must sign off", "needs Carol to approve"), or by the
-noun ("the approver of refunds is Carol", "Mallory is the sole approver", "approval rests with
-the CFO"). A check is weakened by a weakening word or a role opened to anyone ("everyone in
-finance approves"), unless a negation governs it (:mod:`memwarden.guards.negation`: in its own
-clause, a few words before it; "no payment goes out without a call-back" states the check,
+("portal.globex.com/invoices", "globex.ai", "pay.us"; :data:`_TLDS`), an address spelled "ap
+[at] globex [dot] com" (and a link "hxxps[:]//...") or in words where its shape is an
+address's ("ap at globex dot co dot uk"), or a share path ("\\\\fileserver\\finance"). Ideographic
+and small full stops ("。", "｡", "．") are dots. An account is an IBAN, a run of digits, a
+sort code or BSB, a BIC or IFSC (in capitals), or the last digits an account is named by
+("the card ending in 4471", "**** 4471"). An approver (a route) is read after a participle
+and "by/to/via" ("approved by Carol", "countersigned by the CFO"), before "'s approval" with
+up to three adjectives between ("Carol's sign-off", "Mallory's written approval", "the CFO's
+prior written consent"), after "approval / sign-off from, of or by" ("sign-off by the CFO"),
+or before a verb of approving in the third person or after a modal ("Carol approves", "the CFO
+must sign off", "needs Carol to approve"), or by the noun ("the approver of refunds is Carol",
+"Mallory is the sole approver", "approval rests with the CFO"). A check is weakened by a
+weakening word or a role opened to anyone ("everyone in finance approves"), unless a negation
+governs it (:mod:`memwarden.guards.negation`: in its own clause, a few words before it; "no
+payment goes out without a call-back" states the check,
 "Nobody disputes that no approval is needed" and "No payment goes out without a call-back
 except Globex's" weaken it).
 
 :func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
-(full-width and mathematical digits are the digits they stand for), case-folded, without the
-spaces, hyphens, dots and slashes people group account numbers with. Nothing else is folded:
+(full-width and mathematical digits are the digits they stand for), case-folded; an account's,
+a number's or a route's without the spaces, hyphens, dots and slashes people group digits
+with. A destination's and a credential's keep them: "portal-globex.com", "a.p@globex.com" and
+"hunter2" are another host, mailbox and password than "portal.globex.com", "ap@globex.com" and
+"hunter-2" (a key without them made such a change no change;
+tests/test_attack_fresh31_destinations.py). A destination's key drops only what names the same
+place again: the "https://" of a link (a bare host is one), its scheme's default port, a
+trailing slash, the full stop of the sentence; a share path is its "smb://" link. Last digits
+("*4471") restate an account that ends in them (:class:`~memwarden.guards.value_set.Values`),
+not the other way round. Nothing else is folded:
 a Cyrillic letter in an IBAN, an Arabic-Indic digit, a zero-width space or a letter O for the
 digit 0 leaves a *different* key, because a payment system reads the characters, not their
 look. :func:`skeleton` folds those away too, so that a caller can tell a look-alike of a
@@ -41,7 +53,7 @@ text, over the rule engine's one-byte-per-character projection of it.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -73,6 +85,8 @@ _NUM = r"[0-9B\x01oli]"
 # a dash or a middle dot (_GROUPING), so an invisible one still makes a look-alike.
 _SEP = r"(?:[ \t\r\n]{1,3}| ?[\-\x01] ?)?"
 _SEP_RUN = r"(?:[ \t\r\n]{1,3}| ?[\-./\x01] ?)?"
+# What joins a value to what names it ("sort code: 20-00-00", "the last four digits are").
+_IS = r"(?:(?:is|are|of|now)\s+|[:=\-]\s*)?"
 
 
 
@@ -103,9 +117,13 @@ _TLDS = ("com|net|org|edu|gov|mil|int|biz|info|io|co|app|dev|cloud|online|site|t
          "cl|pe|uy|ve|cr|pa|lt|lv|ee|lu|li|mt|cy|gl|su|ir|iq|"
          # an internationalised one, as IDNA spells it
          "xn--[a-z0-9]{2,20}")
-# An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]". (A bare
-# " at " is no "@": only the bracketed one is read so.)
+# An address spelled out against harvesters: "ap [at] globex [dot] com", "(at)", "[.]".
 _OBFUSCATED = compile_projected(r"\s*[\[({]\s*(at|dot|@|\.|:)\s*[\])}]\s*")
+# Or in bare words where the shape is an address's: a word, "at", labels and "dot" up to a
+# top-level domain ("ap at globex dot co dot uk"). ("Meet at noon" is none; after a function
+# word, "log in at portal dot globex dot com" spells a host.)
+_SPELT = compile_projected(rf"(?:^|[^a-zA0-9B\x01.@_\-])({_WI}+(?:[._\-]{_WI}+)*)\s+at\s+"
+                           rf"((?:{_WI}+(?:-+{_WI}+)*\s+dot\s+)+(?:{_TLDS}))\b")
 # What a possessive or an "of"/"from" names the approver of.
 _APPROVALS = r"(?:approval|sign[- ]?off|consent|ok|okay|go-ahead|authori[sz]ation|countersignature|green light)"
 # What may stand between a possessive and the approval ("Mallory's written approval", "the
@@ -129,7 +147,9 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # ending in a top-level domain of :data:`_TLDS` (so no "e.g.", "v1.2", "report.pdf" or
     # "St. Mary"), with its path.
     "destination": compile_projected(rf"{_WI}(?:{_WI}|[._%+\-])*@{_WI}+(?:[.\-]{_WI}+)+|(?:[a-z][a-z0-9+.\-]{{0,15}}://|www\.)[^\s<>\"'()\[\]]+|"
-                            rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})"
+                            # a share's path ("\\\\fileserver\\finance")
+                            rf"\\\\{_WI}(?:{_WI}|[.\-$])*(?:\\[^\s<>\"'()\[\]\\]+)*|"
+                            rf"(?:^|[^a-zA0-9B\x01.@/_\-])((?:{_WI}+(?:-+{_WI}+)*\.)+(?:{_TLDS})(?::{_D}{{1,5}})?"
                             rf"(?:/(?:[^\s<>\"'()\[\]]*[^\s<>\"'()\[\].,;:!?])?)?)"
                             rf"(?:[^a-zA0-9B\x01\-@./_]|\.(?:[^a-zA0-9B\x01]|$)|$)"),
     # IBAN-like codes (two letters, two digits, then groups) and runs of 7+ digits with the
@@ -139,7 +159,17 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # cell or a wrapped line has it: an established "FR76  3000  6000 ..." held no account, so
     # a changed IBAN was compared with nothing; tests/test_attack_collusion3.py.)
     "account": compile_projected(rf"{_EDGE}({_L}{{2}}{_D}{{2}}(?:{_SEP}[a-zA]){{0,4}}(?:{_SEP}{_NUM}){{7,29}}{_SEP}{_D})|"
-                        rf"{_EDGE}(\+?{_D}(?:{_SEP_RUN}{_NUM}){{5,29}}{_SEP_RUN}{_D})"),
+                        rf"{_EDGE}(\+?{_D}(?:{_SEP_RUN}{_NUM}){{5,29}}{_SEP_RUN}{_D})|"
+                        # a sort code or BSB (group 3), a BIC or IFSC (4: read in capitals only,
+                        # "SWIFT transfer" is none), an account named by its last digits (5 to 7)
+                        rf"\b(?:sort[- ]?code|bsb)\s*{_IS}({_D}{{2}}[\- ]?{_D}{{2}}[\- ]?{_D}{{2}}|{_D}{{3}}[\- ]?{_D}{{3}})\b|"
+                        rf"\b(?:bic|swift|ifsc)(?:\s*(?:/|or|and)\s*(?:bic|swift))?(?:\s+code)?\s*{_IS}"
+                        rf"([a-z]{{6}}[a-z0-9]{{2}}(?:[a-z0-9]{{3}})?|[a-z]{{4}}0[a-z0-9]{{6}})\b|"
+                        rf"\b(?:account|acct|card|iban)s?\b(?:[.,]?\s+{_WI}+){{0,4}}?[.,]?\s+(?:ending|ends)(?:\s+(?:in|with))?"
+                        rf"\s*:?\s*({_D}{{3,6}})\b|"
+                        rf"\blast\s+(?:three|four|five|six|[3-6])(?:\s+digits)?(?:\s+of(?:\s+{_WI}+){{1,3}}?)?\s*{_IS}"
+                        rf"({_D}{{3,6}})\b|{_EDGE}(?:\*{{2,}}|x{{4,}}|\x01{{2,}})(?:[ \-]?(?:\*{{2,}}|x{{4,}}|\x01{{2,}})){{0,3}}"
+                        rf"[ \-]?({_D}{{3,6}})\b"),
     "credential": compile_projected(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
                            rf"secret|login|credentials?|(?:alarm|door|gate|entry|access|lock|safe|keypad|garage|building|wi-?fi) code|"
                            rf"combination)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
@@ -230,8 +260,42 @@ _DOTS = str.maketrans({"\u3002": ".", "\ufe52": "."})
 CATEGORIES = ("destination", "account", "credential", "route", "amount", "check")
 
 
-def _key(value: str) -> str:
-    return unicodedata.normalize("NFKC", value).casefold().translate(_GROUPING)
+# The port a scheme means when it names none ("https://portal.globex.com:443" is the portal).
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ftp": "21", "sftp": "22", "ssh": "22", "smb": "445"}
+# Defanged schemes are the ones they stand for.
+_DEFANGED = {"hxxp": "http", "hxxps": "https"}
+
+
+def _key(value: str, category: str | None = None) -> str:
+    """``value``'s comparison key in ``category`` (None: a number's, an account's, a route's,
+    without what people group them with)."""
+    value = unicodedata.normalize("NFKC", value).casefold()
+    if category == "destination":
+        return _destination(value)
+    grouped = value.translate(_GROUPING)
+    if category == "credential" and not grouped.isdigit():  # (a PIN is typed as its digits)
+        return " ".join(value.split()).rstrip(".")  # (nor the full stop of the sentence)
+    return grouped
+
+
+def _destination(value: str) -> str:
+    """A destination's key: its punctuation kept (a dot, a hyphen or a slash makes another
+    host, mailbox or path); a share path, or a file link with a host, as the ``smb://`` link
+    it is; a link without a scheme an ``https://`` one; without its scheme's default port, a
+    trailing slash or the full stop after it."""
+    if value.startswith("\\\\"):
+        value = "smb://" + value[2:].replace("\\", "/")
+    scheme, sep, rest = value.partition("://")
+    if not sep:
+        if "@" in value:
+            return value
+        scheme, rest = "https", value
+    scheme = "smb" if scheme == "file" and not rest.startswith("/") else _DEFANGED.get(scheme, scheme)
+    host, _, path = rest.rstrip(".,;:!?").partition("/")
+    port = _DEFAULT_PORTS.get(scheme)
+    host = host[:-len(port) - 1] if port and host.endswith(":" + port) else host
+    path = path.rstrip("/")
+    return f"{scheme}://{host}/{path}" if path else f"{scheme}://{host}"
 
 
 _THOUSANDS = re2.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
@@ -248,13 +312,14 @@ def _number(value: str) -> str:
         return value
 
 
-def skeleton(value: str) -> str:
+def skeleton(value: str, category: str | None = None) -> str:
     """``value`` with look-alikes folded (Cyrillic and Greek letters, invisible characters,
     accents, as the injection detector folds them) and digit look-alikes read as digits (O as
-    0, l and I as 1): two values with one skeleton look the same to a reader."""
+    0, l and I as 1), keyed as ``category`` keys it (:func:`_key`): two values with one
+    skeleton look the same to a reader."""
     folded = fold("".join(str(unicodedata.digit(c)) if c.isdigit() and not c.isascii() else c
                           for c in unicodedata.normalize("NFKC", value)))
-    return folded.translate(_GROUPING).translate(str.maketrans({"o": "0", "l": "1", "i": "1"}))
+    return _key(folded, category).translate(str.maketrans({"o": "0", "l": "1", "i": "1"}))
 
 
 #: Matches read per pattern. Each match costs Python work, and a 32 KB text of "$0$0..." holds
@@ -322,14 +387,38 @@ def _who(value: str) -> str:
     return " ".join(kept)
 
 
+def _respelt(text: str, data: bytes, pattern: re2._Regexp,
+             spell: Callable[[re2._Match, str], tuple[int, int, str]]) -> tuple[str, bytes]:
+    """``text`` and its projection with the spans ``spell`` gives for each match of ``pattern``
+    (on ``data``, the projection) replaced by what it gives."""
+    parts, last = [], 0
+    for n, match in enumerate(pattern.finditer(data)):
+        if n == MAX_MATCHES:
+            break
+        start, end, spelt = spell(match, text)
+        parts += [text[last:start], spelt]
+        last = end
+    if not parts:
+        return text, data
+    text = "".join(parts) + text[last:]
+    return text, project(text.translate(_ASCII_LOWER))
+
+
+def _address(match: re2._Match, text: str) -> tuple[int, int, str]:
+    """An address in words (:data:`_SPELT`) as it is written."""
+    local = text[match.start(1):match.end(1)]
+    host = "".join("." if word.casefold() == "dot" else word for word in text[match.start(2):match.end(2)].split())
+    return match.start(1), match.end(2), local + (" at " if local.casefold() in STOP_WORDS else "@") + host
+
+
 @lru_cache(maxsize=4096)
 def procedure_values(text: str) -> Values:
     """The procedure-changing values of ``text`` (see the module docstring)."""
     found: dict[str, set[str]] = {}
     raw: dict[str, str] = {}
 
-    def add(category: str, value: str) -> None:
-        key = _key(value)
+    def add(category: str, value: str, mark: str = "") -> None:
+        key = mark + _key(value, category)
         # (A date read before its separators go: "2025-01-01" is no account number.)
         if key and not _DATE.search(key) and not _DATE.search(value.strip()):
             found.setdefault(category, set()).add(key)
@@ -351,26 +440,39 @@ def procedure_values(text: str) -> Values:
                 return
             yield match
 
-    # Destinations are read with "[at]", "[dot]" and "[:]" read as "@", "." and ":" ("hxxps[:]//").
-    spelled, last = [], 0
-    for n, match in enumerate(_OBFUSCATED.finditer(data)):
-        if n == MAX_MATCHES:
-            break
-        spelled += [nfkc[last:match.start()], {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")]
-        last = match.end()
-    plain = "".join(spelled) + nfkc[last:] if spelled else nfkc
-    for match in matches("destination", project(plain.translate(_ASCII_LOWER)) if spelled else data):
+    # Destinations are read with "[at]", "[dot]" and "[:]" read as "@", "." and ":" ("hxxps[:]//"),
+    # then an address in words as one.
+    plain, plain_data = _respelt(nfkc, data, _OBFUSCATED, lambda match, _: (
+        match.start(), match.end(), {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")))
+    plain, plain_data = _respelt(plain, plain_data, _SPELT, _address)
+    def link(match: re2._Match) -> int | None:
+        """Where a link or host starts (an address's mailbox may name who approves)."""
+        group = 1 if match.group(1) is not None else 0
+        return match.start(group) if b"@" not in match.group(group) else None
+
+    starts = set()  # (for the routes below)
+    for match in matches("destination", plain_data):
         group = 1 if match.group(1) is not None else 0
         add("destination", plain[match.start(group):match.end(group)])
+        starts.add(link(match))
+    if plain_data is not data:  # (where they start in the text as it was written)
+        starts = {link(match) for match in matches("destination")}
     for match in matches("account"):
-        add("account", span(match, 1 if match.group(1) is not None else 2))
+        group = next(g for g in range(1, 8) if match.group(g) is not None)
+        value = span(match, group)
+        if group == 4:  # a BIC, the same without its head office's "XXX"
+            if not value.isupper():
+                continue
+            value = value[:8] if value.endswith("XXX") else value
+        add("account", value, "*" if group > 4 else "")
     for match in matches("credential"):
         add("credential", span(match, 1))
     for match in matches("route"):
         group = next(g for g in range(1, 11) if match.group(g) is not None)
         who = _who(span(match, group))
-        # (Before a verb, a relative or interrogative pronoun names nobody: "who approves?")
-        if who and not (group in (7, 9, 10) and who.casefold() in _PRONOUNS):
+        # (Before a verb, a relative or interrogative pronoun names nobody: "who approves?"; a
+        # link's scheme or host is where it goes, "paid through https://...", not who approves.)
+        if who and not (group in (7, 9, 10) and who.casefold() in _PRONOUNS) and match.start(group) not in starts:
             add("route", who)
     # Money first, a currency on either side of its number (memwarden/guards/money.py): the
     # numbers it reads are no unit's, and neither are a fraction's.
