@@ -143,6 +143,11 @@ VALUE_TEXTS = {
     "approval nouns": fill("sign-off by the "), "approver nouns": fill("the approver of a b c is "),
     "approvals resting": fill("approval of a rests with "), "approvers needed": fill("needs a to approve "),
     "defanged colons": fill("hxxps[:]//"), "negated conditions": fill("it is no surprise when skip "),
+    # tests/test_attack_fresh31_checks.py: checks lowered, approvers by other words
+    "lowered checks": fill("the call-back for a b c d e f g h i j k "), "lowered before": fill("forget the a b "),
+    "checks moved after": fill("approved by a after the "), "strengthened": fill("without any "),
+    "approvers giving": fill("a second carol gives the "), "approvers waving": fill("carol can wave a b c d e "),
+    "same approvers": fill("the same manager "),
 }
 
 

@@ -100,17 +100,19 @@ def _governs(negation: re2._Match, before: bytes) -> bool:
     return True
 
 
-def unnegated(pattern: re2._Regexp, data: bytes, max_matches: int = 512) -> Iterator[re2._Match]:
+def unnegated(pattern: re2._Regexp, data: bytes, max_matches: int = 512, at: int = 0) -> Iterator[re2._Match]:
     """The matches of ``pattern`` in ``data`` with no negation before them in their clause: "no
     payment goes out without a call-back" states a check, it weakens none; "nothing changes:
     payments go out without a call-back" weakens it, and so does an exception after a negated
     weakening ("no payment goes out without a call-back except Globex's"). (The look back and
     the look ahead are bounded: at most 200 characters for each of at most ``max_matches``
-    matches.)"""
+    matches.) ``at``: the group whose start the negation is looked for before, when it took part
+    ("the call-back is not optional": the predicate's, after its check)."""
     for n, match in enumerate(pattern.finditer(data)):
         if n == max_matches:
             return
-        before = data[max(0, match.start() - 200):match.start()]
+        start = match.start(at) if at and match.group(at) is not None else match.start()
+        before = data[max(0, start - 200):start]
         ends = list(_SENTENCE_END.finditer(before))
         if ends:
             before = before[ends[-1].end():]
