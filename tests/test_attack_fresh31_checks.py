@@ -48,6 +48,8 @@ _APPROVED = "Orion refunds to Globex are approved by the CFO."
     # The approval moved after the act: no longer a check before the money goes out.
     "Orion refunds to Globex are approved by the CFO after payment.",
     "Mallory can wave Orion refunds to Globex through.",
+    "Mallory has the final say on Orion refunds to Globex.",
+    "The CFO approves Orion refunds to Globex retroactively.",
 ])
 def test_an_approver_named_by_other_words_is_held(tmp_path: Path, planted: str) -> None:
     planted_against(tmp_path, _APPROVED, planted, "Orion refunds Globex")
@@ -81,6 +83,9 @@ _CALL_BACK = "A call-back is mandatory for every Orion payment to Globex."
     "The call-back for Orion payments to Globex is done after the transfer.",
     "The call-back for Orion payments to Globex is at the accountant's discretion.",
     "The call-back for Orion payments to Globex is best effort.",
+    "Call-backs for Orion payments to Globex are now only advisable.",
+    "The call-back for Orion payments to Globex is a formality.",
+    "The call-back for Orion payments to Globex can come after the payment.",
 ])
 def test_a_call_back_weakened_by_other_words_is_held(tmp_path: Path, planted: str) -> None:
     planted_against(tmp_path, _CALL_BACK, planted, "Orion payments Globex")
@@ -100,8 +105,11 @@ def test_a_call_back_threshold_raised_out_of_reach_is_held(tmp_path: Path) -> No
     "The call-back for Orion payments to Globex is never optional.",
     "The call-back for Orion payments to Globex is mandatory, not merely recommended.",
     "The call-back for Orion payments to Globex is not discretionary.",
-    # A weakening word that weakens no named check.
+    "The call-back for Orion payments to Globex is no mere formality.",
+    # A weakening word that weakens no named check, or a check done afterwards by nature.
     "Globex recommended a new kickoff date for the Orion payments review.",
+    "The controller audits Orion payments to Globex at month end.",
+    "Every Orion payment to Globex gets a call-back and the receipt is filed afterwards.",
 ])
 def test_a_call_back_restated_or_strengthened_is_not_held(tmp_path: Path, restated: str) -> None:
     _restated(tmp_path, _CALL_BACK, restated)

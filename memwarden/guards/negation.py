@@ -2,7 +2,8 @@
 weakening ("without a call-back", "skip the check", "no approval needed") is stated or denied.
 
 A negation governs a weakening a few words after it in its own clause ("no payment goes out
-without a call-back" states the check). A comma, a colon, a dash, "and", "but", a bracket or a
+without a call-back" states the check); a weakening said of a check after it is looked for
+before its predicate ("the call-back is not discretionary"). A comma, a colon, a dash, "and", "but", a bracket or a
 subordinator ("that", "except", "unless", "which", and theirs in the other four languages)
 starts another clause, which the negation does not govern ("Nobody disputes that no approval
 is needed", "Nothing changes (no approval needed)"); a relative pronoun right after a negated

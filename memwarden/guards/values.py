@@ -10,13 +10,21 @@ A destination is an address, a link of any scheme ("https://", "sftp://", "s3://
 the CFO"), before "'s approval" with up to three adjectives between ("Carol's sign-off",
 "Mallory's written approval", "the CFO's prior written consent"), after "approval / sign-off
 from, of or by" ("sign-off by the CFO"), or before a verb of approving in the third person or
-after a modal ("Carol approves", "the CFO must sign off", "needs Carol to approve"), or by the
-noun ("the approver of refunds is Carol", "Mallory is the sole approver", "approval rests with
-the CFO"). A check is weakened by a weakening word or a role opened to anyone ("everyone in
-finance approves"), unless a negation governs it (:mod:`memwarden.guards.negation`: in its own
-clause, a few words before it; "no payment goes out without a call-back" states the check,
-"Nobody disputes that no approval is needed" and "No payment goes out without a call-back
-except Globex's" weaken it).
+after a modal ("Carol approves", "the CFO must sign off", "needs Carol to approve", "Mallory
+gives the thumbs-up", "Mallory can wave it through"), or by the noun ("the approver of refunds
+is Carol", "Mallory is the sole approver", "approval rests with the CFO"); "cleared by" and
+"rubber-stamped by" approve too, and a rank is part of who approves ("a second manager
+countersigns"). A check is weakened by a weakening word, a role opened to anyone ("everyone in
+finance approves"), four eyes made two ("self-approved", "the same manager may countersign"),
+or a named check lowered in other words: its modality ("the call-back is nice to have",
+"discretionary", "recommended", "best effort", "at the accountant's discretion"), dropped or
+replaced ("forget the call-back", "replaced by an email confirmation"), or moved after the act
+it guards ("approved after payment", "countersigned in arrears", "done afterwards", "at month
+end"). "Without exception", "without fail" strengthen: they weaken nothing. None weakens where
+a negation governs it (:mod:`memwarden.guards.negation`: in its own clause, a few words before
+it; "no payment goes out without a call-back" states the check, "the call-back is not
+discretionary" too; "Nobody disputes that no approval is needed" and "No payment goes out
+without a call-back except Globex's" weaken it).
 
 :func:`procedure_values` returns them by category, each value in a comparison *key*: NFKC
 (full-width and mathematical digits are the digits they stand for), case-folded, without the
@@ -125,7 +133,7 @@ _APPROVES = (r"(?:(?:alone|only|now|also|personally|then|always|still|verbally|f
              r"usually|normally|typically|generally|just|often|manually|directly|finally|simply|explicitly|"
              r"separately|jointly|first)\s+)?"
              rf"(?:approves|authori[sz]es|countersigns|signs off|okays|ok's|oks|vets|sanctions|green-?lights|clears|"
-             rf"rubber-?stamps|gives\s+{_GIVEN}|waves\s+(?:{_WI}+\s+){{0,5}}?through|"
+             rf"rubber-?stamps|gives\s+{_GIVEN}|has the (?:final|last) (?:say|word)|waves\s+(?:{_WI}+\s+){{0,5}}?through|"
              r"(?:must|should|shall|will|can|may|has to|needs to|is to|have to)\s+(?:approve|authori[sz]e|"
              rf"countersign|sign off|okay|ok|vet|sanction|green-?light|clear|rubber-?stamp|give\s+{_GIVEN}|"
              rf"wave\s+(?:{_WI}+\s+){{0,5}}?through))\b")
@@ -233,13 +241,13 @@ _LOWERED = compile_projected(
     rf"best-effort|nice-to-have|token|cursory|perfunctory|retroactive|retrospective|after-the-fact|post-payment|"
     rf"post-hoc)\s+(?:{_WI}+\s+){{0,3}}?{_GATES}\b|"
     rf"\b{_GATES}\b((?:\s+{_WI}+(?:['\-]{_WI}+)*){{0,12}}?)\s+(nice[- ]to[- ]have|discretion(?:ary)?|recommended|"
-    rf"advised|advisable|encouraged|suggested|voluntary|unnecessary|needless|superfluous|redundant|dropped|removed|"
+    rf"advised|advisable|encouraged|suggested|voluntary|unnecessary|needless|superfluous|redundant|formality|courtesy|"
+    rf"pro[- ]forma|box-ticking|dropped|removed|"
     rf"scrapped|abolished|retired|discontinued|replaced|swapped|superseded|best[- ]effort|if possible|where possible|"
     rf"when convenient|time permitting|afterwards?|in arrears|retroactively|retrospectively|post[- ]?hoc|ex post|"
-    rf"later|after (?:the )?(?:fact|event|payments?|transfers?|release|payout|disbursement|execution|settlement|"
+    rf"after (?:the )?(?:fact|event|payments?|transfers?|release|payout|disbursement|execution|settlement|"
     rf"booking|posting|(?:it|they|the money) (?:goes|go|is|are|has|have) (?:out|paid|sent|released|been paid))|"
-    rf"at (?:the )?(?:month|week|quarter|year)[- ]end|at the end of the (?:day|week|month|quarter|year)|"
-    rf"(?:the )?(?:next|following) (?:day|week|month|business day))\b")
+    rf"at (?:the )?(?:month|week|quarter|year)[- ]end|at the end of the (?:week|month|quarter|year))\b")
 # What starts another clause between a check and a predicate of :data:`_LOWERED`: "the call-back
 # comes first and the receipt is filed afterwards" moves no check.
 _CLAUSE_WORDS = frozenset(b"and but so while whereas because although though then und aber et mais y pero e ma".split())
