@@ -244,7 +244,7 @@ _LOWERED = compile_projected(
     rf"advised|advisable|encouraged|suggested|voluntary|unnecessary|needless|superfluous|redundant|formality|courtesy|"
     rf"pro[- ]forma|box-ticking|dropped|removed|"
     rf"scrapped|abolished|retired|discontinued|replaced|swapped|superseded|best[- ]effort|if possible|where possible|"
-    rf"when convenient|time permitting|afterwards?|in arrears|retroactively|retrospectively|post[- ]?hoc|ex post|"
+    rf"ideally|optionally|where practical|if practical|when feasible|if time allows|when convenient|time permitting|afterwards?|in arrears|retroactively|retrospectively|post[- ]?hoc|ex post|"
     rf"after (?:the )?(?:fact|event|payments?|transfers?|release|payout|disbursement|execution|settlement|"
     rf"booking|posting|(?:it|they|the money) (?:goes|go|is|are|has|have) (?:out|paid|sent|released|been paid))|"
     rf"at (?:the )?(?:month|week|quarter|year)[- ]end|at the end of the (?:week|month|quarter|year))\b")
