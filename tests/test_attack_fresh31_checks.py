@@ -143,6 +143,7 @@ def test_a_countersignature_undone_by_who_or_when_is_held(tmp_path: Path, plante
     "Every Orion refund to Globex is countersigned by a second manager before payment.",
     "A second manager countersigns Orion refunds to Globex, without exception.",
     "Orion refunds to Globex are countersigned by a second manager without fail.",
+    "The same manager may not countersign an Orion refund to Globex twice.",
 ])
 def test_a_countersignature_restated_is_not_held(tmp_path: Path, restated: str) -> None:
     _restated(tmp_path, _COUNTERSIGNED, restated)

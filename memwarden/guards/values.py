@@ -216,9 +216,11 @@ _WEAKENED = compile_projected(rf"\b(?:{_OPENED_WORDS}|alone|by (?:him|her|them)s
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
                      r"suspended|paused|on hold|lifted|self-(?:approv|sign|certif|authori[sz])[a-z]*|"
-                     # Four eyes become two: "the same manager may countersign twice".
+                     # Four eyes become two: "the same manager may countersign twice" (the verb in the
+                     # match, so that "may not countersign" is none).
                      r"(?:the )?same (?:person|manager|approver|signatory|employee|individual|officer|colleague|user) "
-                     r"(?:may|can|could|might|is allowed to|is permitted to)|"
+                     r"(?:may|can|could|might|is allowed to|is permitted to) (?:also |both )?"
+                     r"(?:approv|sign|countersign|co-?sign|authori[sz]|verif|release|pay)[a-z]*|"
                      r"(?:approv|sign|countersign|authori[sz])[a-z]* (?:their|his|her) own)\b")
 # "Without" that strengthens: "every payment needs a call-back, without exception" drops nothing.
 _STRENGTHENED = compile_projected(r"(?:without|ohne|sans|sin|senza)\s+(?:any\s+|an?\s+|jede\s+|aucune\s+)?"
