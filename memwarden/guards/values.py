@@ -236,17 +236,19 @@ _GATES = (r"(?:approv[a-z]*|sign(?:ed|s|ing)?[- ]?offs?|countersign[a-z]*|co-?si
 # "recommended", "best effort", "at the accountant's discretion"), dropped or replaced ("forget
 # the call-back", "replaced by an email"), or moved after the act it guards ("approved after
 # payment", "countersigned in arrears", "done afterwards", "at month end"). A predicate after
-# the check is group 2, the words between them group 1 (one clause: see _lowered); a predicate
-# before it ("forget the call-back", "an optional call-back") has no group.
+# the check is group 2, the words between them group 1 (one clause: :data:`_CLAUSE_WORDS`); a
+# predicate before it ("forget the call-back", "an optional call-back") has no group.
 _LOWERED = compile_projected(
     rf"\b(?:forget(?: about)?|ignore|scrap|abolish|do away with|discretionary|voluntary|recommended|advisory|"
     rf"best-effort|nice-to-have|token|cursory|perfunctory|retroactive|retrospective|after-the-fact|post-payment|"
     rf"post-hoc)\s+(?:{_WI}+\s+){{0,3}}?{_GATES}\b|"
     rf"\b{_GATES}\b((?:\s+{_WI}+(?:['\-]{_WI}+)*){{0,12}}?)\s+(nice[- ]to[- ]have|discretion(?:ary)?|recommended|"
     rf"advised|advisable|encouraged|suggested|voluntary|unnecessary|needless|superfluous|redundant|formality|courtesy|"
-    rf"pro[- ]forma|box-ticking|dropped|removed|"
-    rf"scrapped|abolished|retired|discontinued|replaced|swapped|superseded|best[- ]effort|if possible|where possible|"
-    rf"ideally|optionally|where practical|if practical|when feasible|if time allows|when convenient|time permitting|afterwards?|in arrears|retroactively|retrospectively|post[- ]?hoc|ex post|"
+    r"pro[- ]forma|box-ticking|dropped|removed|scrapped|abolished|retired|discontinued|replaced|swapped|superseded|"
+    r"best[- ]effort|if possible|where possible|ideally|optionally|where practical|if practical|when feasible|"
+    r"if time allows|when convenient|time permitting|"
+    # moved after the act
+    r"afterwards?|in arrears|retroactively|retrospectively|post[- ]?hoc|ex post|"
     rf"after (?:the )?(?:fact|event|payments?|transfers?|release|payout|disbursement|execution|settlement|"
     rf"booking|posting|(?:it|they|the money) (?:goes|go|is|are|has|have) (?:out|paid|sent|released|been paid))|"
     rf"at (?:the )?(?:month|week|quarter|year)[- ]end|at the end of the (?:week|month|quarter|year))\b")
