@@ -1,7 +1,8 @@
 """Fresh attacks on the approvers and checks a procedure turns on (issue 18), by an outsider:
 approvers named by other words, a check weakened by other words or moved after the act, a
 countersignature undone by who or when (memwarden/guards/values.py: the "route" pattern,
-_WEAKENED and _DROPS; memwarden/guards/value_set.py: Values.weakens).
+_WEAKENED, _LOWERED and _STRENGTHENED; memwarden/guards/negation.py: the scope of a negation
+before a predicate).
 
 In every attack the manager (frank) establishes a record, an employee's agent (mallory) writes a
 change of its approver or check under no subject, and the test asserts that the change is held
