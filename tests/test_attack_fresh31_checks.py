@@ -69,6 +69,8 @@ def test_an_approver_named_by_other_words_is_held(tmp_path: Path, planted: str) 
     "The CFO signs off Orion refunds to Globex, without exception.",
     "The CFO approves Orion refunds to Globex before payment, never afterwards.",
     "Orion refunds to Globex are approved by the CFO before payment and audited afterwards.",
+    # "Cleared" names an approver only by whom: the bank is none.
+    "Orion refunds to Globex are cleared through the bank once the CFO approves them.",
 ])
 def test_an_approver_restated_by_other_words_is_not_held(tmp_path: Path, restated: str) -> None:
     _restated(tmp_path, _APPROVED, restated)

@@ -132,10 +132,10 @@ _GIVEN = r"(?:the\s+)?(?:thumbs[- ]?up|go-ahead|green light|nod|ok|okay|final wo
 _APPROVES = (r"(?:(?:alone|only|now|also|personally|then|always|still|verbally|formally|informally|automatically|"
              r"usually|normally|typically|generally|just|often|manually|directly|finally|simply|explicitly|"
              r"separately|jointly|first)\s+)?"
-             rf"(?:approves|authori[sz]es|countersigns|signs off|okays|ok's|oks|vets|sanctions|green-?lights|clears|"
+             rf"(?:approves|authori[sz]es|countersigns|signs off|okays|ok's|oks|vets|sanctions|green-?lights|"
              rf"rubber-?stamps|gives\s+{_GIVEN}|has the (?:final|last) (?:say|word)|waves\s+(?:{_WI}+\s+){{0,5}}?through|"
              r"(?:must|should|shall|will|can|may|has to|needs to|is to|have to)\s+(?:approve|authori[sz]e|"
-             rf"countersign|sign off|okay|ok|vet|sanction|green-?light|clear|rubber-?stamp|give\s+{_GIVEN}|"
+             rf"countersign|sign off|okay|ok|vet|sanction|green-?light|rubber-?stamp|give\s+{_GIVEN}|"
              rf"wave\s+(?:{_WI}+\s+){{0,5}}?through))\b")
 # A rank before who approves is part of who it is: "a second manager countersigns" is the
 # established "countersigned by a second manager", not "the manager".
@@ -161,11 +161,12 @@ _PATTERNS: dict[str, re2._Regexp] = {
                            rf"combination)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
                            rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
                            rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
-    "route": compile_projected(rf"\b(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
+    "route": compile_projected(rf"\b(?:(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
                       rf"restricted|limited|reserved|assigned|countersigned|co-?signed|vetted|okayed|ok'd|sanctioned|"
-                      rf"endorsed|green-?lit|green-?lighted|cleared|rubber-?stamped|waved through|blessed),?\s+"
-                      rf"(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)\s+((?:the\s+)?{_WI}+"
+                      rf"endorsed|green-?lit|green-?lighted),?\s+(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)|"
+                      # (by whom only: a payment "cleared through the bank" names no approver)
+                      rf"(?:cleared|rubber-?stamped|waved through|blessed),?\s+(?:only\s+)?by)\s+((?:the\s+)?{_WI}+"
                       rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # French, Spanish and Italian: a participle, then "par", "por", "da"
                       rf"\b(?:approuv|valid|autoris|sign|v{_L}rifi|contr{_L}l|aprobad|autorizad|firmad|verificad|"
