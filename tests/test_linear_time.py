@@ -148,6 +148,11 @@ VALUE_TEXTS = {
     "host labels in words": fill("ap at a-a dot a-"), "share paths": fill("\\\\a\\"), "sort codes": fill("sort code 20-"),
     "bic heads": fill("swift/bic "), "last digits": fill("account a, ending "), "masked digits": fill("**** "),
     "last four of": fill("last four of a b "), "default ports": fill("https://a:443/"),
+    # tests/test_attack_fresh31_checks.py: checks lowered, approvers by other words
+    "lowered checks": fill("the call-back for a b c d e f g h i j k "), "lowered before": fill("forget the a b "),
+    "checks moved after": fill("approved by a after the "), "strengthened": fill("without any "),
+    "approvers giving": fill("a second carol gives the "), "approvers waving": fill("carol can wave a b c d e "),
+    "same approvers": fill("the same manager "),
 }
 
 

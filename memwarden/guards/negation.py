@@ -2,7 +2,8 @@
 weakening ("without a call-back", "skip the check", "no approval needed") is stated or denied.
 
 A negation governs a weakening a few words after it in its own clause ("no payment goes out
-without a call-back" states the check). A comma, a colon, a dash, "and", "but", a bracket or a
+without a call-back" states the check); a weakening said of a check after it is looked for
+before its predicate ("the call-back is not discretionary"). A comma, a colon, a dash, "and", "but", a bracket or a
 subordinator ("that", "except", "unless", "which", and theirs in the other four languages)
 starts another clause, which the negation does not govern ("Nobody disputes that no approval
 is needed", "Nothing changes (no approval needed)"); a relative pronoun right after a negated
@@ -100,17 +101,19 @@ def _governs(negation: re2._Match, before: bytes) -> bool:
     return True
 
 
-def unnegated(pattern: re2._Regexp, data: bytes, max_matches: int = 512) -> Iterator[re2._Match]:
+def unnegated(pattern: re2._Regexp, data: bytes, max_matches: int = 512, at: int = 0) -> Iterator[re2._Match]:
     """The matches of ``pattern`` in ``data`` with no negation before them in their clause: "no
     payment goes out without a call-back" states a check, it weakens none; "nothing changes:
     payments go out without a call-back" weakens it, and so does an exception after a negated
     weakening ("no payment goes out without a call-back except Globex's"). (The look back and
     the look ahead are bounded: at most 200 characters for each of at most ``max_matches``
-    matches.)"""
+    matches.) ``at``: the group whose start the negation is looked for before, when it took part
+    ("the call-back is not optional": the predicate's, after its check)."""
     for n, match in enumerate(pattern.finditer(data)):
         if n == max_matches:
             return
-        before = data[max(0, match.start() - 200):match.start()]
+        start = match.start(at) if at and match.group(at) is not None else match.start()
+        before = data[max(0, start - 200):start]
         ends = list(_SENTENCE_END.finditer(before))
         if ends:
             before = before[ends[-1].end():]
