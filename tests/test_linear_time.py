@@ -143,6 +143,12 @@ VALUE_TEXTS = {
     "approval nouns": fill("sign-off by the "), "approver nouns": fill("the approver of a b c is "),
     "approvals resting": fill("approval of a rests with "), "approvers needed": fill("needs a to approve "),
     "defanged colons": fill("hxxps[:]//"), "negated conditions": fill("it is no surprise when skip "),
+    # compound amounts, notation and periods (tests/test_attack_fresh31_amounts.py)
+    "spelled numbers": fill("four hundred and "), "compound amounts": fill("$1 million and 900 "),
+    "compound cents": fill("400 euros and 50 cents "), "exponents": fill("4e3 "), "powers of ten": fill("4\u00d710^"),
+    "superscript powers": fill("4\u00d710\u00b3 "), "underscored thousands": fill("4_000 "),
+    "periods": fill("400 EUR per "), "periods after words": fill("5 mg by mouth twice "),
+    "prescriptions": fill("5 mg q4h "), "percent words": fill("25 per cent a "), "basis points": fill("25 bps "),
 }
 
 

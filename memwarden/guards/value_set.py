@@ -16,6 +16,14 @@ __all__ = ["Values"]
 ANY_MONEY = "amount:money"
 
 
+def _unsaid_period(value: str, theirs: frozenset[str]) -> bool:
+    """Whether ``value`` is one of ``theirs`` but for a period one of the two leaves unsaid: an
+    amount's key carries its period after a slash ("400/1mo", memwarden/guards/money.py), and
+    "400 EUR" restates "400 EUR a month" where "400 EUR a week" changes it."""
+    amount, _, period = value.partition("/")
+    return any(t.partition("/")[0] == amount and not (period and t.partition("/")[2]) for t in theirs)
+
+
 @dataclass(frozen=True)
 class Values:
     """Values by category (comparison keys, see :mod:`memwarden.guards.values`), and whether a
@@ -108,7 +116,7 @@ class Values:
             theirs = established._compared(category)
             if not theirs:
                 continue
-            for value in sorted(mine - theirs):
+            for value in sorted(v for v in mine - theirs if not _unsaid_period(v, theirs)):
                 out.append((category, value, min(theirs)))
                 break
         return out
