@@ -136,6 +136,14 @@ OTHER = _pairs(
     (_R, "PLN 400 a month.", "4000 z\u0142otych a month."),
     (_R, "CHF 400 a month.", "4000 franchi a month."),
     (_R, "400 Euro und 50 Cent im Monat.", "400 Euro im Monat."),
+    (_R, "CHF 400 a month.", "Fr. 4000 a month."),
+    (_R, "SEK 400 a month.", "4000 kr a month."),
+    (_R, "MXN 400 a month.", "4000 pesos a month."),
+    (_R, "ILS 400 a month.", "4000 shekels a month."),
+    ("The Orion loan for Globex bears ", "5% interest per annum.", "5% interest per month."),
+    ("The Orion loan for Globex bears ", "5% interest p.a.", "5% interest monthly."),
+    ("The Orion fee for Globex is ", "5% of the volume.", "5\u2030 of the volume."),
+    (_R, "400 EUR semiannually.", "400 EUR quarterly."),
 )
 OTHER_TWINS = _pairs(
     ("Globex receives ", "25% of the Orion fee.", "25 per cent of the Orion fee."),
@@ -144,6 +152,14 @@ OTHER_TWINS = _pairs(
     (_R, "USD 400 a month.", "400 d\u00f3lares a month."),
     (_R, "PLN 400 a month.", "400 z\u0142otych a month."),
     (_R, "EUR 400.50 im Monat.", "400 Euro und 50 Cent im Monat."),
+    (_R, "CHF 400 a month.", "Fr. 400 a month."),
+    (_R, "SEK 400 a month.", "400 kr a month."),
+    (_R, "MXN 400 a month.", "400 pesos a month."),
+    ("The Orion loan for Globex bears ", "5% interest per annum.", "5% interest p.a."),
+    ("The Orion fee for Globex is ", "0.5% of the volume.", "5\u2030 of the volume."),
+    (_R, "400 EUR semiannually.", "400 EUR every 6 months."),
+    # (A determiner is no amount: "one EUR 400 payment" is one payment of 400 EUR.)
+    ("Orion sends Globex ", "a single EUR 400 payment each month.", "one EUR 400 payment each month."),
 )
 
 

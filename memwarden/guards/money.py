@@ -92,7 +92,16 @@ _KEYS = {**dict.fromkeys("usd dollar buck cent cents dolar dolares dollari dolla
          **dict.fromkeys(("rub", "ruble", "rouble", "kopek", "kopeck"), "rub"),
          **dict.fromkeys("chf franc franken rappen centime franco franchi".split(), "chf"),
          **dict.fromkeys("pln zloty zlote zlotych".split(), "pln"), **dict.fromkeys("sek krona kronor".split(), "sek"),
-         "brl": "brl", "reais": "brl", "grand": "money"}
+         **dict.fromkeys("ils shekel shekels sheqel".split(), "ils"), **dict.fromkeys("thb baht".split(), "thb"),
+         **dict.fromkeys("huf forint".split(), "huf"), **dict.fromkeys("czk koruna korun koruny".split(), "czk"),
+         **dict.fromkeys("zar rand".split(), "zar"), **dict.fromkeys("try lira lire".split(), "try"),
+         **dict.fromkeys("idr rupiah".split(), "idr"), **dict.fromkeys("myr ringgit".split(), "myr"),
+         **dict.fromkeys("ngn naira".split(), "ngn"), **dict.fromkeys("aed dirham".split(), "aed"),
+         **dict.fromkeys("uah hryvnia hryvnias".split(), "uah"), "sfr": "chf", "fr": "chf",
+         "brl": "brl", "reais": "brl", "grand": "money",
+         # Names of several currencies ("kr" is the krona and the krone, a peso Mexico's and
+         # Argentina's) are money in no named one: they compare with any.
+         **dict.fromkeys("kr krone kroner peso dinar riyal".split(), "money")}
 # A name that is a magnitude too: "5 grand" is 5000.
 _NAME_SCALES = {"grand": 3}
 _HUNDREDTHS = (frozenset("cent cents eurocent pence penny paise kopek kopeck rappen centime centimo centesimi centesimo "
@@ -113,13 +122,15 @@ def _projected(words: str) -> str:
     return "|".join(sorted((re.sub("[aeioun]", lambda m: f"[{m[0]}A]", w) for w in words.split()), key=len, reverse=True))
 
 
-_CODES = "|".join(sorted(CURRENCY_CODES | {"rs", "kr"}, key=len, reverse=True))
+# (With the Swiss "Fr." and "SFr." before a number.)
+_CODES = "|".join(sorted(CURRENCY_CODES | {"rs", "kr", "sfr", "fr"}, key=len, reverse=True))
 # The hundredths' names, after the main unit of a compound ("400 euros and 50 cents").
 _CENTS = r"euro ?cents?|eurocents?|cents?|pence|penny|rappen|centimes?|c[eA]ntimos?|centesim[io]|paise|kopec?ks?"
 # The currencies' names after a number ("4 000 euros", "40000 cents", "5 grand").
 _NAMES = (rf"{_CENTS}|euros?|dollars?|bucks|pounds?|francs?|franken|rupees?|yen|yuan|won|rubles?|roubles?|quid|grand|"
           r"d[oA]lar(?:es)?|dollar[io]|libras?|sterlin[ae]|livres?|franc(?:o|os|hi)|z[lA]ot(?:y|ys|e|ych)|"
-          r"kron(?:a|or)|reais")
+          r"kron(?:a|or|e|er)|reais|shekels?|sheqel|baht|forint|korun[ay]?|rand|lir[ae]|rupiah|ringgit|naira|"
+          r"dirhams?|hryvnias?|pesos?|dinars?|riyals?")
 _MAGS = "|".join(sorted(MAGNITUDES, key=len, reverse=True))
 _D = r"[0-9B]"
 # A power of ten after the number: "4e3", "4E3", "4×10^3", "4·10**3" ("4×10³" as
@@ -163,6 +174,7 @@ _PERIOD_NOUNS = {
     "f": "fortnight fortnights",
     "m": "month months mo mos mth mths monat monate monaten mois mes meses mese mesi",
     "q": "quarter quarters qtr quartal quartale trimestre trimestres",
+    "s": "semester semesters semestre semestres",
     "y": "year years yr yrs y annum jahr jahre jahren an ans annee annees ano anos anno anni",
     "dose": "dose doses dosis"}
 _PERIOD_ADVERBS = {
@@ -173,16 +185,17 @@ _PERIOD_ADVERBS = {
     "f": "fortnightly",
     "m": "monthly monatlich mensuel mensuelle mensuellement mensual mensualmente mensile mensilmente",
     "q": "quarterly quartalsweise trimestriel trimestrielle trimestral trimestrale",
+    "s": "semiannually semiannual halbjahrlich semestriel semestrielle semestral semestrale",
     "y": "yearly annually annual jahrlich annuel annuelle annuellement anual anualmente annuale annualmente"}
 # Each in hours or months (a month is no number of days) or doses.
 _SIZES = {"h": (1, "h"), "d": (24, "h"), "w": (168, "h"), "f": (336, "h"), "m": (1, "mo"), "q": (3, "mo"),
-          "y": (12, "mo"), "dose": (1, "dose")}
+          "s": (6, "mo"), "y": (12, "mo"), "dose": (1, "dose")}
 _PERIOD_UNITS = {w: u for words in (_PERIOD_NOUNS, _PERIOD_ADVERBS) for u, ws in words.items() for w in ws.split()}
 # How often in a period: "twice daily", "3 times a day", "3x/day", "dreimal täglich"; the
 # prescriptions' abbreviations ("b.i.d.", "t.d.s.", "q4h": every four hours).
 _TIMES = {"once": 1, "twice": 2, "thrice": 3, "einmal": 1, "zweimal": 2, "dreimal": 3, "viermal": 4}
 _PRESCRIBED = {"bid": (2, "d"), "bd": (2, "d"), "tid": (3, "d"), "tds": (3, "d"), "qid": (4, "d"), "qds": (4, "d"),
-               "qd": (1, "d"), "qh": (1, "h")}
+               "qd": (1, "d"), "qh": (1, "h"), "pa": (1, "y")}
 _TIMES_WORDS = frozenset("times time x mal fois veces volte".split())
 _COUNT = rf"(?:{_D}{{1,3}}|other|second|{'|'.join(_ONES[2:13])})"
 _HOW_OFTEN = rf"(?:{'|'.join(_TIMES)}|(?:{_D}{{1,2}}|{'|'.join(_ONES[1:13])})[ \t]*(?:{'|'.join(_TIMES_WORDS)}))"
@@ -196,7 +209,7 @@ PERIOD = (rf"(?:[ \t,]{{0,3}}(?P<between>(?:[a-zA]+[ \t]+){{0,3}}?)(?P<period>(?
           rf"(?:{_COUNT}[ \t\-]{{0,2}})?(?:{_projected(' '.join(_PERIOD_NOUNS.values()))})|"
           rf"(?:{_HOW_OFTEN}[ \t]+)?(?:(?:{_INTRO})[ \t]+(?:{_COUNT}[ \t\-]{{0,2}})?"
           rf"(?:{_projected(' '.join(_PERIOD_NOUNS.values()))})|{_projected(' '.join(_PERIOD_ADVERBS.values()))})|"
-          rf"b\.?i\.?d|b\.?d|t\.?i\.?d|t\.?d\.?s|q\.?i\.?d|q\.?d\.?s|q\.?d|q\.?h|q[ \t]?{_D}{{1,2}}[ \t]?h(?:rs?|ours?)?)"
+          rf"p\.a|b\.?i\.?d|b\.?d|t\.?i\.?d|t\.?d\.?s|q\.?i\.?d|q\.?d\.?s|q\.?d|q\.?h|q[ \t]?{_D}{{1,2}}[ \t]?h(?:rs?|ours?)?)"
           rf"\b\.?)?")
 # Words between an amount and a period that make the period another thing's ("400 EUR within a
 # week", "400 EUR and reviewed annually").
@@ -247,13 +260,13 @@ _BEFORE = compile_projected(
     rf"(?P<symbol>[$\x01])|(?:^|[^a-zA0-9B\x01])(?P<code>{_CODES})\b\.?)[ \t]{{0,3}}(?P<sign2>-)?(?P<number>{_NUM})"
     rf"{_RANGE}{_MAGNITUDE}{_PART}{PERIOD}")
 _AFTER = compile_projected(
-    rf"{_EDGE}(?:(?P<sign>-)[ \t]?)?(?:(?P<lead>{_NUM})[ \t]{{0,3}}(?P<lead_mag>{_MAGS})\b\.?[ \t]{{0,2}}{_JOIN}?"
-    rf"[ \t]{{1,3}})?(?P<number>{_NUM}){_RANGE}{_MAGNITUDE}(?:[.,]-)?[ \t]{{0,3}}(?:(?P<symbol>[$\x01])|"
+    rf"{_EDGE}(?:(?P<sign>-)[ \t]?)?(?:(?P<lead>{_NUM})[ \t]{{0,3}}(?P<lead_mag>{_MAGS})\b\.?[ \t]{{1,3}}"
+    rf"(?:(?:and|plus|und|et|y|e)[ \t]{{1,3}})?)?(?P<number>{_NUM}){_RANGE}{_MAGNITUDE}(?:[.,]-)?[ \t]{{0,3}}(?:(?P<symbol>[$\x01])|"
     rf"(?P<code>{_CODES}|{_NAMES})\b){_PART}{PERIOD}")
-# A percentage ("25%", "25 per cent", "25 Prozent") or basis points ("250 bps"), a share as a
-# fraction is.
+# A percentage ("25%", "25 per cent", "25 Prozent"), per mille ("5‰", "5 Promille") or basis
+# points ("250 bps"), a share as a fraction is.
 _PERCENT = compile_projected(
-    rf"{_EDGE}(?P<number>{_NUMBER})[ \t]{{0,2}}(?:(?P<pct>%|percent|per[ \t]?cent|pct|prozent|pour[ \t]?cent|"
+    rf"{_EDGE}(?P<number>{_NUMBER})[ \t]{{0,2}}(?:(?P<permille>\x01|per[ \t]?mille|promille)|(?P<pct>%|percent|per[ \t]?cent|pct|prozent|pour[ \t]?cent|"
     rf"por[ \t]?ciento|per[ \t]?cento|por[ \t]?cento)|(?P<bp>basis[ \t]+points?|bps|bp|basispunkte|points de base|"
     rf"puntos b[aA]sicos|punti base))(?:$|[^a-zA0-9B\x01]){PERIOD}")
 # A fraction: numerator and denominator of at most three digits, with a slash, a fraction slash
@@ -397,6 +410,8 @@ def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
             code = " ".join(code.split())
             code = code[:-1] if code.endswith("s") and code[:-1] in _KEYS else code
             key, hundredths, scale = _KEYS.get(code, code), code in _HUNDREDTHS, _NAME_SCALES.get(code, 0)
+        if span("code").isupper() and span("number").casefold() in ("one", "zero"):
+            return  # a determiner: "one EUR 400 payment"
         negative = span("sign") == "-" or span("sign2") == "-"
         mag, period = span("mag"), _period(match, groups, text)
         values = []
@@ -454,7 +469,7 @@ def _compound(span, value: Decimal, mag: str, hundredths: bool, key: str, found:
 
 def read_shares(nfkc: str) -> tuple[set[str], set[int], bool]:
     """The shares of ``nfkc`` as percentages: its fractions ("1/2" is "50"; "3/2" or "24/7" is no
-    share), percentages ("25%", "25 per cent") and basis points ("250 bps" is "2.5"), each with
+    share), percentages ("25%", "25 per cent"), per mille ("5‰" is "0.5") and basis points ("250 bps" is "2.5"), each with
     its period ("5% a year" is "5/12mo"); with the end of each number read, and whether more
     were found than read."""
     data = project(nfkc.translate(_ASCII_LOWER))
@@ -465,10 +480,12 @@ def read_shares(nfkc: str) -> tuple[set[str], set[int], bool]:
             return shares, ends, True
         g = _PERCENT_GROUPS
         value = _value(nfkc[match.start(g["number"]):match.end(g["number"])])
-        if value is not None:
-            shares.add(_key(value.scaleb(-2) if match.group(g["bp"]) is not None else value,
-                            _period(match, g, nfkc)))
-            ends.add(match.end(g["number"]))
+        per_mille = match.group(g["permille"])
+        if value is None or per_mille == b"\x01" and nfkc[match.start(g["permille"])] != "\u2030":
+            continue  # (another symbol: "5 €")
+        scale = -2 if match.group(g["bp"]) is not None else -1 if per_mille is not None else 0
+        shares.add(_key(value.scaleb(scale), _period(match, g, nfkc)))
+        ends.add(match.end(g["number"]))
     for n, match in enumerate(_FRACTION.finditer(data)):
         if n == MAX_MATCHES:
             return shares, ends, True
