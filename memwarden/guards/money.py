@@ -3,24 +3,37 @@
 An amount of money is a number with a currency on either side: a currency symbol (any
 character of Unicode category ``Sc``: "$", "€", "₹", "₩", "₪", "₺", "₫", "¢", ...; "US$",
 "A$", "R$" name their dollar or real), an ISO 4217 code (:data:`CURRENCY_CODES`, in capitals
-or one of :data:`LOWER_CASE_CODES`), or a currency's name ("euros", "rupees", "Rs.", "cents",
-"pence"). Its key is its value:
+or one of :data:`LOWER_CASE_CODES`; the Swiss "Fr."), or a currency's name ("euros", "rupees",
+"Rs.", "cents", "pence"; in the other languages too: "dólares", "złotych", "franchi"). Its key
+is its value:
 
-* read with any thousands separator (a space, a no-break or thin space, an apostrophe or right
-  quote, a dot or a comma before groups of three digits) or the Indian grouping ("5,00,000");
+* read with any thousands separator (a space, a no-break or thin space, an apostrophe, right
+  quote, modifier letter apostrophe or prime, an underscore, a dot or a comma before groups of
+  three digits) or the Indian grouping ("5,00,000"), with its exponent ("4e3", "4×10^3",
+  "4×10³"), or in English words ("four hundred and fifty", "a thousand");
 * times a magnitude after it (:data:`MAGNITUDES`: "k", "bn", "Mio.", "Mrd.", "lakh", "crore",
   "trillion", ...): "€4k" is 4000 euros;
 * with its sign ("-400 EUR", "−€400", "$-400" are a negative amount; "+400" is 400);
 * in its currency's main unit: "40000 cents" is $400, "40000 euro cents" €400, "40000 pence"
   £400 (a change written in cents compares with the dollars it changes);
-* a range ("400-500 EUR", "EUR 400–500", "400 to 500 EUR") is both its ends.
+* a range ("400-500 EUR", "EUR 400–500", "400 to 500 EUR") is both its ends;
+* a compound is one amount, its parts added: "400 euros and 50 cents" is 400.50 euros, "$1
+  million and 900 thousand" and "1 million and 900 thousand dollars" 1.9 million dollars (a
+  part kept and the other dropped is a changed amount);
+* with its period after a slash (:data:`PERIOD`, :func:`period_key`): "400 EUR per month",
+  "monthly" and "€400/mo" are "400/1mo", "400 EUR per week" "400/168h" (a changed period is a
+  changed amount; an amount whose period one text leaves unsaid is the same, see
+  memwarden/guards/value_set.py). The dose pattern of memwarden/guards/values.py reads the
+  same periods: "5 mg twice daily", "every 12 hours" and "b.i.d." are "5/12h".
 
-"5 grand" is money in no named currency (category ``amount:money``): it compares with an amount
-of any currency (:func:`is_money`).
+"5 grand", and a currency name several currencies share ("kr", "pesos", "dinars"), is money in
+no named currency (category ``amount:money``): it compares with an amount of any currency
+(:func:`is_money`).
 
 A fraction ("1/2 of the fee", "½", "1⁄4"; with a plain slash only before "of" or "the" and
 their kin in the other languages: "due 3/12" is a date) is a share: a percentage (category ``amount:%``,
-which "50%" has too), so "½" and "50%" are one amount and "¾" changes "25%". A mixed number
+which "50%", "50 per cent", "50 Prozent", "500‰" and "5000 basis points" have too), so "½" and
+"50%" are one amount and "¾" changes "25%". A mixed number
 ("1½ tablets") is its decimal (1.5) wherever it stands.
 
 Linear time: the patterns run on RE2 over the rule engine's one-byte-per-character projection

@@ -110,7 +110,8 @@ class Values:
     def changes(self, established: Values) -> list[tuple[str, str, str]]:
         """(category, new key, established key it replaces) for each category both texts
         hold, where this text has a value the established one does not (money in no named
-        currency, "5 grand", compares with money of any currency)."""
+        currency, "5 grand", compares with money of any currency; a period said on one side
+        only is no change, :func:`_unsaid_period`)."""
         out = []
         for category, mine in self.by_category.items():
             theirs = established._compared(category)

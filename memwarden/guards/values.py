@@ -30,9 +30,10 @@ Money is read by :mod:`memwarden.guards.money`: a number with a currency on eith
 currency symbol of Unicode category Sc, an ISO 4217 code, a currency's name), keyed by its
 value whatever its separators, times its magnitude ("k", "lakh", "crore", "Mio.", "Mrd.",
 "trillion"), with its sign, in the currency's main unit ("40000 cents" is $400), both ends of a
-range; a fraction ("1/2", "½") is a share, keyed as the percentage it is. Any other amount is a
-number and its unit ("5 mg", "3 tablets"; "1½ tablets" is 1.5), its number normalised ("50.0%"
-is "50%").
+range, a compound's parts added ("400 euros and 50 cents"), and its period; a fraction ("1/2",
+"½"), a percentage or basis points is a share, keyed as the percentage it is. Any other amount
+is a number and its unit ("5 mg", "3 tablets"; "1½ tablets" is 1.5), its number normalised
+("50.0%" is "50%"), with its period as money has it ("5 mg twice daily" is "5/12h").
 
 Linear time: the patterns run on RE2 (``google-re2``), whose matching time is linear in the
 text, over the rule engine's one-byte-per-character projection of it.
