@@ -155,14 +155,15 @@ _EXPONENT_PY = re.compile(r"(?:[eE]|\s?[x*×·⋅]\s?10(?:\^|\*\*))([+-]?\d+)$")
 # the last three: "2,00,00,000"), a decimal part and an exponent. (At most six groups.)
 _NUMBER = (rf"(?:{_D}{{1,3}}(?:[ '.,_]{_D}{{3}}){{1,6}}|{_D}{{1,2}}(?:,{_D}{{2}}){{1,5}},{_D}{{3}}|{_D}+)(?:[.,]{_D}+)?"
            rf"{_EXPONENT}?")
-# A number in English words ("four hundred and fifty", "a thousand"), at most ten of them.
+# A number in English words ("four hundred and fifty", "a thousand", "half a million"), at most
+# ten of them.
 _ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
          "seventeen eighteen nineteen").split()
 _WORD_VALUES = ({w: i for i, w in enumerate(_ONES)} | {w: 10 * i for i, w in enumerate(
     "twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)})
 _WORD_SCALES = {"hundred": 2, "thousand": 3, "million": 6, "billion": 9}
 _WORD = "|".join(sorted([*_WORD_VALUES, *_WORD_SCALES], key=len, reverse=True))
-_SPELLED = rf"(?:an?[ \t]+)?(?:{_WORD})(?:(?:[ \t]+and[ \t]+|[ \t\-]+)(?:{_WORD})){{0,9}}\b"
+_SPELLED = rf"(?:half[ \t]+)?(?:an?[ \t]+)?(?:{_WORD})(?:(?:[ \t]+and[ \t]+|[ \t\-]+)(?:{_WORD})){{0,9}}\b"
 _NUM = rf"(?:{_NUMBER}|{_SPELLED})"
 # A sign: a hyphen-minus or a minus sign (both read "-", see :data:`_DASHES`), before the number
 # or the currency.
@@ -333,7 +334,7 @@ _SUPERSCRIPT = re.compile(r"10([⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,2})(?![�
 
 
 def _spelled(words: str) -> Decimal:
-    """A number in English words ("four hundred and fifty", "a thousand")."""
+    """A number in English words ("four hundred and fifty", "a thousand", "half a million")."""
     total = current = 0
     for word in re.findall(r"[a-z]+", words.casefold()):
         if word in _WORD_VALUES:
@@ -342,7 +343,7 @@ def _spelled(words: str) -> Decimal:
             current = (current or 1) * 100
         elif word in _WORD_SCALES:
             total, current = total + (current or 1) * 10 ** _WORD_SCALES[word], 0
-    return Decimal(total + current)
+    return Decimal(total + current) / (2 if words[:4].casefold() == "half" else 1)
 
 
 def _value(number: str, magnitude: str = "", *, negative: bool = False, hundredths: bool = False) -> Decimal | None:
