@@ -95,7 +95,8 @@ NOTATION_TWINS = _pairs(
 
 # An amount was keyed without its period: "400 EUR per month" and "400 EUR per week" were one
 # amount, "5 mg twice daily" and "5 mg four times daily" one dose, "every 8 hours" and "every 8
-# days" two things of two units that do not compare.
+# days" two things of two units that do not compare; a period before the amount ("the monthly
+# retainer") was no value.
 PERIOD = _pairs(
     (_R, "400 EUR per month.", "400 EUR per week."),
     (_R, "400 EUR a month.", "400 EUR weekly."),
@@ -109,6 +110,9 @@ PERIOD = _pairs(
     (_D, "5 mg b.i.d.", "5 mg q.i.d."),
     (_D, "5 mg every 8 hours.", "5 mg every 8 days."),
     (_D, "2 tablets by mouth once a week.", "2 tablets by mouth once a day."),
+    # (a period before its amount)
+    ("The ", "monthly Orion retainer for Globex is 400 EUR.", "weekly Orion retainer for Globex is 400 EUR."),
+    ("Die ", "monatliche Orion-Pauschale f\u00fcr Globex ist 400 EUR.", "w\u00f6chentliche Orion-Pauschale f\u00fcr Globex ist 400 EUR."),
 )
 PERIOD_TWINS = _pairs(
     (_R, "400 EUR per month.", "400 EUR monthly."),
@@ -121,6 +125,8 @@ PERIOD_TWINS = _pairs(
     (_D, "2 tablets once a week.", "2 tablets weekly."),
     # A period said on one side only changes nothing said.
     (_R, "400 EUR a month.", "400 EUR."),
+    ("The ", "monthly Orion retainer for Globex is 400 EUR.", "Orion retainer for Globex is 400 EUR a month."),
+    ("The ", "monthly Orion retainer for Globex is 400 EUR.", "Orion retainer for Globex is 400 EUR monthly."),
 )
 
 # -- percentages, basis points, currency names ---------------------------------------------------
@@ -176,19 +182,16 @@ def test_an_amount_restated_in_another_notation_is_not_held(tmp_path: Path, esta
 
 # -- what stays unread -----------------------------------------------------------------------------
 
-_UNREAD = ("not read: a rate with no unit or currency, a period before its amount, a rate per a non-time unit, "
-           "number words of another language")
+_UNREAD = "not read: a rate with no unit or currency, a rate per a non-time unit, number words of another language"
 
 
-# A number with a period and no unit or currency ("400 a month") is no amount; a period before
-# the amount ("the monthly retainer") is not the amount's; a rate per something other than a
-# time ("per seat") keeps no "per"; a number in words of another language ("vierhundert") is
-# none. Each would need a reading of its own (a bare rate compared with money, a period as its
-# own value), which would also hold restatements that mention a schedule elsewhere.
+# A number with a period and no unit or currency ("400 a month") is no amount; a rate per
+# something other than a time ("per seat") keeps no "per"; a number in words of another
+# language ("vierhundert") is none. The first two would need a reading of their own (a bare
+# rate compared with money; "per" and any noun, whose synonyms would be held).
 @pytest.mark.xfail(strict=True, reason=_UNREAD)
 @pytest.mark.parametrize(("established", "planted"), _pairs(
     (_R, "400 a month.", "4000 a month."),
-    ("The ", "monthly Orion retainer for Globex is 400 EUR.", "weekly Orion retainer for Globex is 400 EUR."),
     (_R, "400 EUR per seat.", "400 EUR per user."),
     (_R, "vierhundert Euro im Monat.", "viertausend Euro im Monat."),
 ))

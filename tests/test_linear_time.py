@@ -149,6 +149,7 @@ VALUE_TEXTS = {
     "superscript powers": fill("4\u00d710\u00b3 "), "underscored thousands": fill("4_000 "),
     "periods": fill("400 EUR per "), "periods after words": fill("5 mg by mouth twice "),
     "prescriptions": fill("5 mg q4h "), "percent words": fill("25 per cent a "), "basis points": fill("25 bps "),
+    "period words": fill("4 EUR monthly weekly "),
 }
 
 

@@ -51,7 +51,7 @@ import re2
 from memwarden.guards.ruleset import compile_projected, project
 
 __all__ = ["CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "SC_CHARS", "SYMBOLS", "PERIOD", "is_money", "period_key",
-           "plain_numbers", "read_money", "read_shares"]
+           "plain_numbers", "read_money", "read_periods", "read_shares"]
 
 
 
@@ -256,6 +256,18 @@ def period_key(between: str, period: str) -> str:
         return ""
     size, base = _SIZES[unit]
     return f"{(Decimal(size * every) / count).normalize():f}{base}"
+
+
+# A period's adverb or adjective anywhere ("the monthly retainer", "die monatliche Pauschale").
+_PERIOD_WORD = compile_projected(rf"(?:^|[^a-zA0-9B\x01])({_projected(' '.join(_PERIOD_ADVERBS.values()))})(?:e|en|er|es)?\b")
+
+
+def read_periods(nfkc: str) -> set[str]:
+    """The keys (:func:`period_key`) of the periods' adverbs and adjectives of ``nfkc``, for a
+    text that holds an amount: "the weekly retainer is 400 EUR" changes "the monthly retainer is
+    400 EUR" though neither period follows the amount."""
+    matches = zip(range(MAX_MATCHES), _PERIOD_WORD.finditer(project(nfkc.translate(_ASCII_LOWER))))
+    return {key for _, m in matches if (key := period_key("", nfkc[m.start(1):m.end(1)]))}
 
 
 def _period(match: re2._Match, groups: dict[str, int], text: str) -> str:

@@ -51,7 +51,7 @@ import re2
 from memwarden.guards.function_words import MOMENTS, ORDINAL_SUFFIXES, STOP_WORDS
 from memwarden.guards.injection import fold
 from memwarden.guards.money import (CURRENCY_CODES, LOWER_CASE_CODES, MAGNITUDES, PERIOD, period_key, plain_numbers,
-                                    read_money, read_shares)
+                                    read_money, read_periods, read_shares)
 from memwarden.guards.negation import unnegated
 from memwarden.guards.ruleset import compile_projected, project
 from memwarden.guards.value_set import Values
@@ -397,6 +397,9 @@ def procedure_values(text: str) -> Values:
             category, number = _measure(unit, _number(span(match, 1)))
             period = period_key(span(match, _AMOUNT_GROUPS[b"between"]), span(match, _AMOUNT_GROUPS[b"period"]))
             found.setdefault(f"amount:{category}", set()).add(f"{number}/{period}" if period else number)
+    # A period said before its amount ("the monthly retainer is 400 EUR") is a value of its own.
+    if any(c.startswith("amount:") for c in found) and (periods := read_periods(nfkc)):
+        found.setdefault("amount:period", set()).update(periods)
     dropped, dropped_words = set(), set()
     for match in unnegated(_DROPS, data, MAX_MATCHES):
         if match.group(2) is not None:
