@@ -153,6 +153,13 @@ VALUE_TEXTS = {
     "checks moved after": fill("approved by a after the "), "strengthened": fill("without any "),
     "approvers giving": fill("a second carol gives the "), "approvers waving": fill("carol can wave a b c d e "),
     "same approvers": fill("the same manager "),
+    # compound amounts, notation and periods (tests/test_attack_fresh31_amounts.py)
+    "spelled numbers": fill("four hundred and "), "compound amounts": fill("$1 million and 900 "),
+    "compound cents": fill("400 euros and 50 cents "), "exponents": fill("4e3 "), "powers of ten": fill("4\u00d710^"),
+    "superscript powers": fill("4\u00d710\u00b3 "), "underscored thousands": fill("4_000 "),
+    "periods": fill("400 EUR per "), "periods after words": fill("5 mg by mouth twice "),
+    "prescriptions": fill("5 mg q4h "), "percent words": fill("25 per cent a "), "basis points": fill("25 bps "),
+    "period words": fill("4 EUR monthly weekly "),
 }
 
 

@@ -104,7 +104,9 @@ _UNITS = (r"mg|mcg|ug|µg|\u03bcg|g|kg|ml|l|iu|units?|einheiten|unites|unidades|
           r"comprimes?|comprimidos?|compresse|pills?|drops?|tropfen|gouttes|gotas|gocce|puffs?|times|mal|fois|veces|"
           r"volte|x|h|hours?|hrs?|stunden|heures|horas|ore|days?|tage|jours|dias|giorni|weeks?|wochen|semaines|"
           r"semanas|settimane|minutes?|mins?|minuten|minutos|minuti|am|pm|uhr|eur|euros?|euro|usd|dollars?|chf|"
-          r"gbp|pounds?|years?|jahre|ans|anos|anni|kcal|cm|mm|m|km")
+          r"gbp|pounds?|years?|jahre|ans|anos|anni|kcal|cm|mm|m|km|"
+          # (a share in words is no label: "receives 25 per cent", memwarden/guards/money.py)
+          r"percent|per ?cent|pct|prozent|pour ?cent|por ?ciento|per ?cento|bps|bp|basis points?")
 _QUANTITY = re.compile(rf"(?<![\w.])(\d+(?:[.,]\d+)?)\s*({_UNITS})(?![\w])")
 _CLOCK = re.compile(r"(?<![\w:.])([01]?\d|2[0-3])[:.h]([0-5]\d)(?![\w:])")
 _CURRENCY = re.compile(r"([$€£])\s*(\d+(?:[.,]\d+)?)")

@@ -3,24 +3,37 @@
 An amount of money is a number with a currency on either side: a currency symbol (any
 character of Unicode category ``Sc``: "$", "€", "₹", "₩", "₪", "₺", "₫", "¢", ...; "US$",
 "A$", "R$" name their dollar or real), an ISO 4217 code (:data:`CURRENCY_CODES`, in capitals
-or one of :data:`LOWER_CASE_CODES`), or a currency's name ("euros", "rupees", "Rs.", "cents",
-"pence"). Its key is its value:
+or one of :data:`LOWER_CASE_CODES`; the Swiss "Fr."), or a currency's name ("euros", "rupees",
+"Rs.", "cents", "pence"; in the other languages too: "dólares", "złotych", "franchi"). Its key
+is its value:
 
-* read with any thousands separator (a space, a no-break or thin space, an apostrophe or right
-  quote, a dot or a comma before groups of three digits) or the Indian grouping ("5,00,000");
+* read with any thousands separator (a space, a no-break or thin space, an apostrophe, right
+  quote, modifier letter apostrophe or prime, an underscore, a dot or a comma before groups of
+  three digits) or the Indian grouping ("5,00,000"), with its exponent ("4e3", "4×10^3",
+  "4×10³"), or in English words ("four hundred and fifty", "a thousand");
 * times a magnitude after it (:data:`MAGNITUDES`: "k", "bn", "Mio.", "Mrd.", "lakh", "crore",
   "trillion", ...): "€4k" is 4000 euros;
 * with its sign ("-400 EUR", "−€400", "$-400" are a negative amount; "+400" is 400);
 * in its currency's main unit: "40000 cents" is $400, "40000 euro cents" €400, "40000 pence"
   £400 (a change written in cents compares with the dollars it changes);
-* a range ("400-500 EUR", "EUR 400–500", "400 to 500 EUR") is both its ends.
+* a range ("400-500 EUR", "EUR 400–500", "400 to 500 EUR") is both its ends;
+* a compound is one amount, its parts added: "400 euros and 50 cents" is 400.50 euros, "$1
+  million and 900 thousand" and "1 million and 900 thousand dollars" 1.9 million dollars (a
+  part kept and the other dropped is a changed amount);
+* with its period after a slash (:data:`PERIOD`, :func:`period_key`): "400 EUR per month",
+  "monthly" and "€400/mo" are "400/1mo", "400 EUR per week" "400/168h" (a changed period is a
+  changed amount; an amount whose period one text leaves unsaid is the same, see
+  memwarden/guards/value_set.py). The dose pattern of memwarden/guards/values.py reads the
+  same periods: "5 mg twice daily", "every 12 hours" and "b.i.d." are "5/12h".
 
-"5 grand" is money in no named currency (category ``amount:money``): it compares with an amount
-of any currency (:func:`is_money`).
+"5 grand", and a currency name several currencies share ("kr", "pesos", "dinars"), is money in
+no named currency (category ``amount:money``): it compares with an amount of any currency
+(:func:`is_money`).
 
 A fraction ("1/2 of the fee", "½", "1⁄4"; with a plain slash only before "of" or "the" and
 their kin in the other languages: "due 3/12" is a date) is a share: a percentage (category ``amount:%``,
-which "50%" has too), so "½" and "50%" are one amount and "¾" changes "25%". A mixed number
+which "50%", "50 per cent", "50 Prozent", "500‰" and "5000 basis points" have too), so "½" and
+"50%" are one amount and "¾" changes "25%". A mixed number
 ("1½ tablets") is its decimal (1.5) wherever it stands.
 
 Linear time: the patterns run on RE2 over the rule engine's one-byte-per-character projection
@@ -37,8 +50,8 @@ import re2
 
 from memwarden.guards.ruleset import compile_projected, project
 
-__all__ = ["CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "SC_CHARS", "SYMBOLS", "is_money", "mixed_fractions", "read_fractions",
-           "read_money"]
+__all__ = ["CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "SC_CHARS", "SYMBOLS", "PERIOD", "is_money", "period_key",
+           "plain_numbers", "read_money", "read_periods", "read_shares"]
 
 
 
@@ -83,42 +96,208 @@ _DOLLARS = {"us": "usd", "a": "aud", "au": "aud", "c": "cad", "ca": "cad", "hk":
 # One key per currency however it is written: "€40" and "400 EUR" are one amount changed. "$"
 # reads as the dollar and "£" or "pounds" as sterling: comparing two dollars or two pounds at
 # worst holds a change for review. A hundredth's name divides by 100 (:data:`_HUNDREDTHS`).
-_KEYS = {**dict.fromkeys(("usd", "dollar", "buck", "cent", "cents"), "usd"),
-         **dict.fromkeys(("eur", "euro", "eurocent", "euro cent"), "eur"),
-         **dict.fromkeys(("gbp", "pound", "sterling", "quid", "pence", "penny"), "gbp"),
+# (Names in the other languages as :func:`_plain` spells them: "dólares", "złotych".)
+_KEYS = {**dict.fromkeys("usd dollar buck cent cents dolar dolares dollari dollaro".split(), "usd"),
+         **dict.fromkeys(("eur", "euro", "eurocent", "euro cent", "centimo", "centesimi", "centesimo"), "eur"),
+         **dict.fromkeys("gbp pound sterling quid pence penny libra sterlina sterline livre".split(), "gbp"),
          **dict.fromkeys(("jpy", "yen", "cny", "rmb", "yuan"), "jpy"),
          **dict.fromkeys(("inr", "rupee", "rs", "paise"), "inr"), **dict.fromkeys(("krw", "won"), "krw"),
          **dict.fromkeys(("rub", "ruble", "rouble", "kopek", "kopeck"), "rub"),
-         **dict.fromkeys(("chf", "franc", "franken", "rappen", "centime"), "chf"),
-         "grand": "money"}
+         **dict.fromkeys("chf franc franken rappen centime franco franchi".split(), "chf"),
+         **dict.fromkeys("pln zloty zlote zlotych".split(), "pln"), **dict.fromkeys("sek krona kronor".split(), "sek"),
+         **dict.fromkeys("ils shekel shekels sheqel".split(), "ils"), **dict.fromkeys("thb baht".split(), "thb"),
+         **dict.fromkeys("huf forint".split(), "huf"), **dict.fromkeys("czk koruna korun koruny".split(), "czk"),
+         **dict.fromkeys("zar rand".split(), "zar"), **dict.fromkeys("try lira lire".split(), "try"),
+         **dict.fromkeys("idr rupiah".split(), "idr"), **dict.fromkeys("myr ringgit".split(), "myr"),
+         **dict.fromkeys("ngn naira".split(), "ngn"), **dict.fromkeys("aed dirham".split(), "aed"),
+         **dict.fromkeys("uah hryvnia hryvnias".split(), "uah"), "sfr": "chf", "fr": "chf",
+         "brl": "brl", "reais": "brl", "grand": "money",
+         # Names of several currencies ("kr" is the krona and the krone, a peso Mexico's and
+         # Argentina's) are money in no named one: they compare with any.
+         **dict.fromkeys("kr krone kroner peso dinar riyal".split(), "money")}
 # A name that is a magnitude too: "5 grand" is 5000.
 _NAME_SCALES = {"grand": 3}
-_HUNDREDTHS = frozenset("cent cents eurocent pence penny paise kopek kopeck rappen centime ¢".split()) | {"euro cent"}
+_HUNDREDTHS = (frozenset("cent cents eurocent pence penny paise kopek kopeck rappen centime centimo centesimi centesimo "
+                         "¢".split()) | {"euro cent"})
 _MONEY_KEYS = frozenset(_KEYS.values()) | frozenset(SYMBOLS.values()) | CURRENCY_CODES | {"kr", "btc"}
+_PLAIN = str.maketrans("łŁøØ", "lLoO")
 
-_CODES = "|".join(sorted(CURRENCY_CODES | {"rs", "kr"}, key=len, reverse=True))
+
+def _plain(word: str) -> str:
+    """``word`` case-folded, without its accents ("dólares" is "dolares", "złotych" "zlotych")."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold().translate(_PLAIN))
+                   if not unicodedata.combining(c))
+
+
+def _projected(words: str) -> str:
+    """A pattern of ``words`` (ASCII) that matches them as :func:`project` writes them accented:
+    a vowel or an "n" may be any other letter ("A": "täglich", "año")."""
+    return "|".join(sorted((re.sub("[aeioun]", lambda m: f"[{m[0]}A]", w) for w in words.split()), key=len, reverse=True))
+
+
+# (With the Swiss "Fr." and "SFr." before a number.)
+_CODES = "|".join(sorted(CURRENCY_CODES | {"rs", "kr", "sfr", "fr"}, key=len, reverse=True))
+# The hundredths' names, after the main unit of a compound ("400 euros and 50 cents").
+_CENTS = r"euro ?cents?|eurocents?|cents?|pence|penny|rappen|centimes?|c[eA]ntimos?|centesim[io]|paise|kopec?ks?"
 # The currencies' names after a number ("4 000 euros", "40000 cents", "5 grand").
-_NAMES = (r"euro ?cents?|eurocents?|euros?|dollars?|bucks|pounds?|pence|penny|francs?|franken|rappen|centimes?|"
-          r"rupees?|paise|yen|yuan|won|rubles?|roubles?|kopec?ks?|cents?|quid|grand")
+_NAMES = (rf"{_CENTS}|euros?|dollars?|bucks|pounds?|francs?|franken|rupees?|yen|yuan|won|rubles?|roubles?|quid|grand|"
+          r"d[oA]lar(?:es)?|dollar[io]|libras?|sterlin[ae]|livres?|franc(?:o|os|hi)|z[lA]ot(?:y|ys|e|ych)|"
+          r"kron(?:a|or|e|er)|reais|shekels?|sheqel|baht|forint|korun[ay]?|rand|lir[ae]|rupiah|ringgit|naira|"
+          r"dirhams?|hryvnias?|pesos?|dinars?|riyals?")
 _MAGS = "|".join(sorted(MAGNITUDES, key=len, reverse=True))
 _D = r"[0-9B]"
+# A power of ten after the number: "4e3", "4E3", "4×10^3", "4·10**3" ("4×10³" as
+# :func:`plain_numbers` writes it), at most two digits of it.
+_EXPONENT = rf"(?:e[+\-]?{_D}{{1,2}}|[ \t]?[x*\x01][ \t]?10(?:\^|\*\*)[+\-]?{_D}{{1,2}})"
+_EXPONENT_PY = re.compile(r"(?:[eE]|\s?[x*×·⋅]\s?10(?:\^|\*\*))([+-]?\d+)$")
 # A number with the thousands separators people group it with, each followed by exactly three
 # digits (so "4, 5 and 6" stays three numbers), or the Indian grouping (two-digit groups before
-# the last three: "2,00,00,000"), and a decimal part. (At most six groups.)
-_NUMBER = rf"(?:{_D}{{1,3}}(?:[ '.,]{_D}{{3}}){{1,6}}|{_D}{{1,2}}(?:,{_D}{{2}}){{1,5}},{_D}{{3}}|{_D}+)(?:[.,]{_D}+)?"
+# the last three: "2,00,00,000"), a decimal part and an exponent. (At most six groups.)
+_NUMBER = (rf"(?:{_D}{{1,3}}(?:[ '.,_]{_D}{{3}}){{1,6}}|{_D}{{1,2}}(?:,{_D}{{2}}){{1,5}},{_D}{{3}}|{_D}+)(?:[.,]{_D}+)?"
+           rf"{_EXPONENT}?")
+# A number in English words ("four hundred and fifty", "a thousand", "half a million"), at most
+# ten of them.
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+         "seventeen eighteen nineteen").split()
+_WORD_VALUES = ({w: i for i, w in enumerate(_ONES)} | {w: 10 * i for i, w in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)})
+_WORD_SCALES = {"hundred": 2, "thousand": 3, "million": 6, "billion": 9}
+_WORD = "|".join(sorted([*_WORD_VALUES, *_WORD_SCALES], key=len, reverse=True))
+_SPELLED = rf"(?:half[ \t]+)?(?:an?[ \t]+)?(?:{_WORD})(?:(?:[ \t]+and[ \t]+|[ \t\-]+)(?:{_WORD})){{0,9}}\b"
+_NUM = rf"(?:{_NUMBER}|{_SPELLED})"
 # A sign: a hyphen-minus or a minus sign (both read "-", see :data:`_DASHES`), before the number
 # or the currency.
 _EDGE = r"(?:^|[^a-zA0-9B\x01:])"
 # The other end of a range: a dash, "to", "bis", "a" or "à" (projected "A"), then the number.
-_RANGE = rf"(?:[ \t]{{0,2}}(?:-|to|bis|a|A)[ \t]{{0,2}}(?:[$\x01][ \t]?)?(-)?({_NUMBER}))?"
-_MAGNITUDE = rf"(?:[ \t]{{0,3}}({_MAGS})\b\.?)?"
-_BEFORE = compile_projected(rf"(?:(?:^|[^a-zA0-9B])(-)[ \t]?)?(?:(?:(?:^|[^a-zA0-9B\x01])({'|'.join(_DOLLARS)}))?([$\x01])|"
-                   rf"(?:^|[^a-zA0-9B\x01])({_CODES})\b\.?)[ \t]{{0,3}}(-)?({_NUMBER}){_RANGE}{_MAGNITUDE}")
-_AFTER = compile_projected(rf"{_EDGE}(?:(-)[ \t]?)?({_NUMBER}){_RANGE}{_MAGNITUDE}(?:[.,]-)?"
-                  rf"[ \t]{{0,3}}(?:([$\x01])|({_CODES}|{_NAMES})\b)")
+_RANGE = rf"(?:[ \t]{{0,2}}(?:-|to|bis|a|A)[ \t]{{0,2}}(?:[$\x01][ \t]?)?(?P<sign3>-)?(?P<end>{_NUMBER}))?"
+_MAGNITUDE = rf"(?:[ \t]{{0,3}}(?P<mag>{_MAGS})\b\.?)?"
+# What joins the parts of a compound amount ("$1 million and 200 thousand", "400 Euro und 50 Cent").
+_JOIN = r"(?:,|and|plus|&|\+|und|et|y|e)"
+# The smaller part of a compound, after the amount: hundredths or a smaller magnitude.
+_PART = (rf"(?:[ \t]{{0,2}}{_JOIN}?[ \t]{{1,3}}(?P<part>{_NUM})[ \t]{{0,3}}"
+         rf"(?:(?P<part_mag>{_MAGS})\b\.?|(?P<cents>{_CENTS})\b))?")
+
+# -- periods ---------------------------------------------------------------------------------
+
+# A period's words by what they count (:data:`_SIZES`), as :func:`_plain` spells them: the nouns
+# after "per", "a", "every", "/" ..., and the adverbs ("monthly", "täglich").
+_PERIOD_NOUNS = {
+    "h": "hour hours hr hrs h stunde stunden heure heures hora horas ora ore",
+    "d": "day days d night nights tag tage tagen jour jours dia dias giorno giorni",
+    "w": "week weeks wk wks w woche wochen semaine semaines semana semanas settimana settimane",
+    "f": "fortnight fortnights",
+    "m": "month months mo mos mth mths monat monate monaten mois mes meses mese mesi",
+    "q": "quarter quarters qtr quartal quartale trimestre trimestres",
+    "s": "semester semesters semestre semestres",
+    "y": "year years yr yrs y annum jahr jahre jahren an ans annee annees ano anos anno anni",
+    "dose": "dose doses dosis"}
+_PERIOD_ADVERBS = {
+    "h": "hourly stundlich",
+    "d": "daily nightly taglich quotidien quotidienne quotidiennement diario diaria diariamente giornaliero "
+         "giornaliera quotidiano quotidiana",
+    "w": "weekly wochentlich hebdomadaire semanal semanalmente settimanale settimanalmente",
+    "f": "fortnightly",
+    "m": "monthly monatlich mensuel mensuelle mensuellement mensual mensualmente mensile mensilmente",
+    "q": "quarterly quartalsweise trimestriel trimestrielle trimestral trimestrale",
+    "s": "semiannually semiannual halbjahrlich semestriel semestrielle semestral semestrale",
+    "y": "yearly annually annual jahrlich annuel annuelle annuellement anual anualmente annuale annualmente"}
+# Each in hours or months (a month is no number of days) or doses.
+_SIZES = {"h": (1, "h"), "d": (24, "h"), "w": (168, "h"), "f": (336, "h"), "m": (1, "mo"), "q": (3, "mo"),
+          "s": (6, "mo"), "y": (12, "mo"), "dose": (1, "dose")}
+_PERIOD_UNITS = {w: u for words in (_PERIOD_NOUNS, _PERIOD_ADVERBS) for u, ws in words.items() for w in ws.split()}
+# How often in a period: "twice daily", "3 times a day", "3x/day", "dreimal täglich"; the
+# prescriptions' abbreviations ("b.i.d.", "t.d.s.", "q4h": every four hours).
+_TIMES = {"once": 1, "twice": 2, "thrice": 3, "einmal": 1, "zweimal": 2, "dreimal": 3, "viermal": 4}
+_PRESCRIBED = {"bid": (2, "d"), "bd": (2, "d"), "tid": (3, "d"), "tds": (3, "d"), "qid": (4, "d"), "qds": (4, "d"),
+               "qd": (1, "d"), "qh": (1, "h"), "pa": (1, "y")}
+_TIMES_WORDS = frozenset("times time x mal fois veces volte".split())
+_COUNT = rf"(?:{_D}{{1,3}}|other|second|{'|'.join(_ONES[2:13])})"
+_HOW_OFTEN = rf"(?:{'|'.join(_TIMES)}|(?:{_D}{{1,2}}|{'|'.join(_ONES[1:13])})[ \t]*(?:{'|'.join(_TIMES_WORDS)}))"
+_INTRO = (r"per|an?|each|every|pro|par|por|al|je|im|am|alle|ogni|cada|chaque|tous les|toutes les|todos los|"
+          r"todas las|tutti i|tutte le")
+#: A period after an amount, for the amount patterns here and in memwarden/guards/values.py (its
+#: groups "between" and "period", read by :func:`period_key`): "400 EUR per month", "$400/mo",
+#: "5 mg twice daily", "every 8 hours", "5 mg b.i.d.", up to three words after the amount
+#: ("2 tablets by mouth once a week").
+PERIOD = (rf"(?:[ \t,]{{0,3}}(?P<between>(?:[a-zA]+[ \t]+){{0,3}}?)(?P<period>(?:{_HOW_OFTEN}[ \t]*)?/[ \t]{{0,2}}"
+          rf"(?:{_COUNT}[ \t\-]{{0,2}})?(?:{_projected(' '.join(_PERIOD_NOUNS.values()))})|"
+          rf"(?:{_HOW_OFTEN}[ \t]+)?(?:(?:{_INTRO})[ \t]+(?:{_COUNT}[ \t\-]{{0,2}})?"
+          rf"(?:{_projected(' '.join(_PERIOD_NOUNS.values()))})|{_projected(' '.join(_PERIOD_ADVERBS.values()))})|"
+          rf"p\.a|b\.?i\.?d|b\.?d|t\.?i\.?d|t\.?d\.?s|q\.?i\.?d|q\.?d\.?s|q\.?d|q\.?h|q[ \t]?{_D}{{1,2}}[ \t]?h(?:rs?|ours?)?)"
+          rf"\b\.?)?")
+# Words between an amount and a period that make the period another thing's ("400 EUR within a
+# week", "400 EUR and reviewed annually").
+_NOT_BETWEEN = frozenset("and or but plus then within in after before until till for over next last from than since "
+                         "und oder et ou y o e".split())
+
+
+def period_key(between: str, period: str) -> str:
+    """The key of ``period`` read after an amount, with ``between`` the words between them: its
+    length over how often in it, in hours, months or doses ("twice daily" and "every 12 hours"
+    are "12h", "per month" and "monthly" "1mo"); "" for none."""
+    if not period or any(_plain(w) in _NOT_BETWEEN for w in between.split()):
+        return ""
+    count, every, unit = 1, 1, None
+    words = re.findall(r"[^\W\d_]+|\d+", _plain(period).replace(".", ""))
+    for i, word in enumerate(words):
+        after = words[i + 1] if i + 1 < len(words) else ""
+        number = int(word) if word.isdigit() else _WORD_VALUES.get(word, 2 if word in ("other", "second") else None)
+        if word in _TIMES:
+            count = _TIMES[word]
+        elif word in _PRESCRIBED:
+            count, unit = _PRESCRIBED[word]
+        elif number is not None and after in _TIMES_WORDS:
+            count = number
+        elif number is not None:
+            every = number
+        elif word in _PERIOD_UNITS:
+            unit = _PERIOD_UNITS[word]
+    if unit is None or not count:
+        return ""
+    size, base = _SIZES[unit]
+    return f"{(Decimal(size * every) / count).normalize():f}{base}"
+
+
+# A period's adverb or adjective anywhere ("the monthly retainer", "die monatliche Pauschale").
+_PERIOD_WORD = compile_projected(rf"(?:^|[^a-zA0-9B\x01])({_projected(' '.join(_PERIOD_ADVERBS.values()))})(?:e|en|er|es)?\b")
+
+
+def read_periods(nfkc: str) -> set[str]:
+    """The keys (:func:`period_key`) of the periods' adverbs and adjectives of ``nfkc``, for a
+    text that holds an amount: "the weekly retainer is 400 EUR" changes "the monthly retainer is
+    400 EUR" though neither period follows the amount."""
+    matches = zip(range(MAX_MATCHES), _PERIOD_WORD.finditer(project(nfkc.translate(_ASCII_LOWER))))
+    return {key for _, m in matches if (key := period_key("", nfkc[m.start(1):m.end(1)]))}
+
+
+def _period(match: re2._Match, groups: dict[str, int], text: str) -> str:
+    def span(name: str) -> str:
+        g = groups[name]
+        return text[match.start(g):match.end(g)] if match.group(g) is not None else ""
+
+    return period_key(span("between"), span("period"))
+
+
+# An amount with the currency before it ("EUR 400", "US$400", "-€400") or after it ("400 EUR",
+# "1 million and 900 thousand dollars": a larger part before, "lead"), the smaller part of a
+# compound and a period after either.
+_BEFORE = compile_projected(
+    rf"(?:(?:^|[^a-zA0-9B])(?P<sign>-)[ \t]?)?(?:(?:(?:^|[^a-zA0-9B\x01])(?P<prefix>{'|'.join(_DOLLARS)}))?"
+    rf"(?P<symbol>[$\x01])|(?:^|[^a-zA0-9B\x01])(?P<code>{_CODES})\b\.?)[ \t]{{0,3}}(?P<sign2>-)?(?P<number>{_NUM})"
+    rf"{_RANGE}{_MAGNITUDE}{_PART}{PERIOD}")
+_AFTER = compile_projected(
+    rf"{_EDGE}(?:(?P<sign>-)[ \t]?)?(?:(?P<lead>{_NUM})[ \t]{{0,3}}(?P<lead_mag>{_MAGS})\b\.?[ \t]{{1,3}}"
+    rf"(?:(?:and|plus|und|et|y|e)[ \t]{{1,3}})?)?(?P<number>{_NUM}){_RANGE}{_MAGNITUDE}(?:[.,]-)?[ \t]{{0,3}}(?:(?P<symbol>[$\x01])|"
+    rf"(?P<code>{_CODES}|{_NAMES})\b){_PART}{PERIOD}")
+# A percentage ("25%", "25 per cent", "25 Prozent"), per mille ("5‰", "5 Promille") or basis
+# points ("250 bps"), a share as a fraction is.
+_PERCENT = compile_projected(
+    rf"{_EDGE}(?P<number>{_NUMBER})[ \t]{{0,2}}(?:(?P<permille>\x01|per[ \t]?mille|promille)|(?P<pct>%|percent|per[ \t]?cent|pct|prozent|pour[ \t]?cent|"
+    rf"por[ \t]?ciento|per[ \t]?cento|por[ \t]?cento)|(?P<bp>basis[ \t]+points?|bps|bp|basispunkte|points de base|"
+    rf"puntos b[aA]sicos|punti base))(?:$|[^a-zA0-9B\x01]){PERIOD}")
 # A fraction: numerator and denominator of at most three digits, with a slash, a fraction slash
 # or a division slash (\x01) between them and no other number or slash on either side (a date
-# "1/2/2025" is none). A vulgar fraction ("½") is written out first (:func:`mixed_fractions`).
+# "1/2/2025" is none). A vulgar fraction ("½") is written out first (:func:`plain_numbers`).
 _FRACTION = compile_projected(rf"(?:^|[^0-9B/\x01.,])({_D}{{1,3}})[ \t]?[/\x01][ \t]?({_D}{{1,3}})(?:$|[^0-9B/\x01.,]|[.,](?:$|[^0-9B]))")
 _FRACTION_SLASHES = frozenset("/\u2044\u2215")
 _WHOLE_BEFORE = re.compile(r"\d[ \t]$")
@@ -127,7 +306,9 @@ _WHOLE_BEFORE = re.compile(r"\d[ \t]$")
 _SHARE_OF = re.compile(r"\s*(?:of|the|de|des|du|d'|von|vom|der|del|della|dello|di|dei)\b", re.IGNORECASE)
 # What reads as a hyphen-minus before money is read: dashes and the minus sign (one character
 # for one, so positions stay), and the right quote as an apostrophe (a Swiss thousands mark).
-_DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"} | {"\u2019": "'"})
+# (The modifier letter apostrophe, the prime and the acute accent are typed for it too: "4ʼ000".)
+_DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"}
+                        | dict.fromkeys("\u2019\u2018\u02bc\u2032\u00b4", "'"))
 _ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 _VULGAR = re.compile(r"(\d?)([\u00bc-\u00be\u2150-\u215e])")
 #: Matches read per pattern (see memwarden.guards.values.MAX_MATCHES).
@@ -141,9 +322,12 @@ def is_money(category: str) -> bool:
     return what == "amount" and (key in _MONEY_KEYS or (len(key) == 1 and unicodedata.category(key) == "Sc"))
 
 
-def mixed_fractions(text: str) -> str:
-    """``text`` with its vulgar fractions written out: "1½" as 1.5 and "½" alone as "1/2"
-    (NFKC makes "1½" "11⁄2", eleven halves)."""
+def plain_numbers(text: str) -> str:
+    """``text`` with its vulgar fractions written out, "1½" as 1.5 and "½" alone as "1/2" (NFKC
+    makes "1½" "11⁄2", eleven halves), and a power of ten's superscript as "^" ("10³" is "10^3";
+    NFKC makes it 103)."""
+    if _SUPERSCRIPT.search(text):
+        text = _SUPERSCRIPT.sub(lambda m: "10^" + m[1].translate(_SUPERSCRIPTS), text)
     if not _VULGAR.search(text):
         return text
 
@@ -157,35 +341,73 @@ def mixed_fractions(text: str) -> str:
     return _VULGAR.sub(written, text)
 
 
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
+_SUPERSCRIPT = re.compile(r"10([⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,2})(?![⁰¹²³⁴⁵⁶⁷⁸⁹])")
+
+
+def _spelled(words: str) -> Decimal:
+    """A number in English words ("four hundred and fifty", "a thousand", "half a million")."""
+    total = current = 0
+    for word in re.findall(r"[a-z]+", words.casefold()):
+        if word in _WORD_VALUES:
+            current += _WORD_VALUES[word]
+        elif word == "hundred":
+            current = (current or 1) * 100
+        elif word in _WORD_SCALES:
+            total, current = total + (current or 1) * 10 ** _WORD_SCALES[word], 0
+    return Decimal(total + current) / (2 if words[:4].casefold() == "half" else 1)
+
+
 def _value(number: str, magnitude: str = "", *, negative: bool = False, hundredths: bool = False) -> Decimal | None:
     """An amount's value: ``number`` read with its thousands separators ("4 000", "4.000",
-    "4,000", "4'000" and "4,000.00" are 4000; "4,50" is 4.5), times its magnitude. None for a
-    number grouped by no one rule (two separators for the thousands)."""
-    parts = re.split(r"([^0-9])", "".join(str(unicodedata.digit(c)) if c.isdigit() else c for c in number))
-    digits, seps = parts[0::2], parts[1::2]
-    decimals = ""
-    if seps and seps[-1] in ".," and (len(digits[-1]) != 3 or (len(seps) > 1 and seps[-2] != seps[-1])
-                                      or len(digits[0]) > 3):
-        decimals, digits, seps = digits[-1], digits[:-1], seps[:-1]
-    if len(set(seps)) > 1 or any(s not in " '.," for s in seps):
-        return None
-    try:
-        value = Decimal("".join(digits) + ("." + decimals if decimals else ""))
-    except InvalidOperation:
-        return None
+    "4,000", "4'000", "4_000" and "4,000.00" are 4000; "4,50" is 4.5) and its exponent ("4e3"),
+    or its words, times its magnitude. None for a number grouped by no one rule (two separators
+    for the thousands)."""
+    if number[:1].isalpha():
+        value = _spelled(number)
+    else:
+        exponent = _EXPONENT_PY.search(number)
+        if exponent:
+            number = number[:exponent.start()]
+        parts = re.split(r"([^0-9])", "".join(str(unicodedata.digit(c)) if c.isdigit() else c for c in number))
+        digits, seps = parts[0::2], parts[1::2]
+        decimals = ""
+        if seps and seps[-1] in ".," and (len(digits[-1]) != 3 or (len(seps) > 1 and seps[-2] != seps[-1])
+                                          or len(digits[0]) > 3):
+            decimals, digits, seps = digits[-1], digits[:-1], seps[:-1]
+        if len(set(seps)) > 1 or any(s not in " '.,_" for s in seps):
+            return None
+        try:
+            value = Decimal("".join(digits) + ("." + decimals if decimals else ""))
+        except InvalidOperation:
+            return None
+        if exponent:
+            value = value.scaleb(int(exponent[1]))
     if magnitude:
-        value = value.scaleb(MAGNITUDES[magnitude.casefold().rstrip(".")])
+        value = value.scaleb(_scale(magnitude))
     if hundredths:
         value = value.scaleb(-2)
     return -value if negative and value else value
 
 
-def _key(value: Decimal) -> str:
-    return format(value.normalize(), "f")
+def _scale(magnitude: str) -> int:
+    return MAGNITUDES[magnitude.casefold().rstrip(".")]
+
+
+def _key(value: Decimal, period: str = "") -> str:
+    """An amount's key: its value, and after a slash its period ("400/1mo")."""
+    return format(value.normalize(), "f") + (f"/{period}" if period else "")
+
+
+def _groups(pattern: re2._Regexp) -> dict[str, int]:
+    return {name.decode(): number for name, number in pattern.groupindex.items()}
+
+
+_BEFORE_GROUPS, _AFTER_GROUPS, _PERCENT_GROUPS = _groups(_BEFORE), _groups(_AFTER), _groups(_PERCENT)
 
 
 def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
-    """The amounts of money in ``nfkc`` (an NFKC text, its vulgar fractions written out), by
+    """The amounts of money in ``nfkc`` (an NFKC text, its numbers :func:`plain_numbers`), by
     category ("amount:eur": keys), with the end of each number read (the amount pattern of
     memwarden.guards.values skips those), and whether more matches were found than read."""
     text = nfkc.translate(_DASHES)
@@ -194,58 +416,102 @@ def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
     ends: set[int] = set()
     overflow = False
 
-    def span(match: re2._Match, group: int) -> str:
-        return text[match.start(group):match.end(group)] if match.group(group) is not None else ""
+    def add(match: re2._Match, groups: dict[str, int]) -> None:
+        def span(name: str) -> str:
+            g = groups.get(name)
+            return text[match.start(g):match.end(g)] if g is not None and match.group(g) is not None else ""
 
-    def add(match: re2._Match, currency: str, prefix: str, signs: tuple[int, ...], numbers: tuple[int, int],
-            magnitude: int) -> None:
+        currency = span("symbol") or span("code")
         if len(currency) == 1 and not currency.isalnum():
             if unicodedata.category(currency) != "Sc":
                 return
+            prefix = span("prefix")
             key = _DOLLARS[prefix.casefold()] if currency == "$" and prefix else SYMBOLS.get(currency, currency)
             hundredths, scale = currency == "¢", 0
         else:
             # (A code in lower case may be a word: "mad", "pen", "top 5".)
-            code = currency.casefold().rstrip(".")
+            code = _plain(currency).rstrip(".")
             if code in CURRENCY_CODES and not (currency.isupper() or code in LOWER_CASE_CODES):
                 return
             code = " ".join(code.split())
             code = code[:-1] if code.endswith("s") and code[:-1] in _KEYS else code
             key, hundredths, scale = _KEYS.get(code, code), code in _HUNDREDTHS, _NAME_SCALES.get(code, 0)
-        negative = any(span(match, g) == "-" for g in signs)
-        mag = span(match, magnitude)
-        for group in numbers:
-            if match.group(group) is None:
+        if span("code").isupper() and span("number").casefold() in ("one", "zero"):
+            return  # a determiner: "one EUR 400 payment"
+        negative = span("sign") == "-" or span("sign2") == "-"
+        mag, period = span("mag"), _period(match, groups, text)
+        values = []
+        for name in ("number", "end"):
+            if not span(name):
                 continue
             # (The second end of a range carries its own sign: "-5 to -3 EUR".)
-            value = _value(span(match, group), mag, negative=negative if group == numbers[0] else
-                           span(match, numbers[1] - 1) == "-", hundredths=hundredths)
-            if value is not None and scale:
-                value = value.scaleb(scale)
-            if value is not None:
-                found.setdefault(f"amount:{key}", set()).add(_key(value))
-                ends.add(match.end(group))
+            value = _value(span(name), mag, negative=negative if name == "number" else span("sign3") == "-",
+                           hundredths=hundredths)
+            if value is None:
+                continue
+            values.append(value.scaleb(scale) if scale else value)
+            g = groups[name]
+            ends.add(match.end(g))
+            exponent = _EXPONENT_PY.search(span(name))
+            if exponent:  # (the amount pattern reads "4" of "4e3" as 4 of "e")
+                ends.add(match.start(g) + exponent.start())
+        if len(values) == 1 and not span("end"):
+            values[0] += _compound(span, values[0], mag, hundredths, key, found, period)
+        for value in values:
+            found.setdefault(f"amount:{key}", set()).add(_key(value, period))
 
-    for n, match in enumerate(_BEFORE.finditer(data)):
-        if n == MAX_MATCHES:
-            overflow = True
-            break
-        currency = span(match, 3) or span(match, 4)
-        add(match, currency, span(match, 2), (1, 5), (6, 8), 9)
-    for n, match in enumerate(_AFTER.finditer(data)):
-        if n == MAX_MATCHES:
-            overflow = True
-            break
-        add(match, span(match, 6) or span(match, 7), "", (1,), (2, 4), 5)
+    for pattern, groups in ((_BEFORE, _BEFORE_GROUPS), (_AFTER, _AFTER_GROUPS)):
+        for n, match in enumerate(pattern.finditer(data)):
+            if n == MAX_MATCHES:
+                overflow = True
+                break
+            add(match, groups)
     return found, ends, overflow
 
 
-def read_fractions(nfkc: str) -> tuple[set[str], set[int], bool]:
-    """The fractions of ``nfkc`` as percentages ("1/2" is "50"; "3/2" or "24/7" is no share),
-    with the end of each read, and whether more were found than read."""
+def _compound(span, value: Decimal, mag: str, hundredths: bool, key: str, found: dict[str, set[str]],
+              period: str) -> Decimal:
+    """What the parts of a compound amount around the one read add to it: a larger part before
+    ("1 million and" 900 thousand dollars), a smaller one after ($1 million "and 900 thousand",
+    400 euros "and 50 cents"). A part of no smaller unit is another amount: hundredths of their
+    own (50 cents "and 20 cents"), or no money (400 EUR "and 2 million" users)."""
+    added, whole = Decimal(0), abs(value)
+    if span("lead_mag"):
+        lead = _value(span("lead"), span("lead_mag"))
+        if lead is not None and whole < Decimal(10) ** _scale(span("lead_mag")):
+            added += lead
+    if span("cents"):
+        part = _value(span("part"), hundredths=True)
+        if part is not None and hundredths:
+            found.setdefault(f"amount:{key}", set()).add(_key(part, period))
+        elif part is not None and part < 1:
+            added += part
+    elif span("part_mag") and mag:
+        part = _value(span("part"), span("part_mag"))
+        if part is not None and part < Decimal(10) ** _scale(mag):
+            added += part
+    return -added if value < 0 else added
+
+
+def read_shares(nfkc: str) -> tuple[set[str], set[int], bool]:
+    """The shares of ``nfkc`` as percentages: its fractions ("1/2" is "50"; "3/2" or "24/7" is no
+    share), percentages ("25%", "25 per cent"), per mille ("5‰" is "0.5") and basis points ("250 bps" is "2.5"), each with
+    its period ("5% a year" is "5/12mo"); with the end of each number read, and whether more
+    were found than read."""
     data = project(nfkc.translate(_ASCII_LOWER))
     shares: set[str] = set()
     ends: set[int] = set()
+    for n, match in enumerate(_PERCENT.finditer(data)):
+        if n == MAX_MATCHES:
+            return shares, ends, True
+        g = _PERCENT_GROUPS
+        value = _value(nfkc[match.start(g["number"]):match.end(g["number"])])
+        per_mille = match.group(g["permille"])
+        if value is None or per_mille == b"\x01" and nfkc[match.start(g["permille"])] != "\u2030":
+            continue  # (another symbol: "5 €")
+        scale = -2 if match.group(g["bp"]) is not None else -1 if per_mille is not None else 0
+        shares.add(_key(value.scaleb(scale), _period(match, g, nfkc)))
+        ends.add(match.end(g["number"]))
     for n, match in enumerate(_FRACTION.finditer(data)):
         if n == MAX_MATCHES:
             return shares, ends, True

@@ -16,6 +16,14 @@ __all__ = ["Values"]
 ANY_MONEY = "amount:money"
 
 
+def _unsaid_period(value: str, theirs: frozenset[str]) -> bool:
+    """Whether ``value`` is one of ``theirs`` but for a period one of the two leaves unsaid: an
+    amount's key carries its period after a slash ("400/1mo", memwarden/guards/money.py), and
+    "400 EUR" restates "400 EUR a month" where "400 EUR a week" changes it."""
+    amount, _, period = value.partition("/")
+    return any(t.partition("/")[0] == amount and not (period and t.partition("/")[2]) for t in theirs)
+
+
 @dataclass(frozen=True)
 class Values:
     """Values by category (comparison keys, see :mod:`memwarden.guards.values`), and whether a
@@ -102,13 +110,14 @@ class Values:
     def changes(self, established: Values) -> list[tuple[str, str, str]]:
         """(category, new key, established key it replaces) for each category both texts
         hold, where this text has a value the established one does not (money in no named
-        currency, "5 grand", compares with money of any currency)."""
+        currency, "5 grand", compares with money of any currency; a period said on one side
+        only is no change, :func:`_unsaid_period`)."""
         out = []
         for category, mine in self.by_category.items():
             theirs = established._compared(category)
             if not theirs:
                 continue
-            for value in sorted(mine - theirs):
+            for value in sorted(v for v in mine - theirs if not _unsaid_period(v, theirs)):
                 if not any(_restates(value, t) for t in theirs):
                     out.append((category, value, min(theirs)))
                     break

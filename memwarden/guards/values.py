@@ -50,9 +50,10 @@ Money is read by :mod:`memwarden.guards.money`: a number with a currency on eith
 currency symbol of Unicode category Sc, an ISO 4217 code, a currency's name), keyed by its
 value whatever its separators, times its magnitude ("k", "lakh", "crore", "Mio.", "Mrd.",
 "trillion"), with its sign, in the currency's main unit ("40000 cents" is $400), both ends of a
-range; a fraction ("1/2", "½") is a share, keyed as the percentage it is. Any other amount is a
-number and its unit ("5 mg", "3 tablets"; "1½ tablets" is 1.5), its number normalised ("50.0%"
-is "50%").
+range, a compound's parts added ("400 euros and 50 cents"), and its period; a fraction ("1/2",
+"½"), a percentage or basis points is a share, keyed as the percentage it is. Any other amount
+is a number and its unit ("5 mg", "3 tablets"; "1½ tablets" is 1.5), its number normalised
+("50.0%" is "50%"), with its period as money has it ("5 mg twice daily" is "5/12h").
 
 Linear time: the patterns run on RE2 (``google-re2``), whose matching time is linear in the
 text, over the rule engine's one-byte-per-character projection of it.
@@ -69,7 +70,8 @@ import re2
 
 from memwarden.guards.function_words import MOMENTS, ORDINAL_SUFFIXES, STOP_WORDS
 from memwarden.guards.injection import fold
-from memwarden.guards.money import CURRENCY_CODES, LOWER_CASE_CODES, MAGNITUDES, mixed_fractions, read_fractions, read_money
+from memwarden.guards.money import (CURRENCY_CODES, LOWER_CASE_CODES, MAGNITUDES, PERIOD, period_key, plain_numbers,
+                                    read_money, read_periods, read_shares)
 from memwarden.guards.negation import unnegated
 from memwarden.guards.ruleset import compile_projected, project
 from memwarden.guards.value_set import Values
@@ -229,9 +231,12 @@ _PATTERNS: dict[str, re2._Regexp] = {
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
     # is none ("50 of the mg", "50 de mg"): group 4. (Money is read first, by _MONEY_BEFORE
     # and _MONEY_AFTER: a number they read as money is no unit's.)
+    # A period after it is part of the amount ("5 mg twice daily", money.PERIOD).
     "amount": compile_projected(rf"(?:^|[^a-zA0-9B\x01:])({_D}+(?:[.,]{_D}+)*)\s*"
-                       rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?"),
+                       rf"(?:-\s*|[(\[]\s*)?(x\b|%|{_L}+)(?:(?:\s+{_L}+){{0,2}}\s+({_MEASURES})\b)?{PERIOD}"),
 }
+
+_AMOUNT_GROUPS = _PATTERNS["amount"].groupindex
 
 # Whom to trust or who approves opened to anyone: weakened whether or not a check is named.
 # (One list, in :data:`_WEAKENED` too: "everyone" was an opened role but no weakening, so
@@ -486,7 +491,7 @@ def procedure_values(text: str) -> Values:
             found.setdefault(category, set()).add(key)
             raw.setdefault(key, value)
 
-    nfkc = unicodedata.normalize("NFKC", mixed_fractions(text)).translate(_DOTS)
+    nfkc = unicodedata.normalize("NFKC", plain_numbers(text)).translate(_DOTS)
     data = project(nfkc.translate(_ASCII_LOWER))
 
     def span(match: re2._Match, group: int = 0) -> str:
@@ -541,7 +546,7 @@ def procedure_values(text: str) -> Values:
     money_found, money, money_overflow = read_money(nfkc)
     for category, keys in money_found.items():
         found.setdefault(category, set()).update(keys)
-    shares, share_ends, share_overflow = read_fractions(nfkc)
+    shares, share_ends, share_overflow = read_shares(nfkc)
     if shares:
         found.setdefault("amount:%", set()).update(shares)
     money |= share_ends
@@ -556,7 +561,11 @@ def procedure_values(text: str) -> Values:
             # One category per unit: 5 mg and 50 mg differ, 5 mg and 3 tablets do not compare.
             unit = unit.rstrip("s") or unit
             category, number = _measure(unit, _number(span(match, 1)))
-            found.setdefault(f"amount:{category}", set()).add(number)
+            period = period_key(span(match, _AMOUNT_GROUPS[b"between"]), span(match, _AMOUNT_GROUPS[b"period"]))
+            found.setdefault(f"amount:{category}", set()).add(f"{number}/{period}" if period else number)
+    # A period said before its amount ("the monthly retainer is 400 EUR") is a value of its own.
+    if any(c.startswith("amount:") for c in found) and (periods := read_periods(nfkc)):
+        found.setdefault("amount:period", set()).update(periods)
     dropped, dropped_words = set(), set()
     for match in unnegated(_DROPS, data, MAX_MATCHES):
         if _STRENGTHENED.match(data, match.start()):
