@@ -91,7 +91,7 @@ def test_a_number_before_a_function_word_or_inside_a_time_is_no_amount(text: str
     ("Die Dosis ist 5 mg.", "amount:mass:mg", "5"),
     ("The lock opens after 3 attempts.", "amount:attempt", "3"),
     ("Transfer 5000 EUR to the supplier.", "amount:eur", "5000"),
-    # (with its period: money.PERIOD)
+    # (with its period: periods.PERIOD)
     ("Take 2 tablets every 4 hours.", "amount:tablet", "2/4h"),
 ])
 def test_quantities_with_units_are_still_amounts(text: str, category: str, value: str) -> None:

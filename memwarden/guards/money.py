@@ -20,7 +20,7 @@ is its value:
 * a compound is one amount, its parts added: "400 euros and 50 cents" is 400.50 euros, "$1
   million and 900 thousand" and "1 million and 900 thousand dollars" 1.9 million dollars (a
   part kept and the other dropped is a changed amount);
-* with its period after a slash (:data:`PERIOD`, :func:`period_key`): "400 EUR per month",
+* with its period after a slash (:mod:`memwarden.guards.periods`): "400 EUR per month",
   "monthly" and "€400/mo" are "400/1mo", "400 EUR per week" "400/168h" (a changed period is a
   changed amount; an amount whose period one text leaves unsaid is the same, see
   memwarden/guards/value_set.py). The dose pattern of memwarden/guards/values.py reads the
@@ -48,10 +48,13 @@ from decimal import Decimal, InvalidOperation
 
 import re2
 
-from memwarden.guards.ruleset import compile_projected, project
+from memwarden.guards.number_words import SPELLED, plain, spelled
+from memwarden.guards.periods import PERIOD, period_of
+from memwarden.guards.ruleset import ASCII_LOWER, MAX_MATCHES, compile_projected, project
+from memwarden.guards.ruleset import DIGIT as _D
 
-__all__ = ["CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "SC_CHARS", "SYMBOLS", "PERIOD", "is_money", "period_key",
-           "plain_numbers", "read_money", "read_periods", "read_shares"]
+__all__ = ["CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "SC_CHARS", "SYMBOLS", "is_money", "plain_numbers", "read_money",
+           "read_shares"]
 
 
 
@@ -96,7 +99,7 @@ _DOLLARS = {"us": "usd", "a": "aud", "au": "aud", "c": "cad", "ca": "cad", "hk":
 # One key per currency however it is written: "€40" and "400 EUR" are one amount changed. "$"
 # reads as the dollar and "£" or "pounds" as sterling: comparing two dollars or two pounds at
 # worst holds a change for review. A hundredth's name divides by 100 (:data:`_HUNDREDTHS`).
-# (Names in the other languages as :func:`_plain` spells them: "dólares", "złotych".)
+# (Names in the other languages as :func:`plain` spells them: "dólares", "złotych".)
 _KEYS = {**dict.fromkeys("usd dollar buck cent cents dolar dolares dollari dollaro".split(), "usd"),
          **dict.fromkeys(("eur", "euro", "eurocent", "euro cent", "centimo", "centesimi", "centesimo"), "eur"),
          **dict.fromkeys("gbp pound sterling quid pence penny libra sterlina sterline livre".split(), "gbp"),
@@ -120,20 +123,6 @@ _NAME_SCALES = {"grand": 3}
 _HUNDREDTHS = (frozenset("cent cents eurocent pence penny paise kopek kopeck rappen centime centimo centesimi centesimo "
                          "¢".split()) | {"euro cent"})
 _MONEY_KEYS = frozenset(_KEYS.values()) | frozenset(SYMBOLS.values()) | CURRENCY_CODES | {"kr", "btc"}
-_PLAIN = str.maketrans("łŁøØ", "lLoO")
-
-
-def _plain(word: str) -> str:
-    """``word`` case-folded, without its accents ("dólares" is "dolares", "złotych" "zlotych")."""
-    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold().translate(_PLAIN))
-                   if not unicodedata.combining(c))
-
-
-def _projected(words: str) -> str:
-    """A pattern of ``words`` (ASCII) that matches them as :func:`project` writes them accented:
-    a vowel or an "n" may be any other letter ("A": "täglich", "año")."""
-    return "|".join(sorted((re.sub("[aeioun]", lambda m: f"[{m[0]}A]", w) for w in words.split()), key=len, reverse=True))
-
 
 # (With the Swiss "Fr." and "SFr." before a number.)
 _CODES = "|".join(sorted(CURRENCY_CODES | {"rs", "kr", "sfr", "fr"}, key=len, reverse=True))
@@ -145,7 +134,6 @@ _NAMES = (rf"{_CENTS}|euros?|dollars?|bucks|pounds?|francs?|franken|rupees?|yen|
           r"kron(?:a|or|e|er)|reais|shekels?|sheqel|baht|forint|korun[ay]?|rand|lir[ae]|rupiah|ringgit|naira|"
           r"dirhams?|hryvnias?|pesos?|dinars?|riyals?")
 _MAGS = "|".join(sorted(MAGNITUDES, key=len, reverse=True))
-_D = r"[0-9B]"
 # A power of ten after the number: "4e3", "4E3", "4×10^3", "4·10**3" ("4×10³" as
 # :func:`plain_numbers` writes it), at most two digits of it.
 _EXPONENT = rf"(?:e[+\-]?{_D}{{1,2}}|[ \t]?[x*\x01][ \t]?10(?:\^|\*\*)[+\-]?{_D}{{1,2}})"
@@ -155,16 +143,7 @@ _EXPONENT_PY = re.compile(r"(?:[eE]|\s?[x*×·⋅]\s?10(?:\^|\*\*))([+-]?\d+)$")
 # the last three: "2,00,00,000"), a decimal part and an exponent. (At most six groups.)
 _NUMBER = (rf"(?:{_D}{{1,3}}(?:[ '.,_]{_D}{{3}}){{1,6}}|{_D}{{1,2}}(?:,{_D}{{2}}){{1,5}},{_D}{{3}}|{_D}+)(?:[.,]{_D}+)?"
            rf"{_EXPONENT}?")
-# A number in English words ("four hundred and fifty", "a thousand", "half a million"), at most
-# ten of them.
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-         "seventeen eighteen nineteen").split()
-_WORD_VALUES = ({w: i for i, w in enumerate(_ONES)} | {w: 10 * i for i, w in enumerate(
-    "twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)})
-_WORD_SCALES = {"hundred": 2, "thousand": 3, "million": 6, "billion": 9}
-_WORD = "|".join(sorted([*_WORD_VALUES, *_WORD_SCALES], key=len, reverse=True))
-_SPELLED = rf"(?:half[ \t]+)?(?:an?[ \t]+)?(?:{_WORD})(?:(?:[ \t]+and[ \t]+|[ \t\-]+)(?:{_WORD})){{0,9}}\b"
-_NUM = rf"(?:{_NUMBER}|{_SPELLED})"
+_NUM = rf"(?:{_NUMBER}|{SPELLED})"
 # A sign: a hyphen-minus or a minus sign (both read "-", see :data:`_DASHES`), before the number
 # or the currency.
 _EDGE = r"(?:^|[^a-zA0-9B\x01:])"
@@ -176,106 +155,6 @@ _JOIN = r"(?:,|and|plus|&|\+|und|et|y|e)"
 # The smaller part of a compound, after the amount: hundredths or a smaller magnitude.
 _PART = (rf"(?:[ \t]{{0,2}}{_JOIN}?[ \t]{{1,3}}(?P<part>{_NUM})[ \t]{{0,3}}"
          rf"(?:(?P<part_mag>{_MAGS})\b\.?|(?P<cents>{_CENTS})\b))?")
-
-# -- periods ---------------------------------------------------------------------------------
-
-# A period's words by what they count (:data:`_SIZES`), as :func:`_plain` spells them: the nouns
-# after "per", "a", "every", "/" ..., and the adverbs ("monthly", "täglich").
-_PERIOD_NOUNS = {
-    "h": "hour hours hr hrs h stunde stunden heure heures hora horas ora ore",
-    "d": "day days d night nights tag tage tagen jour jours dia dias giorno giorni",
-    "w": "week weeks wk wks w woche wochen semaine semaines semana semanas settimana settimane",
-    "f": "fortnight fortnights",
-    "m": "month months mo mos mth mths monat monate monaten mois mes meses mese mesi",
-    "q": "quarter quarters qtr quartal quartale trimestre trimestres",
-    "s": "semester semesters semestre semestres",
-    "y": "year years yr yrs y annum jahr jahre jahren an ans annee annees ano anos anno anni",
-    "dose": "dose doses dosis"}
-_PERIOD_ADVERBS = {
-    "h": "hourly stundlich",
-    "d": "daily nightly taglich quotidien quotidienne quotidiennement diario diaria diariamente giornaliero "
-         "giornaliera quotidiano quotidiana",
-    "w": "weekly wochentlich hebdomadaire semanal semanalmente settimanale settimanalmente",
-    "f": "fortnightly",
-    "m": "monthly monatlich mensuel mensuelle mensuellement mensual mensualmente mensile mensilmente",
-    "q": "quarterly quartalsweise trimestriel trimestrielle trimestral trimestrale",
-    "s": "semiannually semiannual halbjahrlich semestriel semestrielle semestral semestrale",
-    "y": "yearly annually annual jahrlich annuel annuelle annuellement anual anualmente annuale annualmente"}
-# Each in hours or months (a month is no number of days) or doses.
-_SIZES = {"h": (1, "h"), "d": (24, "h"), "w": (168, "h"), "f": (336, "h"), "m": (1, "mo"), "q": (3, "mo"),
-          "s": (6, "mo"), "y": (12, "mo"), "dose": (1, "dose")}
-_PERIOD_UNITS = {w: u for words in (_PERIOD_NOUNS, _PERIOD_ADVERBS) for u, ws in words.items() for w in ws.split()}
-# How often in a period: "twice daily", "3 times a day", "3x/day", "dreimal täglich"; the
-# prescriptions' abbreviations ("b.i.d.", "t.d.s.", "q4h": every four hours).
-_TIMES = {"once": 1, "twice": 2, "thrice": 3, "einmal": 1, "zweimal": 2, "dreimal": 3, "viermal": 4}
-_PRESCRIBED = {"bid": (2, "d"), "bd": (2, "d"), "tid": (3, "d"), "tds": (3, "d"), "qid": (4, "d"), "qds": (4, "d"),
-               "qd": (1, "d"), "qh": (1, "h"), "pa": (1, "y")}
-_TIMES_WORDS = frozenset("times time x mal fois veces volte".split())
-_COUNT = rf"(?:{_D}{{1,3}}|other|second|{'|'.join(_ONES[2:13])})"
-_HOW_OFTEN = rf"(?:{'|'.join(_TIMES)}|(?:{_D}{{1,2}}|{'|'.join(_ONES[1:13])})[ \t]*(?:{'|'.join(_TIMES_WORDS)}))"
-_INTRO = (r"per|an?|each|every|pro|par|por|al|je|im|am|alle|ogni|cada|chaque|tous les|toutes les|todos los|"
-          r"todas las|tutti i|tutte le")
-#: A period after an amount, for the amount patterns here and in memwarden/guards/values.py (its
-#: groups "between" and "period", read by :func:`period_key`): "400 EUR per month", "$400/mo",
-#: "5 mg twice daily", "every 8 hours", "5 mg b.i.d.", up to three words after the amount
-#: ("2 tablets by mouth once a week").
-PERIOD = (rf"(?:[ \t,]{{0,3}}(?P<between>(?:[a-zA]+[ \t]+){{0,3}}?)(?P<period>(?:{_HOW_OFTEN}[ \t]*)?/[ \t]{{0,2}}"
-          rf"(?:{_COUNT}[ \t\-]{{0,2}})?(?:{_projected(' '.join(_PERIOD_NOUNS.values()))})|"
-          rf"(?:{_HOW_OFTEN}[ \t]+)?(?:(?:{_INTRO})[ \t]+(?:{_COUNT}[ \t\-]{{0,2}})?"
-          rf"(?:{_projected(' '.join(_PERIOD_NOUNS.values()))})|{_projected(' '.join(_PERIOD_ADVERBS.values()))})|"
-          rf"p\.a|b\.?i\.?d|b\.?d|t\.?i\.?d|t\.?d\.?s|q\.?i\.?d|q\.?d\.?s|q\.?d|q\.?h|q[ \t]?{_D}{{1,2}}[ \t]?h(?:rs?|ours?)?)"
-          rf"\b\.?)?")
-# Words between an amount and a period that make the period another thing's ("400 EUR within a
-# week", "400 EUR and reviewed annually").
-_NOT_BETWEEN = frozenset("and or but plus then within in after before until till for over next last from than since "
-                         "und oder et ou y o e".split())
-
-
-def period_key(between: str, period: str) -> str:
-    """The key of ``period`` read after an amount, with ``between`` the words between them: its
-    length over how often in it, in hours, months or doses ("twice daily" and "every 12 hours"
-    are "12h", "per month" and "monthly" "1mo"); "" for none."""
-    if not period or any(_plain(w) in _NOT_BETWEEN for w in between.split()):
-        return ""
-    count, every, unit = 1, 1, None
-    words = re.findall(r"[^\W\d_]+|\d+", _plain(period).replace(".", ""))
-    for i, word in enumerate(words):
-        after = words[i + 1] if i + 1 < len(words) else ""
-        number = int(word) if word.isdigit() else _WORD_VALUES.get(word, 2 if word in ("other", "second") else None)
-        if word in _TIMES:
-            count = _TIMES[word]
-        elif word in _PRESCRIBED:
-            count, unit = _PRESCRIBED[word]
-        elif number is not None and after in _TIMES_WORDS:
-            count = number
-        elif number is not None:
-            every = number
-        elif word in _PERIOD_UNITS:
-            unit = _PERIOD_UNITS[word]
-    if unit is None or not count:
-        return ""
-    size, base = _SIZES[unit]
-    return f"{(Decimal(size * every) / count).normalize():f}{base}"
-
-
-# A period's adverb or adjective anywhere ("the monthly retainer", "die monatliche Pauschale").
-_PERIOD_WORD = compile_projected(rf"(?:^|[^a-zA0-9B\x01])({_projected(' '.join(_PERIOD_ADVERBS.values()))})(?:e|en|er|es)?\b")
-
-
-def read_periods(nfkc: str) -> set[str]:
-    """The keys (:func:`period_key`) of the periods' adverbs and adjectives of ``nfkc``, for a
-    text that holds an amount: "the weekly retainer is 400 EUR" changes "the monthly retainer is
-    400 EUR" though neither period follows the amount."""
-    matches = zip(range(MAX_MATCHES), _PERIOD_WORD.finditer(project(nfkc.translate(_ASCII_LOWER))))
-    return {key for _, m in matches if (key := period_key("", nfkc[m.start(1):m.end(1)]))}
-
-
-def _period(match: re2._Match, groups: dict[str, int], text: str) -> str:
-    def span(name: str) -> str:
-        g = groups[name]
-        return text[match.start(g):match.end(g)] if match.group(g) is not None else ""
-
-    return period_key(span("between"), span("period"))
 
 
 # An amount with the currency before it ("EUR 400", "US$400", "-€400") or after it ("400 EUR",
@@ -309,10 +188,7 @@ _SHARE_OF = re.compile(r"\s*(?:of|the|de|des|du|d'|von|vom|der|del|della|dello|d
 # (The modifier letter apostrophe, the prime and the acute accent are typed for it too: "4ʼ000".)
 _DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"}
                         | dict.fromkeys("\u2019\u2018\u02bc\u2032\u00b4", "'"))
-_ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
 _VULGAR = re.compile(r"(\d?)([\u00bc-\u00be\u2150-\u215e])")
-#: Matches read per pattern (see memwarden.guards.values.MAX_MATCHES).
-MAX_MATCHES = 512
 
 
 def is_money(category: str) -> bool:
@@ -345,18 +221,6 @@ _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-
 _SUPERSCRIPT = re.compile(r"10([⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,2})(?![⁰¹²³⁴⁵⁶⁷⁸⁹])")
 
 
-def _spelled(words: str) -> Decimal:
-    """A number in English words ("four hundred and fifty", "a thousand", "half a million")."""
-    total = current = 0
-    for word in re.findall(r"[a-z]+", words.casefold()):
-        if word in _WORD_VALUES:
-            current += _WORD_VALUES[word]
-        elif word == "hundred":
-            current = (current or 1) * 100
-        elif word in _WORD_SCALES:
-            total, current = total + (current or 1) * 10 ** _WORD_SCALES[word], 0
-    return Decimal(total + current) / (2 if words[:4].casefold() == "half" else 1)
-
 
 def _value(number: str, magnitude: str = "", *, negative: bool = False, hundredths: bool = False) -> Decimal | None:
     """An amount's value: ``number`` read with its thousands separators ("4 000", "4.000",
@@ -364,7 +228,7 @@ def _value(number: str, magnitude: str = "", *, negative: bool = False, hundredt
     or its words, times its magnitude. None for a number grouped by no one rule (two separators
     for the thousands)."""
     if number[:1].isalpha():
-        value = _spelled(number)
+        value = spelled(number)
     else:
         exponent = _EXPONENT_PY.search(number)
         if exponent:
@@ -411,7 +275,7 @@ def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
     category ("amount:eur": keys), with the end of each number read (the amount pattern of
     memwarden.guards.values skips those), and whether more matches were found than read."""
     text = nfkc.translate(_DASHES)
-    data = project(text.translate(_ASCII_LOWER))
+    data = project(text.translate(ASCII_LOWER))
     found: dict[str, set[str]] = {}
     ends: set[int] = set()
     overflow = False
@@ -430,7 +294,7 @@ def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
             hundredths, scale = currency == "¢", 0
         else:
             # (A code in lower case may be a word: "mad", "pen", "top 5".)
-            code = _plain(currency).rstrip(".")
+            code = plain(currency).rstrip(".")
             if code in CURRENCY_CODES and not (currency.isupper() or code in LOWER_CASE_CODES):
                 return
             code = " ".join(code.split())
@@ -439,7 +303,7 @@ def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
         if span("code").isupper() and span("number").casefold() in ("one", "zero"):
             return  # a determiner: "one EUR 400 payment"
         negative = span("sign") == "-" or span("sign2") == "-"
-        mag, period = span("mag"), _period(match, groups, text)
+        mag, period = span("mag"), period_of(match, groups, text)
         values = []
         for name in ("number", "end"):
             if not span(name):
@@ -498,7 +362,7 @@ def read_shares(nfkc: str) -> tuple[set[str], set[int], bool]:
     share), percentages ("25%", "25 per cent"), per mille ("5‰" is "0.5") and basis points ("250 bps" is "2.5"), each with
     its period ("5% a year" is "5/12mo"); with the end of each number read, and whether more
     were found than read."""
-    data = project(nfkc.translate(_ASCII_LOWER))
+    data = project(nfkc.translate(ASCII_LOWER))
     shares: set[str] = set()
     ends: set[int] = set()
     for n, match in enumerate(_PERCENT.finditer(data)):
@@ -510,7 +374,7 @@ def read_shares(nfkc: str) -> tuple[set[str], set[int], bool]:
         if value is None or per_mille == b"\x01" and nfkc[match.start(g["permille"])] != "\u2030":
             continue  # (another symbol: "5 €")
         scale = -2 if match.group(g["bp"]) is not None else -1 if per_mille is not None else 0
-        shares.add(_key(value.scaleb(scale), _period(match, g, nfkc)))
+        shares.add(_key(value.scaleb(scale), period_of(match, g, nfkc)))
         ends.add(match.end(g["number"]))
     for n, match in enumerate(_FRACTION.finditer(data)):
         if n == MAX_MATCHES:

@@ -40,7 +40,7 @@ import re2
 from memwarden.guards.rule_syntax import (MIN_LITERAL, RESERVED, Node, literal_sets, max_width, parse,
                                           start_literals, to_re2, top_level_alternatives)
 
-__all__ = ["Rule", "RuleSet", "compile_rule", "project"]
+__all__ = ["ASCII_LOWER", "DIGIT", "LETTER", "MAX_MATCHES", "WORD_CHAR", "Rule", "RuleSet", "compile_projected", "compile_rule", "project"]
 
 # -- the projection ---------------------------------------------------------------------------
 
@@ -76,6 +76,22 @@ def project(text: str) -> bytes:
             text = text.replace(char, code)
         text = _NON_ASCII.sub(_fill("\x01"), text)
     return text.encode("ascii")
+
+
+#: Character classes of the projection (:func:`project`), for patterns compiled with
+#: :func:`compile_projected` over a text whose ASCII letters were lowered first: a letter
+#: (any other letter reads as "A"), a digit (any other digit reads as "B"), and a word's
+#: character, which takes "\x01" too (an invisible or other character stays part of a value).
+LETTER = r"[a-zA]"
+DIGIT = r"[0-9B]"
+WORD_CHAR = r"[a-zA0-9B\x01]"
+#: ASCII letters lowered, as those patterns expect before :func:`project` ("A" stays another letter's).
+ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(65, 91)})
+
+#: Matches read per pattern by the procedure values' readers. Each match costs Python work, and
+#: a 32 KB text of "$0$0..." holds 16k of them (200 ms); a text with more values than this is no
+#: fact about one procedure.
+MAX_MATCHES = 512
 
 
 _PROJECTED = re2.Options()

@@ -32,7 +32,7 @@ class Values:
     by_category: dict[str, frozenset[str]]
     weakened: bool
     raw: dict[str, str]
-    #: More matches of one pattern than :data:`~memwarden.guards.values.MAX_MATCHES`: the rest were not read, so the
+    #: More matches of one pattern than :data:`~memwarden.guards.ruleset.MAX_MATCHES`: the rest were not read, so the
     #: values cannot be compared (the contradiction check holds such a text for review).
     overflow: bool = False
     #: The text names a check, an approval or a proof of identity (what a weakening weakens).
