@@ -32,9 +32,11 @@ The classes, by mechanism:
 8. a threshold's comparator is no part of its key ("over 1,000 EUR" made "under 1,000 EUR"), and
    a threshold added where none was established is compared with nothing;
 9. routes: a pronoun ("me") is a stop word _who drops, an alternative approver after a bracket, a
-   slash or an inserted phrase ends the route, "approved by: X" and other languages are not read;
+   slash or an inserted phrase ends the route, "approved by: X" and German "vom CFO genehmigt" are not
+   read;
 10. a check weakened in words no list holds (an exception clause, a past tense, "isn't required",
-    "not mandatory", "omitted", "deprecated", "up to the clerk", "following payment");
+    "not mandatory", "omitted", "deprecated", "up to the clerk", "following payment"), or in another
+    language ("freiwillig", "facultatif");
 11. the scope of a negation: a negation in a clause *about* the check ("no wonder", "the call-back
     nobody likes", "no-risk payments") governs the weakening, which is read as denied;
 12. MAX_MATCHES: unnegated(), read_periods() and _respelt() stop at 512 matches without setting
@@ -252,15 +254,18 @@ def test_a_threshold_restated_is_not_held(tmp_path: Path) -> None:
 _PRONOUN = "a pronoun approver ('me') is a stop word that values._who drops: 'by the CFO or me' is 'the CFO'"
 _CUT_ROUTE = ("the route pattern's words stop at a bracket or a slash, and values._who at the first word that is "
               "neither a name nor a joiner: an alternative approver after '(or', '/', ', in her absence,' is lost")
-_UNREAD_ROUTE = ("'approved by:' (a colon after 'by'), the German noun 'Freigabe durch' and the Dutch 'goedgekeurd "
-                 "door' are no route")
+_UNREAD_ROUTE = ("'approved by:' (a colon after 'by'), the German noun 'Freigabe durch' and the German 'vom CFO "
+                 "genehmigt' (only 'von' and 'durch' are read) are no route: an established 'vom CFO' is compared "
+                 "with nothing")
 
 ROUTES = [
     *_xfail(_PRONOUN, [(_APPROVED, "Orion refunds to Globex are approved by the CFO or me.")]),
     *_xfail(_CUT_ROUTE, [(_APPROVED, "Orion refunds to Globex are approved by the CFO (or Mallory)."),
                          (_APPROVED, "Orion refunds to Globex are approved by the CFO or, in her absence, by Mallory.")]),
     *_xfail(_UNREAD_ROUTE, [(_APPROVED, "Orion refunds to Globex are approved by: Mallory."),
-                            (_APPROVED, "Orion refunds to Globex need Freigabe durch Mallory.")]),
+                            (_APPROVED, "Orion refunds to Globex need Freigabe durch Mallory."),
+                            ("Orion-Erstattungen an Globex werden vom CFO genehmigt.",
+                             "Orion-Erstattungen an Globex werden von Mallory genehmigt.")]),
     # held: a name that is a stop word elsewhere
     (_APPROVED, "Orion refunds to Globex are approved by the CFO or Will."),
 ]
@@ -288,6 +293,8 @@ def test_an_approver_restated_is_not_held(tmp_path: Path, restated: str) -> None
 _UNLISTED_WEAKENING = ("a check weakened in words that _WEAKENED, _LOWERED and _DROPS do not list: an exception "
                        "('except', 'unless'), a past tense, 'isn't required', 'not mandatory', 'omitted', "
                        "'deprecated', 'up to the clerk', 'following payment'")
+_OTHER_LANGUAGE_CHECK = ("_WEAKENED, _LOWERED and _CHECK are English but for a few prepositions ('ohne', 'sans', "
+                         "'nicht mehr'): 'freiwillig', 'facultatif', 'Rückruf', 'rappel' weaken and name nothing")
 _NEGATION_SCOPE = ("negation._governs takes a negation up to eight words before a weakening in its clause as "
                    "denying it, though it stands in a comment ('no wonder'), a relative clause without 'that' "
                    "('the call-back nobody likes') or a compound ('no-risk payments')")
@@ -296,6 +303,11 @@ CHECKS = [
     *_xfail(_UNLISTED_WEAKENING, [(_CALL_BACK, f"The call-back for Orion payments to Globex {p}.") for p in (
         "is mandatory except for urgent ones", "used to be mandatory", "isn't required", "may be omitted",
         "is done following payment")]),
+    *_xfail(_OTHER_LANGUAGE_CHECK, [
+        ("F\u00fcr jede Orion-Zahlung an Globex ist ein R\u00fcckruf Pflicht.",
+         "Der R\u00fcckruf f\u00fcr Orion-Zahlungen an Globex ist freiwillig."),
+        ("Pour chaque paiement Orion \u00e0 Globex, un rappel est obligatoire.",
+         "Le rappel pour les paiements Orion \u00e0 Globex est facultatif.")]),
     *_xfail(_NEGATION_SCOPE, [(_CALL_BACK, t) for t in (
         "No wonder the call-back is optional for Orion payments to Globex.",
         "The call-back nobody likes is now optional for Orion payments to Globex.",
