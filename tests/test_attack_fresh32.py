@@ -41,6 +41,15 @@ The classes, by mechanism:
     nobody likes", "no-risk payments") governs the weakening, which is read as denied;
 12. MAX_MATCHES: unnegated(), read_periods() and _respelt() stop at 512 matches without setting
     Values.overflow, so 512 harmless matches before the change hide it.
+
+Twins held today: a punycode host, a host's root dot, "EUR 4 mln", an approver in apposition ("the
+CFO, Jane Doe"). Some notations named above ("Passwort ist", "percentage points", "not mandatory",
+"deprecated", "up to the clerk", "the account ending with the digits", a drive letter "Z:\\...")
+were stored active as well when probed, but are left out of the parametrization to keep the file
+small. Tried and held (not here, or here as plain tests): look-alike Cyrillic letters in "optional",
+"skipped", "approved", "EUR", "month", "sort code", "account", "password", "percent"; an address
+half in words ("ap@globex-billing dot com"); a period after the amount's comma; "by myself"; the
+linear-time promise (random 32-64 KB mixes of the patterns' own tokens scale linearly, < 60 ms).
 """
 
 from __future__ import annotations
