@@ -38,6 +38,8 @@ SOURCES: tuple[SourceInfo, ...] = (
                title="InjecAgent attacker and user cases, published examples (Zhan et al. 2024)"),
     SourceInfo(name="llmail", group="llmail",
                title="LLMail-Inject attackers' emails and the challenge's benign emails (Microsoft, MIT)"),
+    SourceInfo(name="redteamcua", group="redteamcua",
+               title="RedTeamCUA forum and chat tutorials with an injected first step (OSU-NLP-Group/RedTeamCUA, Apache-2.0)"),
     SourceInfo(name="gen-directives", group="generator", title="this corpus's generator: directive-shaped texts"),
     SourceInfo(name="gen-facts", group="generator", title="this corpus's generator: procedure-changing facts"),
 )

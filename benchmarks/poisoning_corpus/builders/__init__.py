@@ -11,9 +11,11 @@ from benchmarks.poisoning_corpus.records import CorpusRecord
 def builders() -> dict[str, Callable[[], list[CorpusRecord]]]:
     """Source name -> builder (imported lazily: each needs its mirror only when it runs)."""
     from benchmarks.poisoning_corpus.builders import (agentdojo, agentpoison, amemguard, bipia, gen_directives,
-                                                      gen_facts, injecagent, llmail, minja, poisonedrag)
+                                                      gen_facts, injecagent, llmail, minja, poisonedrag,
+                                                      redteamcua)
 
     return {"poisonedrag": poisonedrag.build, "bipia": bipia.build, "agentdojo": agentdojo.build_agentdojo,
             "buried-injections": agentdojo.build_buried, "agentpoison": agentpoison.build, "minja": minja.build,
             "amemguard": amemguard.build, "injecagent": injecagent.build, "gen-directives": gen_directives.build,
-            "gen-facts": gen_facts.build, "llmail": llmail.build}
+            "gen-facts": gen_facts.build, "llmail": llmail.build,
+            "redteamcua": redteamcua.build}
