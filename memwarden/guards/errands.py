@@ -63,9 +63,9 @@ _ENGLISH = re2.compile(
     rf"|\b(?:system|assistant|agent|ai|bot|model|llm|copilot)s? (?:will|is to|are to) {_ADVERB}{_VERB}\b"
     rf"|\b(?:must|should|shall|needs? to|has to|have to|is required to|are required to|is expected to) {_ADVERB}"
     rf"{_VERB}\b"
-    # a passive obligation, a participle coordinated before it ("completed and sent")
+    # a passive obligation, a participle coordinated before it ("completed and sent", "filled in and sent")
     r"|\b(?:must|should|shall|has to|have to|needs? to|is to|are to|is required to|are required to) (?:also |then |"
-    r"now |always |immediately )?be (?:[a-z-]+ (?:and|or|then) )?(?:sent|forwarded|e-?mailed|mailed|delivered|"
+    r"now |always |immediately )?be (?:[a-z-]+ (?:[a-z-]+ )?(?:and|or|then) )?(?:sent|forwarded|e-?mailed|mailed|delivered|"
     r"submitted|transmitted|relayed|returned|shared|posted|uploaded)\b",
     _OPTIONS)
 # An order to use a sending tool: the errand whatever the destination.
