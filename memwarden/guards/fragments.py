@@ -27,7 +27,8 @@ __all__ = ["broken_sentences", "sends_broken"]
 # Common words of one or two letters (English and the detector's other languages).
 _SHORT = frozenset("""a i am an as at be by do go he if in is it me my no of oh ok on or so to up us we
 mr dr st ms vs ja er es du zu im am um wo la le un et au ce de du il tu se si en el lo mi su ya da di ne ho ci vi""".split())
-_PIECE = re.compile(r"[A-Za-z]+")
+# Letters of any script: a look-alike letter ("maıl") is inside its word, not a cut.
+_PIECE = re.compile(r"[^\W\d_]+")
 _CASE_INSIDE = re.compile(r"[a-z][A-Z]")
 _SPACE = re.compile(r"\s+")
 # Cheap test that a text may hold fragments at all: a case change inside a word, or a lone
