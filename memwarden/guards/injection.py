@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from urllib.parse import unquote
 
+from memwarden.guards.charcodes import decimal_blobs
 from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.folding import BIDI_RE as _BIDI_RE
 from memwarden.guards.folding import COMBINING_RE as _COMBINING_RE
@@ -723,6 +724,8 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
         bits = m.group(0).replace(" ", "")
         data = bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits) - 7, 8))
         add("binary", _texty(data))
+    for blob in decimal_blobs(raw):
+        add("decimal", _texty(blob))
     for m in (_MORSE_TOKEN.finditer(raw) if raw.count(".-") + raw.count("-.") >= 3 else ()):
         words = re.split(r"\s*/\s*| {3,}", m.group(0).strip())
         decoded = " ".join("".join(_MORSE.get(sym, "") for sym in w.split()) for w in words)
