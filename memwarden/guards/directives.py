@@ -45,7 +45,7 @@ from functools import cache, lru_cache
 
 from memwarden.core.records import ContentClass, Kind, MemoryRecord, Source
 from memwarden.guards.injection import NOW_A_PERSONA, fold, prepare_rule, readings
-from memwarden.guards.errands import errand_weight, letter
+from memwarden.guards.errands import errand_weight, letter_span
 from memwarden.guards.ruleset import RuleSet
 from memwarden.guards.turns import TURN_SHAPES
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict, shown_text
@@ -471,8 +471,11 @@ def _score(text: str, directive_at: float, raw: str | None = None) -> dict[str, 
     found = directive.hits(text)
     if weight := errand_weight(text, raw):
         found["errand"] = weight
-    if found.keys() & _LETTER_CANCELS and letter(text):
-        found = {k: v for k, v in found.items() if k not in _LETTER_CANCELS}
+    if found.keys() & _LETTER_CANCELS and (span := letter_span(text)) is not None:
+        # Inside the letter, the sender's requests to the addressee; outside it, the note's own.
+        outside = directive.hits(f"{text[:span[0]]}\n{text[span[1]:]}")
+        found = {k: (outside[k] if k in _LETTER_CANCELS else v) for k, v in found.items()
+                 if k not in _LETTER_CANCELS or k in outside}
     if found.keys() & _CANCELLABLE:
         kept = {k: v for k, v in found.items() if k not in _CANCELLABLE}
         # The document test only where it can change the class: it costs a scan per sentence.

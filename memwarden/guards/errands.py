@@ -18,9 +18,10 @@ bob@example.com", "invoices are forwarded to ap@...") is no errand: it says who 
 **Letters.** A note about an e-mail keeps the sender's letter whole: "Hi Jordan, ... Please
 review and provide your feedback. Regards, Mike." Its requests are the sender's to the
 addressee, a person, as reported speech is the speaker's: :func:`letter` tells when a text holds
-one (a closing formula before a name, or a greeting line), and the classifier then reads its
-bare imperatives, procedures and the sender's wishes ("we want to ...") as a statement of what
-the letter asks. Never its errands, nor a shape addressed to agents, a standing rule, a trust
+one (a closing formula before a name, or a greeting line), and :func:`letter_span` where it
+lies; the classifier then reads the bare imperatives, procedures and the sender's wishes ("we
+want to ...") inside it as a statement of what the letter asks, and keeps those outside it (an
+order written before the letter or appended after its signature is the note's own). Never its errands, nor a shape addressed to agents, a standing rule, a trust
 or an override phrase: a letter that asks for mail to go to an address is the attack.
 
 Linear time: RE2 patterns, each run once over the text or a sentence of it.
@@ -34,7 +35,7 @@ import re2
 
 from memwarden.guards.sending import SENTENCE_SPLIT, bare_destination, has_destination, hidden_destination
 
-__all__ = ["errand_weight", "letter"]
+__all__ = ["errand_weight", "letter", "letter_span"]
 
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 16 << 20
@@ -53,6 +54,10 @@ _YOU_VERB = (r"(?:send|forward|e-?mail|mail|notify|transmit|deliver|submit|share
 _ADVERB = r"(?:(?:now|then|also|just|immediately|please|kindly|simply|quickly|always|first|next|finally|directly),? )?"
 # A verb that takes the errand as its object ("take care of sending ...", "go ahead and send").
 _TAKE = r"(?:(?:take care of|go ahead and|proceed to|proceed with|handle|be sure to|make sure to|remember to) )?"
+# A sending word that names a field or a thing is no order: "contact information: ...", "Email:
+# info@...", "reply-to address", "mail server" (the word after the match, or a colon, tells).
+_LABEL = re2.compile(r"\s*(?:[:=]|-to\b|\s(?:information|info|number|numbers|address|addresses|form|list|page|person|"
+                     r"center|centre|field|id|log|template|server|box|options|settings|preferences)\b)", _OPTIONS)
 _ENGLISH = re2.compile(
     # an order at a sentence start, or after a list number, "please", "and then"
     rf"(?:^|[.!?;:]\s*|\n|\b\d{{1,3}}[.)]\s*|\bplease\s+|\bkindly\s+|\band then\s+|, then\s+){_ADVERB}{_VERB}\b"
@@ -120,7 +125,7 @@ def errand_weight(folded: str, text: str | None = None) -> float:
     for the verbs of other scripts (default: ``folded``)."""
     sentences = SENTENCE_SPLIT.split(folded)
     for i, sentence in enumerate(sentences):
-        if not _ENGLISH.search(sentence):
+        if not any(_LABEL.match(sentence, m.end()) is None for m in _ENGLISH.finditer(sentence)):
             continue
         following = sentences[i + 1] if i + 1 < len(sentences) else ""
         if _destination(sentence) or (following and _destination(following) and bare_destination(following)):
@@ -144,4 +149,16 @@ _GREETING = re2.compile(r"(?:^|\n|-- |: )\s*(?:(?:hi|hello|hey|dear|greetings|go
 
 def letter(folded: str) -> bool:
     """Whether ``folded`` holds a letter: a closing formula before a name, or a greeting."""
-    return _CLOSING.search(folded) is not None or _GREETING.search(folded) is not None
+    return letter_span(folded) is not None
+
+
+def letter_span(folded: str) -> tuple[int, int] | None:
+    """Where the letter of ``folded`` lies, or None: from its greeting (else the start) to the
+    end of its closing formula's line (else the end). What is outside (a note's own words
+    before it, an order appended after it) is no part of the letter."""
+    greeting = _GREETING.search(folded)
+    closing = _CLOSING.search(folded, greeting.start() if greeting else 0)
+    if greeting is None and closing is None:
+        return None
+    end = len(folded) if closing is None else folded.find("\n", closing.end())
+    return (greeting.start() if greeting else 0), (len(folded) if end < 0 else end)

@@ -7,7 +7,7 @@ CO n tAct@ContaCT .Com"): no run of single letters, so neither the view nor the 
 saw them. Such a sentence is told by its *fragments*: pieces that are no word of prose, a
 piece of two letters (not an upper-case abbreviation) that is no common short word, a single letter other
 than "a" and "I", or a piece whose case changes inside it after a lower-case letter
-("pR", "tAct", "cOnfir"). :func:`broken_sentences` gives each sentence with at least two
+("pR", "tAct", "cOnfir"); pieces with digits and the pieces of a whole address or URL are none. :func:`broken_sentences` gives each sentence with at least two
 fragments, an eighth of its pieces or more, with its spaces removed and folded: what the
 no-space rules read (the detector), with its address whole again ("contact@contact.com");
 :func:`sends_broken` reads a sending verb before an address there.
@@ -20,15 +20,15 @@ from __future__ import annotations
 import re
 
 from memwarden.guards.folding import fold
-from memwarden.guards.sending import SENTENCE_SPLIT, has_destination
+from memwarden.guards.sending import SENTENCE_SPLIT, has_destination, without_destinations
 
 __all__ = ["broken_sentences", "sends_broken"]
 
 # Common words of one or two letters (English and the detector's other languages).
 _SHORT = frozenset("""a i am an as at be by do go he if in is it me my no of oh ok on or so to up us we
 mr dr st ms vs ja er es du zu im am um wo la le un et au ce de du il tu se si en el lo mi su ya da di ne ho ci vi""".split())
-# Letters of any script: a look-alike letter ("maıl") is inside its word, not a cut.
-_PIECE = re.compile(r"[^\W\d_]+")
+# Letters and digits of any script: a look-alike letter ("maıl") is inside its word, not a cut.
+_PIECE = re.compile(r"[^\W_]+")
 _CASE_INSIDE = re.compile(r"[a-z][A-Z]")
 _SPACE = re.compile(r"\s+")
 # Cheap test that a text may hold fragments at all: a case change inside a word, or a lone
@@ -37,6 +37,8 @@ _GATE = re.compile(r"[a-z][A-Z]|(?:^|\s)[A-Za-z]{1,2}(?:\s|$)")
 
 
 def _fragment(piece: str) -> bool:
+    if not piece.isalpha():
+        return False  # a code, a postcode, a version ("W1D", "2HG", "v2")
     if _CASE_INSIDE.search(piece):
         return True
     if len(piece) == 1:
@@ -52,7 +54,7 @@ def broken_sentences(text: str) -> list[str]:
         return []
     out = []
     for sentence in SENTENCE_SPLIT.split(text):
-        pieces = _PIECE.findall(sentence)
+        pieces = _PIECE.findall(without_destinations(sentence))
         broken = sum(map(_fragment, pieces))
         if broken >= 2 and broken * 8 >= len(pieces):
             out.append(fold(_SPACE.sub("", sentence)))
