@@ -8,16 +8,21 @@ spaces, commas or semicolons; the detector keeps a run's decoding when it reads 
 does for the other encodings, and scans it (``obfuscation:decimal``); the classifier reads it
 as one of the detector's views.
 
-Linear time: one regex of a repeated group with a fixed separator, no competing quantifiers.
+Linear time: one RE2 pattern over the text.
 """
 
 from __future__ import annotations
 
 import re
 
+import re2
+
 __all__ = ["decimal_blobs"]
 
-_RUN = re.compile(r"(?<![\d.])(?:\d{1,3}[ ,;]\s?){11,}\d{1,3}(?![\d.])")
+_OPTIONS = re2.Options()
+_OPTIONS.max_mem = 16 << 20
+# RE2 (no look-arounds): the characters around a run are checked by hand.
+_RUN = re2.compile(r"(?:\d{1,3}[ ,;]\s?){11,}\d{1,3}", _OPTIONS)
 _NUMBER = re.compile(r"\d{1,3}")
 
 
@@ -27,6 +32,10 @@ def decimal_blobs(raw: str) -> list[bytes]:
         return []
     out = []
     for m in _RUN.finditer(raw):
+        before = raw[m.start() - 1] if m.start() else " "
+        after = raw[m.end():m.end() + 2]
+        if before.isdigit() or before == "." or after[:1].isdigit() or (after[:1] == "." and after[1:].isdigit()):
+            continue  # part of a longer number, a version or a figure
         codes = [int(n) for n in _NUMBER.findall(m.group(0))]
         if all(9 <= c <= 126 for c in codes):
             out.append(bytes(codes))
