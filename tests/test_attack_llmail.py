@@ -278,3 +278,22 @@ def test_a_planted_note_is_never_returned_to_another_principal(tmp_path: Path, t
         assert [h.record.id for h in alice.search(text, notes, k=10)] == []
     finally:
         mem.close()
+
+
+# -- linear time: the new readings on 32 KB of their worst inputs -----------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", ["1 ", "68,", "a B ", "pR ", "you will send ", "x @ y ", "<|a", "[sys_", "送", "kirim ",
+                                  "Hi a, ", "Regards, b. "])
+def test_the_new_readings_stay_linear_on_32kb(unit: str) -> None:
+    import time
+
+    from memwarden.guards import injection
+
+    text = (unit * (32_768 // len(unit) + 1))[:32_768]
+    injection.clear_caches()
+    typing_of.cache_clear()
+    started = time.process_time()
+    DET.scan(text)
+    typing_of(text)
+    assert time.process_time() - started < 1.0
