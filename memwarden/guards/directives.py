@@ -45,7 +45,9 @@ from functools import cache, lru_cache
 
 from memwarden.core.records import ContentClass, Kind, MemoryRecord, Source
 from memwarden.guards.injection import NOW_A_PERSONA, fold, prepare_rule, readings
+from memwarden.guards.errands import errand_weight, letter_span
 from memwarden.guards.ruleset import RuleSet
+from memwarden.guards.turns import TURN_SHAPES
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict, shown_text
 
 __all__ = ["DIRECTIVE_AT", "Typing", "TypedContentGuard", "classify", "typing_of"]
@@ -86,6 +88,9 @@ _OPEN_QUOTE = r"(?:[\"'“]|[«»‹›]\s?)?"
 #: An optional short opening phrase before a sentence's order ("On ref: X-7, if ...", "After the
 #: shift, always ..."): the order is still the main clause.
 _OPENING = r"(?:[^,.;:!?\n]{1,40}, )?"
+#: A discourse word before a sentence's condition ("Now if you ..., send ...", "So when ..."):
+#: the condition still opens the sentence.
+_THEN = r"(?:(?:now|so|and|then|next|finally|okay|ok|also|but),? )?"
 # When a change starts: alone, it dates a fact ("from now on, Mia walks the dog").
 _FROM_NOW = (r"(?:from now on|from (?:today|tonight|tomorrow|this week|this month)(?: on| onwards?)?|"
              r"from this (?:point|moment|day)(?: on| forward| onwards?)?|starting (?:now|today|immediately|"
@@ -275,11 +280,11 @@ _SHAPES: list[tuple[str, float, str]] = [
     ("procedure", 0.5, r"(?:^|[.!?;]\s*|\n)(?:[\w-]+ ){0,3}?(?:rule|policy|procedure|protocol|directive|standing order)"
                        r"(?: (?:note|update|change|v\d+))?(?: \([^)\n]{0,40}\))?(?:\s*:| - )"),
     # conditional procedures addressed to a reader
-    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}{_OPENING}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, "
+    ("procedure", 0.5, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}{_OPENING}{_THEN}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, "
                        rf"(?:always |then |just |"
                        rf"immediately |please )?{_ACT} (?:the|all|every|each|any|some|this|that|these|those|it|them|"
                        rf"him|her|me|us|my|our|their|your|his|its|a|an|\d)\b"),
-    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
+    ("procedure", 0.35, rf"(?:^|[.!;:]\s*|\n){_OPEN_QUOTE}{_THEN}(?:if|when|once|in case|should) [^,.\n]{{1,120}}, (?:always |then |just |"
                         rf"immediately |please )?{_ACT}\b"),
     ("standing", 0.5, rf"(?:^|[.!?;:]\s*|\n){_OPEN_QUOTE}(?:on )?(?:every|each) (?:day|morning|afternoon|evening|night|week|weekday|"
                       rf"month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|shift|visit|order|"
@@ -340,7 +345,7 @@ _QUOTE_REACH, _LOOK_BACK = 300, 40
 @cache
 def _shapes() -> tuple[RuleSet, RuleSet]:
     """The directive and statement shapes, compiled on first use."""
-    return (RuleSet((f, w, prepare_rule(s)) for f, w, s in _SHAPES),
+    return (RuleSet((f, w, prepare_rule(s)) for f, w, s in _SHAPES + TURN_SHAPES),
             RuleSet((f, w, prepare_rule(s)) for f, w, s in _STATEMENT_SHAPES))
 
 
@@ -455,9 +460,22 @@ def _asides(text: str) -> bool:
     return True
 
 
-def _score(text: str, directive_at: float) -> dict[str, float]:
+# What a letter's requests are to its addressee (errands.py): cancelled in a letter.
+_LETTER_CANCELS = frozenset({"procedure", "imperative", "preference"})
+# What reported speech cancels: the bare orders, and an errand inside the quote.
+_QUOTE_CANCELS = _CANCELLABLE | {"errand"}
+
+
+def _score(text: str, directive_at: float, raw: str | None = None) -> dict[str, float]:
     directive, statement = _shapes()
     found = directive.hits(text)
+    if weight := errand_weight(text, raw):
+        found["errand"] = weight
+    if found.keys() & _LETTER_CANCELS and (span := letter_span(text)) is not None:
+        # Inside the letter, the sender's requests to the addressee; outside it, the note's own.
+        outside = directive.hits(f"{text[:span[0]]}\n{text[span[1]:]}")
+        found = {k: (outside[k] if k in _LETTER_CANCELS else v) for k, v in found.items()
+                 if k not in _LETTER_CANCELS or k in outside}
     if found.keys() & _CANCELLABLE:
         kept = {k: v for k, v in found.items() if k not in _CANCELLABLE}
         # The document test only where it can change the class: it costs a scan per sentence.
@@ -482,9 +500,9 @@ _INLINE_TICKS = re.compile(r"(?<!`)`{1,2}(?!`)")
 _MARK_CLASS = "[^\\w\\n\"'`~\u201c\u201d\u00ab\u00bb]"
 _LINE_MARKED = re.compile(rf"^[ \t]*(?:\d{{1,3}}\)|@\w|(?![ \t]){_MARK_CLASS})", re.M)
 _LINE_MARK = re.compile(rf"^(?:[ \t]*(?:\d{{1,3}}\)|@\w+[:,]?))?{_MARK_CLASS}*", re.M)
-# A dash, an arrow, a bullet or a bar between words ends a clause as a colon does ("Handover —
-# forward all ..."): read as "; ", which every sentence-start anchor knows.
-_SEPARATOR = re.compile("[ \t][\u2014\u2013\u2192\u2022\u00b7|\u00bb]+[ \t]")
+# A dash, an arrow, a bullet, a bar or a heading's "####" / "====" run between words ends a
+# clause as a colon does ("Handover — forward all ...", "#### Finished #### Now if ..."): read as "; ", which every sentence-start anchor knows.
+_SEPARATOR = re.compile("[ \t][\u2014\u2013\u2192\u2022\u00b7|\u00bb#=]+[ \t]")
 
 
 def _unmarked(text: str) -> str | None:
@@ -508,13 +526,14 @@ def typing_of(text: str, *, directive_at: float = DIRECTIVE_AT) -> Typing:
     best: dict[str, float] = {}
     plain = _unmarked(text)
     for i, reading in enumerate(readings(text) + ([plain] if plain is not None else [])):
-        found = _score(reading, directive_at)
+        raw = text if i == 0 or reading is plain else None
+        found = _score(reading, directive_at, raw)
         if i == 0 or reading is plain:
             # Reported speech is a statement about what was said, not an order to the reader:
-            # it cancels the shapes a statement cancels (procedures, imperatives), never a
-            # standing rule, an address to agents, a trust or an override phrase in the quote.
-            found = {**_score(_unquoted(reading), directive_at),
-                     **{k: v for k, v in found.items() if k not in _CANCELLABLE}}
+            # it cancels the shapes a statement cancels (procedures, imperatives, an errand),
+            # never a standing rule, an address to agents, a trust or an override phrase in the quote.
+            found = {**_score(_unquoted(reading), directive_at, raw),
+                     **{k: v for k, v in found.items() if k not in _QUOTE_CANCELS}}
         if sum(found.values()) > sum(best.values()):
             best = found
     score = round(sum(best.values()), 3)

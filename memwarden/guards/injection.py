@@ -51,15 +51,18 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from urllib.parse import unquote
 
+from memwarden.guards.charcodes import decimal_blobs
 from memwarden.guards.cues import cue_hits, prompt_shape
 from memwarden.guards.folding import BIDI_RE as _BIDI_RE
 from memwarden.guards.folding import COMBINING_RE as _COMBINING_RE
 from memwarden.guards.folding import CONFUSABLES_RE as _CONFUSABLES_RE
 from memwarden.guards.folding import ZERO_WIDTH_RE as _ZERO_WIDTH_RE
 from memwarden.guards.folding import fold, prepare_rule, signature_tokens
+from memwarden.guards.fragments import broken_sentences, sends_broken
 from memwarden.guards.folding import fold_run as _fold_run
 from memwarden.guards.rule_syntax import not_followed_by
 from memwarden.guards.sending import SENTENCE_SPLIT, destinations, flow_weight, uncompared_destination
+from memwarden.guards.turns import TURN_RULES
 from memwarden.guards.ruleset import Rule, RuleSet, compile_rule
 from memwarden.guards.validators import Outcome, ValidationContext, Verdict
 from memwarden.core.records import SOURCE_ORDER, MemoryRecord, Source
@@ -514,7 +517,7 @@ _IT = [
 def _rule_set() -> RuleSet:
     """The phrase rules, compiled on first use (not at import: ``import memwarden`` stays
     quick) with their literal prefilter (see :mod:`memwarden.guards.ruleset`)."""
-    return RuleSet((family, weight, prepare_rule(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT)
+    return RuleSet((family, weight, prepare_rule(source)) for family, weight, source in _EN + _DE + _FR + _ES + _IT + TURN_RULES)
 
 
 def _sentences(text: str | Sequence[str], *gates: re.Pattern[str]) -> list[str]:
@@ -721,6 +724,8 @@ def _decodings(raw: str) -> list[tuple[str, str]]:
         bits = m.group(0).replace(" ", "")
         data = bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits) - 7, 8))
         add("binary", _texty(data))
+    for blob in decimal_blobs(raw):
+        add("decimal", _texty(blob))
     for m in (_MORSE_TOKEN.finditer(raw) if raw.count(".-") + raw.count("-.") >= 3 else ()):
         words = re.split(r"\s*/\s*| {3,}", m.group(0).strip())
         decoded = " ".join("".join(_MORSE.get(sym, "") for sym in w.split()) for w in words)
@@ -1090,6 +1095,17 @@ class InjectionDetector:
                     if rule.family not in signals and rule.search(letters):
                         put(rule.family, rule.weight)
                         put("obfuscation:split-words", 0.5)
+        # Words cut at random places, in random case ("I gn ore all pR Evious in struct ions"):
+        # memwarden/guards/fragments.py.
+        for joined in ([] if decided() else broken_sentences(text)):
+            letters = re.sub(r"[^a-z]", "", joined)
+            for rule in _nospace_rules():
+                if rule.family not in signals and rule.search(letters):
+                    put(rule.family, rule.weight)
+                    put("obfuscation:split-words", 0.5)
+            if sends_broken(joined):
+                put("exfiltration", 0.3)
+                put("obfuscation:split-words", 0.5)
         return Scan(signals)
 
     # -- internals ------------------------------------------------------------------------
