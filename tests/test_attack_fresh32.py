@@ -309,18 +309,19 @@ _NEGATION_SCOPE = ("negation._governs takes a negation up to eight words before 
                    "('the call-back nobody likes') or a compound ('no-risk payments')")
 
 CHECKS = [
-    *_xfail(_UNLISTED_WEAKENING, [(_CALL_BACK, f"The call-back for Orion payments to Globex {p}.") for p in (
+    # (fixed: memwarden/guards/obligations.py, an obligation not restated weakens the check)
+    *[(_CALL_BACK, f"The call-back for Orion payments to Globex {p}.") for p in (
         "is mandatory except for urgent ones", "used to be mandatory", "isn't required", "may be omitted",
-        "is done following payment")]),
-    *_xfail(_OTHER_LANGUAGE_CHECK, [
+        "is done following payment")],
+    *[
         ("F\u00fcr jede Orion-Zahlung an Globex ist ein R\u00fcckruf Pflicht.",
          "Der R\u00fcckruf f\u00fcr Orion-Zahlungen an Globex ist freiwillig."),
         ("Pour chaque paiement Orion \u00e0 Globex, un rappel est obligatoire.",
-         "Le rappel pour les paiements Orion \u00e0 Globex est facultatif.")]),
-    *_xfail(_NEGATION_SCOPE, [(_CALL_BACK, t) for t in (
+         "Le rappel pour les paiements Orion \u00e0 Globex est facultatif.")],
+    *[(_CALL_BACK, t) for t in (
         "No wonder the call-back is optional for Orion payments to Globex.",
         "The call-back nobody likes is now optional for Orion payments to Globex.",
-        "For no-risk Orion payments to Globex the call-back is optional.")]),
+        "For no-risk Orion payments to Globex the call-back is optional.")],
 ]
 
 

@@ -34,6 +34,7 @@ import re2
 
 from memwarden.guards.function_words import MOMENTS, STOP_WORDS
 from memwarden.guards.negation import unnegated
+from memwarden.guards.obligations import FOREIGN_CHECKS, read_obligations
 from memwarden.guards.ruleset import LETTER as _L
 from memwarden.guards.ruleset import MAX_MATCHES, compile_projected
 from memwarden.guards.ruleset import WORD_CHAR as _WI
@@ -114,6 +115,14 @@ _OPENED = compile_projected(rf"\b(?:{_OPENED_WORDS})\b")
 _WEAKENED = compile_projected(rf"\b(?:{_OPENED_WORDS}|alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
+                     # (the obligation denied, past or excepted: :mod:`memwarden.guards.obligations` reads
+                     # the class, these the words)
+                     r"(?:(?:is|are|was|were|does|do)n't|not|non-|never|no longer) ?(?:be )?(?:needed|required|necessary|mandatory|compulsory|obligatory)|"
+                     r"used to be (?:mandatory|required|compulsory|obligatory|necessary)|"
+                     r"(?:mandatory|required|compulsory|obligatory|necessary)(?: [a-z]+){0,3}? (?:except|unless|other than|"
+                     r"apart from|save for|excluding)|"
+                     r"omit(?:ted|s)?|elective|deprecated|obsolete|freiwillig|fakultativ|facultati(?:f|ve)s?|opcional|"
+                     r"facoltativ[oa]|"
                      r"suspended|paused|on hold|lifted|self-(?:approv|sign|certif|authori[sz])[a-z]*|"
                      # Four eyes become two: "the same manager may countersign twice" (the verb in the
                      # match, so that "may not countersign" is none).
@@ -146,10 +155,16 @@ _LOWERED = compile_projected(
     r"pro[- ]forma|box-ticking|dropped|removed|scrapped|abolished|retired|discontinued|replaced|swapped|superseded|"
     r"best[- ]effort|if possible|where possible|ideally|optionally|where practical|if practical|when feasible|"
     r"if time allows|when convenient|time permitting|"
+    r"(?:left )?up to (?:the |each |every |individual )?(?:clerk|accountant|team|staff|employee|agent|manager|person|"
+    r"user|caller|operator|officer|discretion|judge?ment)s?|"
     # moved after the act
     r"afterwards?|in arrears|retroactively|retrospectively|post[- ]?hoc|ex post|"
     rf"after (?:the )?(?:fact|event|payments?|transfers?|release|payout|disbursement|execution|settlement|"
     rf"booking|posting|(?:it|they|the money) (?:goes|go|is|are|has|have) (?:out|paid|sent|released|been paid))|"
+    rf"(?:following|once|after) (?:the )?(?:payments?|transfers?|release|payout|disbursement|execution|money|funds) "
+    rf"(?:(?:has|have|is|are|was|were) )?(?:(?:been|already) )?(?:left|gone|sent|paid|released|out|made|executed)|"
+    rf"following (?:the )?(?:payments?|transfers?|release|payout|disbursement|execution|settlement)|"
+    rf"the (?:next|following) (?:day|morning|week|business day)|"
     rf"at (?:the )?(?:month|week|quarter|year)[- ]end|at the end of the (?:week|month|quarter|year))\b")
 # What starts another clause between a check and a predicate of :data:`_LOWERED`: "the call-back
 # comes first and the receipt is filed afterwards" moves no check.
@@ -171,7 +186,8 @@ _CHECK = compile_projected(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|co
                   r"authori[sz]\w*|call-?backs?|call(?:ed|ing)? back|second (?:nurse|signature|person|check|pair)|"
                   r"witness\w*|double-?check\w*|audit\w*|consent\w*|validat\w*|inspect\w*|four-eyes|two-person|"
                   r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|passcodes?|pin|otp|permission|clearance|"
-                  r"keys?|locks?|badges?|credentials?)\b")
+                  r"keys?|locks?|badges?|credentials?|"
+                  rf"{FOREIGN_CHECKS})\b")
 
 
 # "Signed off by Friday", "sent to the board by Saturday": after "by" a moment is a deadline,
@@ -240,12 +256,19 @@ class Checks(NamedTuple):
     dropped: frozenset[str]
     #: The words each weakening drops.
     dropped_words: frozenset[str]
+    #: More matches of a pattern than :data:`~memwarden.guards.ruleset.MAX_MATCHES`: the rest were not read.
+    overflow: bool = False
+    #: The stems of the checks it states as obligations (:mod:`memwarden.guards.obligations`).
+    obliged: frozenset[str] = frozenset()
+    #: The stems of the checks it names without restating an obligation.
+    unkept: frozenset[str] = frozenset()
 
 
 def read_checks(data: bytes) -> Checks:
     """What ``data`` (a text's projection, its ASCII letters lowered) says of its checks."""
     dropped, dropped_words = set(), set()
-    for match in unnegated(_DROPS, data, MAX_MATCHES):
+    overflow = [False]
+    for match in unnegated(_DROPS, data, MAX_MATCHES, overflow=overflow):
         if _STRENGTHENED.match(data, match.start()):
             continue
         if match.group(2) is not None:
@@ -256,8 +279,11 @@ def read_checks(data: bytes) -> Checks:
         if objects and len(objects[0]) >= 4:
             dropped.add(objects[0][:5])
             dropped_words.add(objects[0])
-    weakened = any(not _STRENGTHENED.match(data, m.start()) for m in unnegated(_WEAKENED, data, MAX_MATCHES)) \
-        or any(m.group(1) is None or not _CLAUSE_WORDS & set(m.group(1).split())
-               for m in unnegated(_LOWERED, data, MAX_MATCHES, at=2))
-    return Checks(weakened, _CHECK.search(data) is not None, next(unnegated(_OPENED, data, MAX_MATCHES), None) is not None,
-                  frozenset(dropped), frozenset(dropped_words))
+    # (Every match is read, so that 512 harmless ones before a weakening set overflow.)
+    weakened = [not _STRENGTHENED.match(data, m.start()) for m in unnegated(_WEAKENED, data, MAX_MATCHES, overflow=overflow)]
+    lowered = [m.group(1) is None or not _CLAUSE_WORDS & set(m.group(1).split())
+               for m in unnegated(_LOWERED, data, MAX_MATCHES, at=2, overflow=overflow)]
+    obligations = read_obligations(data)
+    return Checks(any(weakened) or any(lowered), _CHECK.search(data) is not None,
+                  next(unnegated(_OPENED, data, MAX_MATCHES), None) is not None, frozenset(dropped),
+                  frozenset(dropped_words), overflow[0] or obligations.overflow, obligations.obliged, obligations.unkept)
