@@ -71,16 +71,16 @@ _RANKED = r"(?:the\s+)?(?:(?:second|other|another|independent|different|separate
 ROUTE = compile_projected(rf"\b(?:(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
                       rf"restricted|limited|reserved|assigned|countersigned|co-?signed|vetted|okayed|ok'd|sanctioned|"
-                      rf"endorsed|green-?lit|green-?lighted),?\s+(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)|"
+                      rf"endorsed|green-?lit|green-?lighted),?\s+(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with):?|"
                       # (by whom only: a payment "cleared through the bank" names no approver)
-                      rf"(?:cleared|rubber-?stamped|waved through|blessed),?\s+(?:only\s+)?by)\s+((?:the\s+)?{_WI}+"
+                      rf"(?:cleared|rubber-?stamped|waved through|blessed),?\s+(?:only\s+)?by:?)\s+((?:the\s+)?{_WI}+"
                       rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # French, Spanish and Italian: a participle, then "par", "por", "da"
                       rf"\b(?:approuv|valid|autoris|sign|v{_L}rifi|contr{_L}l|aprobad|autorizad|firmad|verificad|"
                       rf"revisad|approvat|autorizzat|firmat|verificat|controllat|convalidat)[a-zA]*\s+(?:par|por|da)\s+"
                       rf"({_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # German: "von/durch X genehmigt", the participle after who
-                      rf"\b(?:von|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
+                      rf"\b(?:von|vom|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
                       rf"best{_L}tigt|unterschrieben|gegengezeichnet|abgezeichnet|kontrolliert|autorisiert|"
                       rf"verantwortet)\b|"
                       # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off"):
@@ -91,7 +91,8 @@ ROUTE = compile_projected(rf"\b(?:(?:approved|signed off|authori[sz]ed|verified|
                       rf"\b{_APPROVALS}s?{_OF_WHAT}\s+(?:lies|rests|sits|stays|remains|is)\s+with\s+"
                       rf"((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # After the approval ("approval from Carol", "the sign-off of the CFO"): 6.
-                      rf"\b{_APPROVALS}s?\s+(?:of|from|by)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      rf"\b(?:{_APPROVALS}s?\s+(?:of|from|by)|(?:freigabe|genehmigung|zustimmung|abzeichnung|gegenzeichnung)\s+"
+                      rf"(?:durch|von|vom))\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # Who approves by the verb ("Carol approves", "the CFO must sign off"): 7.
                       rf"\b({_RANKED}{_WI}+)\s+{_APPROVES}|"
                       # Who approves by the noun ("the approver of refunds is Mallory", "Mallory is
@@ -219,14 +220,20 @@ def _is_name(word: str) -> bool:
 _JOINERS = frozenset("and or the a an any every all each some other another und oder et ou y o e".split())
 
 
+# First-person pronouns: the writer is an approver ("the CFO or me"), "self".
+_SELF = frozenset("i me myself we us ourselves ich mich mir wir uns je moi nous yo mi nosotros io noi".split())
+
+
 def _who(value: str) -> str:
     """The approvers or recipients a route names, without a deadline before or after them (""
-    for none)."""
+    for none); the writer ("me", "myself") is "self"."""
     words = value.replace(",", " , ").split()
     kept: list[str] = []
     for i, word in enumerate(words):
         w = word.casefold()
-        if w != "," and (_is_name(word) or (w in _TIME and w not in _TIME_WORDS and i + 1 < len(words)
+        if w in _SELF:
+            kept.append("self")
+        elif w != "," and (_is_name(word) or (w in _TIME and w not in _TIME_WORDS and i + 1 < len(words)
                                             and _is_name(words[i + 1]))):
             kept.append(word)
         elif kept and not (w == "," or w in _JOINERS):
@@ -234,13 +241,39 @@ def _who(value: str) -> str:
     return " ".join(kept)
 
 
+# What offers another approver in a route's clause: "the CFO (or Mallory)", "the CFO / Mallory",
+# "the CFO or, in her absence, by Mallory".
+_ALTERNATIVE = re2.compile(r"(?i)\b(?:or|oder|ou|o)\b|/")
+_BY = re2.compile(r"(?i)\b(?:by|durch|von|vom|par|por|da)\s")
+_SENTENCE = re2.compile(r"[.;!?\n]")
+
+
+def _alternatives(clause: str, name: str) -> list[str]:
+    """The names a route's clause (from who approves to the end of its sentence) offers after
+    "or" or a slash that ``name`` does not hold."""
+    held = set(name.split())
+    marks = [m.end() for m in _ALTERNATIVE.finditer(clause)][:8]
+    extra: list[str] = []
+    for n, start in enumerate(marks):
+        segment = clause[start:marks[n + 1] if n + 1 < len(marks) else len(clause)]
+        by = list(_BY.finditer(segment))
+        extra += [w for w in _who((segment[by[-1].end():] if by else segment).replace("(", " ").replace(")", " ")).split()
+                  if w not in held and w not in extra]
+    return extra
+
+
 def approver(match: re2._Match, text: str) -> tuple[int, str]:
     """Where in ``text`` the approver or recipient of a :data:`ROUTE` match starts, and who it
     is, without a deadline before or after ("" for none: before a verb, a relative or
-    interrogative pronoun names nobody, "who approves?")."""
+    interrogative pronoun names nobody, "who approves?"), with each alternative its clause
+    offers after "or" or a slash ("the CFO (or Mallory)": "CFO Mallory")."""
     group = next(g for g in range(1, 11) if match.group(g) is not None)
     name = _who(text[match.start(group):match.end(group)])
-    return match.start(group), "" if group in (7, 9, 10) and name.casefold() in _PRONOUNS else name
+    if group in (7, 9, 10) and name.casefold() in _PRONOUNS:
+        return match.start(group), ""
+    rest = text[match.start(group):match.start(group) + 200]
+    end = _SENTENCE.search(rest)
+    return match.start(group), " ".join([name, *_alternatives(rest[:end.start()] if end else rest, name)]).strip()
 
 
 class Checks(NamedTuple):
