@@ -55,8 +55,9 @@ class Values:
 
     def any(self) -> bool:
         """Whether the text holds anything a procedure change is made of (a value, a weakening,
-        a role opened to anyone, or more values than were read)."""
-        return bool(self.by_category) or self.weakened or self.opened or self.overflow
+        a role opened to anyone, a check named without an obligation, or more values than were
+        read)."""
+        return bool(self.by_category) or self.weakened or self.opened or self.overflow or bool(self.unkept)
 
     def held(self) -> frozenset[str]:
         """What a change of this text would change, as an established record: its value
