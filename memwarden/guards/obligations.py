@@ -25,8 +25,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import NamedTuple
 
-import re2
-
 from memwarden.guards.negation import EXCEPTION, SENTENCE_END, unnegated
 from memwarden.guards.ruleset import MAX_MATCHES, compile_projected
 
