@@ -102,9 +102,7 @@ def test_a_call_back_weakened_by_other_words_is_held(tmp_path: Path, planted: st
     planted_against(tmp_path, _CALL_BACK, planted, "Orion payments Globex")
 
 
-@pytest.mark.xfail(strict=True, reason="a bare modal lowered from must to may or should is no weakening the "
-                   "readers tell: 'may' is a permission as often as an option ('approval may be given by the CFO' "
-                   "restates 'approved by the CFO'), so only a predicate of _LOWERED lowers a check")
+# (fixed: memwarden/guards/obligations.py, "must" not restated by "may" weakens the check)
 def test_a_call_back_lowered_by_a_bare_modal_is_held(tmp_path: Path) -> None:
     planted_against(tmp_path, "A call-back must be made for every Orion payment to Globex.",
                     "A call-back may be made for Orion payments to Globex.", "Orion payments Globex")

@@ -141,6 +141,9 @@ VALUE_TEXTS = {
     "bracketed weakenings": fill("(no approval "), "exceptions": fill("no a without except "),
     "possessive approvals": fill("carol's written "), "approver verbs": fill("carol approves "),
     "approval nouns": fill("sign-off by the "), "approver nouns": fill("the approver of a b c is "),
+    "obligations": fill("a call-back is mandatory except "), "denied obligations": fill("isn't required, call-back "),
+    "relative negations": fill("the check nobody likes is optional "), "compound negations": fill("no-risk skip "),
+    "route alternatives": fill("approved by a (or b / c, by "), "first-person routes": fill("approved by me or "),
     "approvals resting": fill("approval of a rests with "), "approvers needed": fill("needs a to approve "),
     "defanged colons": fill("hxxps[:]//"), "negated conditions": fill("it is no surprise when skip "),
     # tests/test_attack_fresh31_destinations.py

@@ -34,6 +34,7 @@ import re2
 
 from memwarden.guards.function_words import MOMENTS, STOP_WORDS
 from memwarden.guards.negation import unnegated
+from memwarden.guards.obligations import FOREIGN_CHECKS, read_obligations
 from memwarden.guards.ruleset import LETTER as _L
 from memwarden.guards.ruleset import MAX_MATCHES, compile_projected
 from memwarden.guards.ruleset import WORD_CHAR as _WI
@@ -70,16 +71,16 @@ _RANKED = r"(?:the\s+)?(?:(?:second|other|another|independent|different|separate
 ROUTE = compile_projected(rf"\b(?:(?:approved|signed off|authori[sz]ed|verified|confirmed|checked|handled|owned|paid|sent|"
                       rf"forwarded|routed|reported|escalated|issued|reviewed|trusted|given|delivered|addressed|held|granted|"
                       rf"restricted|limited|reserved|assigned|countersigned|co-?signed|vetted|okayed|ok'd|sanctioned|"
-                      rf"endorsed|green-?lit|green-?lighted),?\s+(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with)|"
+                      rf"endorsed|green-?lit|green-?lighted),?\s+(?:only\s+|directly\s+|instead\s+)?(?:by|to|via|through|with):?|"
                       # (by whom only: a payment "cleared through the bank" names no approver)
-                      rf"(?:cleared|rubber-?stamped|waved through|blessed),?\s+(?:only\s+)?by)\s+((?:the\s+)?{_WI}+"
+                      rf"(?:cleared|rubber-?stamped|waved through|blessed),?\s+(?:only\s+)?by:?)\s+((?:the\s+)?{_WI}+"
                       rf"(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # French, Spanish and Italian: a participle, then "par", "por", "da"
                       rf"\b(?:approuv|valid|autoris|sign|v{_L}rifi|contr{_L}l|aprobad|autorizad|firmad|verificad|"
                       rf"revisad|approvat|autorizzat|firmat|verificat|controllat|convalidat)[a-zA]*\s+(?:par|por|da)\s+"
                       rf"({_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # German: "von/durch X genehmigt", the participle after who
-                      rf"\b(?:von|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
+                      rf"\b(?:von|vom|durch)\s+({_WI}+(?:\s+{_WI}+){{0,3}}?)\s+(?:genehmigt|freigegeben|gepr{_L}ft|"
                       rf"best{_L}tigt|unterschrieben|gegengezeichnet|abgezeichnet|kontrolliert|autorisiert|"
                       rf"verantwortet)\b|"
                       # Who approves by a possessive ("needs Carol's approval", "the CFO's sign-off"):
@@ -90,7 +91,8 @@ ROUTE = compile_projected(rf"\b(?:(?:approved|signed off|authori[sz]ed|verified|
                       rf"\b{_APPROVALS}s?{_OF_WHAT}\s+(?:lies|rests|sits|stays|remains|is)\s+with\s+"
                       rf"((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # After the approval ("approval from Carol", "the sign-off of the CFO"): 6.
-                      rf"\b{_APPROVALS}s?\s+(?:of|from|by)\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
+                      rf"\b(?:{_APPROVALS}s?\s+(?:of|from|by)|(?:freigabe|genehmigung|zustimmung|abzeichnung|gegenzeichnung)\s+"
+                      rf"(?:durch|von|vom))\s+((?:the\s+)?{_WI}+(?:(?:['\-]|,?\s+){_WI}+){{0,11}})|"
                       # Who approves by the verb ("Carol approves", "the CFO must sign off"): 7.
                       rf"\b({_RANKED}{_WI}+)\s+{_APPROVES}|"
                       # Who approves by the noun ("the approver of refunds is Mallory", "Mallory is
@@ -114,6 +116,14 @@ _OPENED = compile_projected(rf"\b(?:{_OPENED_WORDS})\b")
 _WEAKENED = compile_projected(rf"\b(?:{_OPENED_WORDS}|alone|by (?:him|her|them)sel(?:f|ves)|no longer|not (?:needed|required|necessary|"
                      r"checked|verified)|optional|skip(?:ped|s)?|waived?|without|only one|a single|unchecked|"
                      r"no (?:need|check|verification|approval|callback|sign-?off|second)|directly|automatically|"
+                     # (the obligation denied, past or excepted: :mod:`memwarden.guards.obligations` reads
+                     # the class, these the words)
+                     r"(?:(?:is|are|was|were|does|do)n't|not|non-|never|no longer) ?(?:be )?(?:needed|required|necessary|mandatory|compulsory|obligatory)|"
+                     r"used to be (?:mandatory|required|compulsory|obligatory|necessary)|"
+                     r"(?:mandatory|required|compulsory|obligatory|necessary)(?: [a-z]+){0,3}? (?:except|unless|other than|"
+                     r"apart from|save for|excluding)|"
+                     r"omit(?:ted|s)?|elective|deprecated|obsolete|freiwillig|fakultativ|facultati(?:f|ve)s?|opcional|"
+                     r"facoltativ[oa]|"
                      r"suspended|paused|on hold|lifted|self-(?:approv|sign|certif|authori[sz])[a-z]*|"
                      # Four eyes become two: "the same manager may countersign twice" (the verb in the
                      # match, so that "may not countersign" is none).
@@ -146,10 +156,16 @@ _LOWERED = compile_projected(
     r"pro[- ]forma|box-ticking|dropped|removed|scrapped|abolished|retired|discontinued|replaced|swapped|superseded|"
     r"best[- ]effort|if possible|where possible|ideally|optionally|where practical|if practical|when feasible|"
     r"if time allows|when convenient|time permitting|"
+    r"(?:left )?up to (?:the |each |every |individual )?(?:clerk|accountant|team|staff|employee|agent|manager|person|"
+    r"user|caller|operator|officer|discretion|judge?ment)s?|"
     # moved after the act
     r"afterwards?|in arrears|retroactively|retrospectively|post[- ]?hoc|ex post|"
     rf"after (?:the )?(?:fact|event|payments?|transfers?|release|payout|disbursement|execution|settlement|"
     rf"booking|posting|(?:it|they|the money) (?:goes|go|is|are|has|have) (?:out|paid|sent|released|been paid))|"
+    rf"(?:following|once|after) (?:the )?(?:payments?|transfers?|release|payout|disbursement|execution|money|funds) "
+    rf"(?:(?:has|have|is|are|was|were) )?(?:(?:been|already) )?(?:left|gone|sent|paid|released|out|made|executed)|"
+    rf"following (?:the )?(?:payments?|transfers?|release|payout|disbursement|execution|settlement)|"
+    rf"the (?:next|following) (?:day|morning|week|business day)|"
     rf"at (?:the )?(?:month|week|quarter|year)[- ]end|at the end of the (?:week|month|quarter|year))\b")
 # What starts another clause between a check and a predicate of :data:`_LOWERED`: "the call-back
 # comes first and the receipt is filed afterwards" moves no check.
@@ -171,7 +187,8 @@ _CHECK = compile_projected(r"\b(?:checks?|checked|checking|verif\w*|approv\w*|co
                   r"authori[sz]\w*|call-?backs?|call(?:ed|ing)? back|second (?:nurse|signature|person|check|pair)|"
                   r"witness\w*|double-?check\w*|audit\w*|consent\w*|validat\w*|inspect\w*|four-eyes|two-person|"
                   r"2fa|mfa|two-factor|authenticat\w*|identity|id|password|passcodes?|pin|otp|permission|clearance|"
-                  r"keys?|locks?|badges?|credentials?)\b")
+                  r"keys?|locks?|badges?|credentials?|"
+                  rf"{FOREIGN_CHECKS})\b")
 
 
 # "Signed off by Friday", "sent to the board by Saturday": after "by" a moment is a deadline,
@@ -203,14 +220,20 @@ def _is_name(word: str) -> bool:
 _JOINERS = frozenset("and or the a an any every all each some other another und oder et ou y o e".split())
 
 
+# First-person pronouns: the writer is an approver ("the CFO or me"), "self".
+_SELF = frozenset("i me myself we us ourselves ich mich mir wir uns je moi nous yo mi nosotros io noi".split())
+
+
 def _who(value: str) -> str:
     """The approvers or recipients a route names, without a deadline before or after them (""
-    for none)."""
+    for none); the writer ("me", "myself") is "self"."""
     words = value.replace(",", " , ").split()
     kept: list[str] = []
     for i, word in enumerate(words):
         w = word.casefold()
-        if w != "," and (_is_name(word) or (w in _TIME and w not in _TIME_WORDS and i + 1 < len(words)
+        if w in _SELF:
+            kept.append("self")
+        elif w != "," and (_is_name(word) or (w in _TIME and w not in _TIME_WORDS and i + 1 < len(words)
                                             and _is_name(words[i + 1]))):
             kept.append(word)
         elif kept and not (w == "," or w in _JOINERS):
@@ -218,13 +241,39 @@ def _who(value: str) -> str:
     return " ".join(kept)
 
 
+# What offers another approver in a route's clause: "the CFO (or Mallory)", "the CFO / Mallory",
+# "the CFO or, in her absence, by Mallory".
+_ALTERNATIVE = re2.compile(r"(?i)\b(?:or|oder|ou|o)\b|/")
+_BY = re2.compile(r"(?i)\b(?:by|durch|von|vom|par|por|da)\s")
+_SENTENCE = re2.compile(r"[.;!?\n]")
+
+
+def _alternatives(clause: str, name: str) -> list[str]:
+    """The names a route's clause (from who approves to the end of its sentence) offers after
+    "or" or a slash that ``name`` does not hold."""
+    held = set(name.split())
+    marks = [m.end() for m in _ALTERNATIVE.finditer(clause)][:8]
+    extra: list[str] = []
+    for n, start in enumerate(marks):
+        segment = clause[start:marks[n + 1] if n + 1 < len(marks) else len(clause)]
+        by = list(_BY.finditer(segment))
+        extra += [w for w in _who((segment[by[-1].end():] if by else segment).replace("(", " ").replace(")", " ")).split()
+                  if w not in held and w not in extra]
+    return extra
+
+
 def approver(match: re2._Match, text: str) -> tuple[int, str]:
     """Where in ``text`` the approver or recipient of a :data:`ROUTE` match starts, and who it
     is, without a deadline before or after ("" for none: before a verb, a relative or
-    interrogative pronoun names nobody, "who approves?")."""
+    interrogative pronoun names nobody, "who approves?"), with each alternative its clause
+    offers after "or" or a slash ("the CFO (or Mallory)": "CFO Mallory")."""
     group = next(g for g in range(1, 11) if match.group(g) is not None)
     name = _who(text[match.start(group):match.end(group)])
-    return match.start(group), "" if group in (7, 9, 10) and name.casefold() in _PRONOUNS else name
+    if group in (7, 9, 10) and name.casefold() in _PRONOUNS:
+        return match.start(group), ""
+    rest = text[match.start(group):match.start(group) + 200]
+    end = _SENTENCE.search(rest)
+    return match.start(group), " ".join([name, *_alternatives(rest[:end.start()] if end else rest, name)]).strip()
 
 
 class Checks(NamedTuple):
@@ -240,12 +289,19 @@ class Checks(NamedTuple):
     dropped: frozenset[str]
     #: The words each weakening drops.
     dropped_words: frozenset[str]
+    #: More matches of a pattern than :data:`~memwarden.guards.ruleset.MAX_MATCHES`: the rest were not read.
+    overflow: bool = False
+    #: The stems of the checks it states as obligations (:mod:`memwarden.guards.obligations`).
+    obliged: frozenset[str] = frozenset()
+    #: The stems of the checks it names without restating an obligation.
+    unkept: frozenset[str] = frozenset()
 
 
 def read_checks(data: bytes) -> Checks:
     """What ``data`` (a text's projection, its ASCII letters lowered) says of its checks."""
     dropped, dropped_words = set(), set()
-    for match in unnegated(_DROPS, data, MAX_MATCHES):
+    overflow = [False]
+    for match in unnegated(_DROPS, data, MAX_MATCHES, overflow=overflow):
         if _STRENGTHENED.match(data, match.start()):
             continue
         if match.group(2) is not None:
@@ -256,8 +312,11 @@ def read_checks(data: bytes) -> Checks:
         if objects and len(objects[0]) >= 4:
             dropped.add(objects[0][:5])
             dropped_words.add(objects[0])
-    weakened = any(not _STRENGTHENED.match(data, m.start()) for m in unnegated(_WEAKENED, data, MAX_MATCHES)) \
-        or any(m.group(1) is None or not _CLAUSE_WORDS & set(m.group(1).split())
-               for m in unnegated(_LOWERED, data, MAX_MATCHES, at=2))
-    return Checks(weakened, _CHECK.search(data) is not None, next(unnegated(_OPENED, data, MAX_MATCHES), None) is not None,
-                  frozenset(dropped), frozenset(dropped_words))
+    # (Every match is read, so that 512 harmless ones before a weakening set overflow.)
+    weakened = [not _STRENGTHENED.match(data, m.start()) for m in unnegated(_WEAKENED, data, MAX_MATCHES, overflow=overflow)]
+    lowered = [m.group(1) is None or not _CLAUSE_WORDS & set(m.group(1).split())
+               for m in unnegated(_LOWERED, data, MAX_MATCHES, at=2, overflow=overflow)]
+    obligations = read_obligations(data)
+    return Checks(any(weakened) or any(lowered), _CHECK.search(data) is not None,
+                  next(unnegated(_OPENED, data, MAX_MATCHES), None) is not None, frozenset(dropped),
+                  frozenset(dropped_words), overflow[0] or obligations.overflow, obligations.obliged, obligations.unkept)

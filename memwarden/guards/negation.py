@@ -26,13 +26,9 @@ from memwarden.guards.ruleset import compile_projected
 
 from memwarden.guards.function_words import NEGATIONS
 
-__all__ = ["unnegated"]
+__all__ = ["EXCEPTION", "SENTENCE_END", "unnegated"]
 
-
-
-
-
-_SENTENCE_END = re2.compile(rb"[.;!?\n]")
+SENTENCE_END = re2.compile(rb"[.;!?\n]")
 _SUBORDINATORS = (r"that|when|whenever|if|unless|except|once|while|whereas|although|though|which|who|where|"
                   r"dass|daA|wenn|falls|sobald|au(?:ss|A)er|que|qui|quand|lorsque|si|sauf|cuando|salvo|excepto|"
                   r"che|quando|se|tranne|eccetto")
@@ -57,7 +53,7 @@ _DETERMINERS = frozenset(b"no kein keine keinen keinem keiner keines aucun aucun
                          b"nessuno nessuna".split())
 # What excepts from a negated weakening: "No payment goes out without a call-back except Globex
 # payments" weakens the check for what it excepts.
-_EXCEPTION = compile_projected(r"\b(?:except|excepting|excluding|unless|other than|apart from|save for|but not|au(?:ss|A)er|"
+EXCEPTION = compile_projected(r"\b(?:except|excepting|excluding|unless|other than|apart from|save for|but not|au(?:ss|A)er|"
                       r"ausgenommen|es sei denn|sauf|except[eA]|A part|A moins|salvo|excepto|menos|a menos|tranne|"
                       r"eccetto|a meno)\b")
 #: Words a negation may stand before the weakening it governs ("no payment goes out without").
@@ -77,14 +73,33 @@ _COMMENTS = compile_projected(r"^\s*(?:(?:one|body|thing|be|been|is|was|a|an|the
                      r"problema|problemi|preocupa[a-zA]*|preoccupa[a-zA]*|importa|grave|sorgen?|schlimm|egal)\b")
 
 
+# Negations that are a clause's subject: before a verb and then another verb or a copula they
+# stand in a relative clause without "that" ("the call-back nobody likes is now optional").
+_SUBJECTS = frozenset(b"nobody nothing none niemand nichts personne rien nadie nada nessuno niente".split())
+_RELATIVE_VERB = compile_projected(r"^\s*(?:one\s+)?(?:really\s+|ever\s+|much\s+)?[a-zA]+(?:s|ed)\s+(?:(?:now|still|also|then|"
+                                   r"already|often)\s+)?(?:is|are|was|were|becomes?|became|gets?|got|goes|went|may|"
+                                   r"can|could|might|will|shall|should|has|have|had)\b")
+# A negation that is part of a compound word before another ("no-risk payments", "no-fee
+# accounts") qualifies that word, not the weakening ("non-mandatory" is the weakening's own).
+_COMPOUND = compile_projected(r"^-(?:one\b)?")
+
+
 def _governs(negation: re2._Match, before: bytes) -> bool:
     """Whether ``negation`` (a match in ``before``, the sentence up to a weakening) governs the
     weakening: no clause starts in between, but a relative pronoun after a negated noun starts
     none, and a condition ("when", "if") is governed by a negation that acts rather than
-    comments (see :data:`_CONDITIONALS`)."""
+    comments (see :data:`_CONDITIONALS`). A negation that comments ("no wonder", "nobody
+    minds"), stands in a relative clause without "that" ("the call-back nobody likes is
+    optional") or in a compound ("no-risk payments") governs nothing after it."""
     between = before[negation.end():]
     if len(between.split()) > _NEGATION_REACH:
         return False
+    if _COMMENTS.search(between) is not None or (between[:1] == b"-" and len(between) > 1
+                                                 and _COMPOUND.match(between).end() == 1):
+        return False
+    if negation.group(0) in _SUBJECTS or between.startswith(b" one "):
+        if _RELATIVE_VERB.search(between) is not None and _COPULA.search(before[:negation.start()]) is None:
+            return False
     for n, brk in enumerate(_CLAUSE_BREAK.finditer(between)):
         if n == 16:
             return False
@@ -101,20 +116,24 @@ def _governs(negation: re2._Match, before: bytes) -> bool:
     return True
 
 
-def unnegated(pattern: re2._Regexp, data: bytes, max_matches: int = 512, at: int = 0) -> Iterator[re2._Match]:
+def unnegated(pattern: re2._Regexp, data: bytes, max_matches: int = 512, at: int = 0,
+              overflow: list[bool] | None = None) -> Iterator[re2._Match]:
     """The matches of ``pattern`` in ``data`` with no negation before them in their clause: "no
     payment goes out without a call-back" states a check, it weakens none; "nothing changes:
     payments go out without a call-back" weakens it, and so does an exception after a negated
     weakening ("no payment goes out without a call-back except Globex's"). (The look back and
     the look ahead are bounded: at most 200 characters for each of at most ``max_matches``
     matches.) ``at``: the group whose start the negation is looked for before, when it took part
-    ("the call-back is not optional": the predicate's, after its check)."""
+    ("the call-back is not optional": the predicate's, after its check). ``overflow``: its first
+    item is set True when more than ``max_matches`` matched (the rest were not read)."""
     for n, match in enumerate(pattern.finditer(data)):
         if n == max_matches:
+            if overflow is not None:
+                overflow[0] = True
             return
         start = match.start(at) if at and match.group(at) is not None else match.start()
         before = data[max(0, start - 200):start]
-        ends = list(_SENTENCE_END.finditer(before))
+        ends = list(SENTENCE_END.finditer(before))
         if ends:
             before = before[ends[-1].end():]
         negations = list(_NEGATED.finditer(before))
@@ -123,6 +142,6 @@ def unnegated(pattern: re2._Regexp, data: bytes, max_matches: int = 512, at: int
             yield match
             continue
         after = data[match.end():match.end() + 200]
-        end = _SENTENCE_END.search(after)
-        if _EXCEPTION.search(after[:end.start()] if end else after) is not None:
+        end = SENTENCE_END.search(after)
+        if EXCEPTION.search(after[:end.start()] if end else after) is not None:
             yield match

@@ -47,11 +47,17 @@ class Values:
     #: keeps the stems: the words the records it may weaken are searched by
     #: (memwarden/memory/nearby.py).
     objects: frozenset[str] = frozenset()
+    #: The stems of the checks the text states as obligations, and of those it names without
+    #: restating one (memwarden/guards/obligations.py): a change that names an obliged check
+    #: and does not restate the obligation weakens it.
+    obliged: frozenset[str] = frozenset()
+    unkept: frozenset[str] = frozenset()
 
     def any(self) -> bool:
         """Whether the text holds anything a procedure change is made of (a value, a weakening,
-        a role opened to anyone, or more values than were read)."""
-        return bool(self.by_category) or self.weakened or self.opened or self.overflow
+        a role opened to anyone, a check named without an obligation, or more values than were
+        read)."""
+        return bool(self.by_category) or self.weakened or self.opened or self.overflow or bool(self.unkept)
 
     def held(self) -> frozenset[str]:
         """What a change of this text would change, as an established record: its value
@@ -77,7 +83,7 @@ class Values:
     def changing(self) -> frozenset[str]:
         """What this text may change of an established record (see :meth:`held`): its value
         categories, and "check" when it weakens one or opens a role to anyone."""
-        return self._categories() | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
+        return self._categories() | (frozenset({"check"}) if self.weakened or self.opened or self.unkept else frozenset())
 
     def weakens_any(self) -> bool:
         """Whether this text may weaken a check of an established text that holds no value of
@@ -100,6 +106,8 @@ class Values:
         if established.weakened:
             return False
         if self.weakened and (self.opened or self.names_check or established.names_check):
+            return True
+        if self.unkept & established.obliged:  # an obligation not restated
             return True
         # A role opened to anyone weakens on its own where a check or an approver is named.
         if self.opened and (self.names_check or established.names_check or "route" in established.by_category):

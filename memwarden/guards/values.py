@@ -370,6 +370,7 @@ def procedure_values(text: str) -> Values:
     if any(c.startswith("amount:") for c in found) and (periods := read_periods(nfkc)):
         found.setdefault("amount:period", set()).update(periods)
     checks = read_checks(data)
-    return Values({k: frozenset(v) for k, v in found.items()}, checks.weakened, raw, overflow, checks.names_check,
-                  checks.opened, checks.dropped,
-                  frozenset(w.decode() for w in data.translate(_NOT_LETTERS).split() if len(w) >= 4), checks.dropped_words)
+    return Values({k: frozenset(v) for k, v in found.items()}, checks.weakened, raw, overflow or checks.overflow,
+                  checks.names_check, checks.opened, checks.dropped,
+                  frozenset(w.decode() for w in data.translate(_NOT_LETTERS).split() if len(w) >= 4), checks.dropped_words,
+                  checks.obliged, checks.unkept)
