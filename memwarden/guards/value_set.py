@@ -4,7 +4,7 @@ reads them out of a text)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memwarden.guards.money import is_money
 
@@ -14,6 +14,9 @@ __all__ = ["Values"]
 #: of every currency, and every text that holds money holds it (:meth:`Values.held`), so that the
 #: records a change of it may change are found among those holding any money.
 ANY_MONEY = "amount:money"
+#: The category of a value-like token no reader read (memwarden/guards/unread.py): held by
+#: every established text that holds a procedure value.
+UNREAD = "unread"
 
 
 def _unsaid_period(value: str, theirs: frozenset[str]) -> bool:
@@ -47,18 +50,28 @@ class Values:
     #: keeps the stems: the words the records it may weaken are searched by
     #: (memwarden/memory/nearby.py).
     objects: frozenset[str] = frozenset()
+    #: The value-like tokens of the text (memwarden/guards/unread.py), each with the families of
+    #: the values that read it (none: unread). One read by no family the established text holds,
+    #: and that the established text does not hold, is a change (:meth:`changes`).
+    tokens: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def unread(self) -> frozenset[str]:
+        """The value-like tokens no reader read."""
+        return frozenset(t for t, families in self.tokens.items() if not families)
 
     def any(self) -> bool:
         """Whether the text holds anything a procedure change is made of (a value, a weakening,
         a role opened to anyone, or more values than were read)."""
-        return bool(self.by_category) or self.weakened or self.opened or self.overflow
+        return bool(self.by_category) or self.weakened or self.opened or self.overflow or bool(self.tokens)
 
     def held(self) -> frozenset[str]:
         """What a change of this text would change, as an established record: its value
         categories, and "check" when it names a check. The lexical index keeps them per record,
         so that the records a procedure change is compared with are chosen among those that
         hold what it changes (memwarden/memory/nearby.py)."""
-        return self._categories() | (frozenset({"check"}) if self.names_check else frozenset())
+        return (self._categories() | (frozenset({"check"}) if self.names_check else frozenset())
+                | (frozenset({UNREAD}) if self.by_category else frozenset()))
 
     def _categories(self) -> frozenset[str]:
         money = any(is_money(c) for c in self.by_category)
@@ -77,7 +90,8 @@ class Values:
     def changing(self) -> frozenset[str]:
         """What this text may change of an established record (see :meth:`held`): its value
         categories, and "check" when it weakens one or opens a role to anyone."""
-        return self._categories() | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
+        return (self._categories() | (frozenset({"check"}) if self.weakened or self.opened else frozenset())
+                | (frozenset({UNREAD}) if self.tokens else frozenset()))
 
     def weakens_any(self) -> bool:
         """Whether this text may weaken a check of an established text that holds no value of
@@ -113,6 +127,12 @@ class Values:
         currency, "5 grand", compares with money of any currency; a period said on one side
         only is no change, :func:`_unsaid_period`)."""
         out = []
+        # A value no reader read, where the established text holds procedure values, fails closed.
+        if established.by_category:
+            families = {c.partition(":")[0] for c in established.by_category}
+            new = sorted(t for t, read in self.tokens.items() if t not in established.tokens and not read & families)
+            if new:
+                out.append((UNREAD, new[0], ""))
         for category, mine in self.by_category.items():
             theirs = established._compared(category)
             if not theirs:

@@ -59,6 +59,7 @@ from memwarden.guards.ruleset import LETTER as _L
 from memwarden.guards.periods import PERIOD, period_key, read_periods
 from memwarden.guards.ruleset import ASCII_LOWER, MAX_MATCHES, compile_projected, project
 from memwarden.guards.ruleset import WORD_CHAR as _WI
+from memwarden.guards.unread import unread_tokens
 from memwarden.guards.value_set import Values
 
 __all__ = ["CATEGORIES", "CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "Values", "procedure_values", "skeleton"]
@@ -322,6 +323,7 @@ def procedure_values(text: str) -> Values:
         group = 1 if match.group(1) is not None else 0
         return match.start(group) if b"@" not in match.group(group) else None
 
+    read: list[tuple[int, int, str]] = []  # (the spans the readers matched, for memwarden.guards.unread)
     starts = set()  # (for the routes below)
     for match in matches("destination", plain_data):
         group = 1 if match.group(1) is not None else 0
@@ -329,6 +331,7 @@ def procedure_values(text: str) -> Values:
         starts.add(link(match))
     if plain_data is not data:  # (where they start in the text as it was written)
         starts = {link(match) for match in matches("destination")}
+    read += [(*m.span(), "destination") for m in matches("destination")]
     for match in matches("account"):
         group = next(g for g in range(1, 8) if match.group(g) is not None)
         value = span(match, group)
@@ -337,8 +340,10 @@ def procedure_values(text: str) -> Values:
                 continue
             value = value[:8] if value.endswith("XXX") else value
         add("account", value, "*" if group > 4 else "")
+        read.append((*match.span(group), "account"))
     for match in matches("credential"):
         add("credential", span(match, 1))
+        read.append((*match.span(1), "credential"))
     for match in matches("route"):
         start, name = approver(match, nfkc)
         # (A link's scheme or host is where it goes, "paid through https://...", not who approves.)
@@ -366,10 +371,13 @@ def procedure_values(text: str) -> Values:
             category, number = _measure(unit, _number(span(match, 1)))
             period = period_key(span(match, _AMOUNT_GROUPS[b"between"]), span(match, _AMOUNT_GROUPS[b"period"]))
             found.setdefault(f"amount:{category}", set()).add(f"{number}/{period}" if period else number)
+            read.append((*match.span(), "amount"))
     # A period said before its amount ("the monthly retainer is 400 EUR") is a value of its own.
     if any(c.startswith("amount:") for c in found) and (periods := read_periods(nfkc)):
         found.setdefault("amount:period", set()).update(periods)
     checks = read_checks(data)
+    tokens = unread_tokens(nfkc, read, money)
     return Values({k: frozenset(v) for k, v in found.items()}, checks.weakened, raw, overflow, checks.names_check,
                   checks.opened, checks.dropped,
-                  frozenset(w.decode() for w in data.translate(_NOT_LETTERS).split() if len(w) >= 4), checks.dropped_words)
+                  frozenset(w.decode() for w in data.translate(_NOT_LETTERS).split() if len(w) >= 4), checks.dropped_words,
+                  tokens)
