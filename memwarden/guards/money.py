@@ -79,9 +79,9 @@ LOWER_CASE_CODES = frozenset("usd eur gbp jpy cny rmb inr krw chf sek nok dkk pl
 #: "₹5 lakh", "2 crore rupees", "$2 trillion").
 MAGNITUDES = {**dict.fromkeys(("k", "thousand", "thousands", "tsd", "tausend", "grand"), 3),
               **dict.fromkeys(("lakh", "lakhs", "lac", "lacs", "lakh's"), 5),
-              **dict.fromkeys(("m", "mn", "mm", "mio", "million", "millions", "millionen", "mil"), 6),
+              **dict.fromkeys(("m", "mn", "mm", "mln", "mio", "million", "millions", "millionen", "mil"), 6),
               **dict.fromkeys(("crore", "crores", "cr"), 7),
-              **dict.fromkeys(("bn", "b", "mrd", "md", "mds", "billion", "billions", "milliard", "milliarden",
+              **dict.fromkeys(("bn", "b", "bln", "mld", "mrd", "md", "mds", "billion", "billions", "milliard", "milliarden",
                                "milliards"), 9),
               **dict.fromkeys(("tn", "trn", "trillion", "trillions"), 12)}
 #: Every currency symbol (Unicode category Sc), for a character class of Python's re.

@@ -17,6 +17,8 @@ ANY_MONEY = "amount:money"
 #: The category of a value-like token no reader read (memwarden/guards/unread.py): held by
 #: every established text that holds a procedure value.
 UNREAD = "unread"
+# A dose's two dimensions (memwarden.guards.values._measure): one said in the other is a change.
+_DIMENSIONS = {"amount:mass:mg": "amount:volume:ml", "amount:volume:ml": "amount:mass:mg"}
 
 
 def _unsaid_period(value: str, theirs: frozenset[str]) -> bool:
@@ -135,6 +137,10 @@ class Values:
                 out.append((UNREAD, new[0], ""))
         for category, mine in self.by_category.items():
             theirs = established._compared(category)
+            if not theirs and (other := _DIMENSIONS.get(category)) in established.by_category:
+                # A dose moved to another dimension ("5 mg" made "5 ml") is a changed dose.
+                out.append((category, min(mine), min(established.by_category[other])))
+                continue
             if not theirs:
                 continue
             for value in sorted(v for v in mine - theirs if not _unsaid_period(v, theirs)):

@@ -147,8 +147,8 @@ _PATTERNS: dict[str, re2._Regexp] = {
     "credential": compile_projected(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
                            rf"secret|login|credentials?|(?:alarm|door|gate|entry|access|lock|safe|keypad|garage|building|wi-?fi) code|"
                            rf"combination)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
-                           rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
-                           rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
+                           rf"kept in|stored in|found in|lives in|posted in|shared in|reset to|updated to|now reads)\s+({_WI}[^\s]*"
+                           rf"(?:\s+{_WI}[^\s]*){{0,3}})"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -183,13 +183,14 @@ _DEFANGED = {"hxxp": "http", "hxxps": "https"}
 def _key(value: str, category: str | None = None) -> str:
     """``value``'s comparison key in ``category`` (None: a number's, an account's, a route's,
     without what people group them with)."""
-    value = unicodedata.normalize("NFKC", value).casefold()
+    value = unicodedata.normalize("NFKC", value)
+    if category == "credential" and not value.translate(_GROUPING).isdigit():  # (a PIN is typed as its digits)
+        # Its case and every character kept ("Hunter2" is not "hUNTER2"), but the sentence's full stop.
+        return " ".join(value.split()).rstrip(".")
+    value = value.casefold()
     if category == "destination":
         return _destination(value)
-    grouped = value.translate(_GROUPING)
-    if category == "credential" and not grouped.isdigit():  # (a PIN is typed as its digits)
-        return " ".join(value.split()).rstrip(".")  # (nor the full stop of the sentence)
-    return grouped
+    return value.translate(_GROUPING)
 
 
 def _destination(value: str) -> str:
@@ -208,8 +209,21 @@ def _destination(value: str) -> str:
     host, _, path = rest.rstrip(".,;:!?").partition("/")
     port = _DEFAULT_PORTS.get(scheme)
     host = host[:-len(port) - 1] if port and host.endswith(":" + port) else host
+    host = _unicode_host(host.rstrip("."))  # (a host's root dot names it again, and so does its IDNA spelling)
     path = path.rstrip("/")
     return f"{scheme}://{host}/{path}" if path else f"{scheme}://{host}"
+
+
+def _unicode_host(host: str) -> str:
+    """``host`` with its punycode labels ("xn--bcher-globex-llb.de") in the Unicode they spell."""
+    if "xn--" not in host:
+        return host
+    name, colon, port = host.rpartition(":") if ":" in host else (host, "", "")
+    try:
+        name = name.encode("ascii").decode("idna")
+    except (UnicodeError, ValueError):
+        return host
+    return name + colon + port
 
 
 _THOUSANDS = re2.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
@@ -261,12 +275,13 @@ def _measure(unit: str, number: str) -> tuple[str, str]:
 
 
 def _respelt(text: str, data: bytes, pattern: re2._Regexp,
-             spell: Callable[[re2._Match, str], tuple[int, int, str]]) -> tuple[str, bytes]:
+             spell: Callable[[re2._Match, str], tuple[int, int, str]], overflowed: list[bool]) -> tuple[str, bytes]:
     """``text`` and its projection with the spans ``spell`` gives for each match of ``pattern``
     (on ``data``, the projection) replaced by what it gives."""
     parts, last = [], 0
     for n, match in enumerate(pattern.finditer(data)):
         if n == MAX_MATCHES:
+            overflowed.append(True)  # (the rest were not read: Values.overflow)
             break
         start, end, spelt = spell(match, text)
         parts += [text[last:start], spelt]
@@ -313,11 +328,13 @@ def procedure_values(text: str) -> Values:
                 return
             yield match
 
+    respelt_over: list[bool] = []
     # Destinations are read with "[at]", "[dot]" and "[:]" read as "@", "." and ":" ("hxxps[:]//"),
     # then an address in words as one.
     plain, plain_data = _respelt(nfkc, data, _OBFUSCATED, lambda match, _: (
-        match.start(), match.end(), {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")))
-    plain, plain_data = _respelt(plain, plain_data, _SPELT, _address)
+        match.start(), match.end(), {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")), respelt_over)
+    plain, plain_data = _respelt(plain, plain_data, _SPELT, _address, respelt_over)
+    overflow = bool(respelt_over)
     def link(match: re2._Match) -> int | None:
         """Where a link or host starts (an address's mailbox may name who approves)."""
         group = 1 if match.group(1) is not None else 0
@@ -373,8 +390,11 @@ def procedure_values(text: str) -> Values:
             found.setdefault(f"amount:{category}", set()).add(f"{number}/{period}" if period else number)
             read.append((*match.span(), "amount"))
     # A period said before its amount ("the monthly retainer is 400 EUR") is a value of its own.
-    if any(c.startswith("amount:") for c in found) and (periods := read_periods(nfkc)):
-        found.setdefault("amount:period", set()).update(periods)
+    if any(c.startswith("amount:") for c in found):
+        periods, periods_over = read_periods(nfkc)
+        overflow = overflow or periods_over
+        if periods:
+            found.setdefault("amount:period", set()).update(periods)
     checks = read_checks(data)
     tokens = unread_tokens(nfkc, read, money)
     return Values({k: frozenset(v) for k, v in found.items()}, checks.weakened, raw, overflow, checks.names_check,
