@@ -270,14 +270,16 @@ def _groups(pattern: re2._Regexp) -> dict[str, int]:
 _BEFORE_GROUPS, _AFTER_GROUPS, _PERCENT_GROUPS = _groups(_BEFORE), _groups(_AFTER), _groups(_PERCENT)
 
 
-def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
+def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool, list[tuple[int, int]]]:
     """The amounts of money in ``nfkc`` (an NFKC text, its numbers :func:`plain_numbers`), by
     category ("amount:eur": keys), with the end of each number read (the amount pattern of
-    memwarden.guards.values skips those), and whether more matches were found than read."""
+    memwarden.guards.values skips those), whether more matches were found than read, and the
+    spans of the matches."""
     text = nfkc.translate(_DASHES)
     data = project(text.translate(ASCII_LOWER))
     found: dict[str, set[str]] = {}
     ends: set[int] = set()
+    spans: list[tuple[int, int]] = []  # (what was matched: memwarden.guards.unread)
     overflow = False
 
     def add(match: re2._Match, groups: dict[str, int]) -> None:
@@ -329,8 +331,11 @@ def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
             if n == MAX_MATCHES:
                 overflow = True
                 break
+            read = len(ends)
             add(match, groups)
-    return found, ends, overflow
+            if len(ends) > read:
+                spans.append(match.span())
+    return found, ends, overflow, spans
 
 
 def _compound(span, value: Decimal, mag: str, hundredths: bool, key: str, found: dict[str, set[str]],

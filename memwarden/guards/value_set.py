@@ -129,12 +129,6 @@ class Values:
         currency, "5 grand", compares with money of any currency; a period said on one side
         only is no change, :func:`_unsaid_period`)."""
         out = []
-        # A value no reader read, where the established text holds procedure values, fails closed.
-        if established.by_category:
-            families = {c.partition(":")[0] for c in established.by_category}
-            new = sorted(t for t, read in self.tokens.items() if t not in established.tokens and not read & families)
-            if new:
-                out.append((UNREAD, new[0], ""))
         for category, mine in self.by_category.items():
             theirs = established._compared(category)
             if not theirs and (other := _DIMENSIONS.get(category)) in established.by_category:
@@ -147,6 +141,15 @@ class Values:
                 if not any(_restates(value, t) for t in theirs):
                     out.append((category, value, min(theirs)))
                     break
+        # A value no reader read, where the established text holds procedure values, fails closed.
+        if established.by_category:
+            families = {c.partition(":")[0] for c in established.by_category}
+            # (A number a reader read elsewhere in the text is read: "between 400 and 500 EUR".)
+            numbers = {k.partition("/")[0] for c, keys in self.by_category.items() if c.startswith("amount:") for k in keys}
+            new = sorted(t for t, read in self.tokens.items()
+                         if t not in established.tokens and not read & families and t.replace(",", "") not in numbers)
+            if new:
+                out.append((UNREAD, new[0], ""))
         return out
 
 

@@ -349,6 +349,9 @@ def procedure_values(text: str) -> Values:
     if plain_data is not data:  # (where they start in the text as it was written)
         starts = {link(match) for match in matches("destination")}
     read += [(*m.span(), "destination") for m in matches("destination")]
+    if plain is not nfkc:  # (an address spelt out: its "[at]" and "dot" were read)
+        read += [(*m.span(), "destination") for pattern in (_OBFUSCATED, _SPELT)
+                 for m in zip(range(MAX_MATCHES), pattern.finditer(data)) for m in [m[1]]]
     for match in matches("account"):
         group = next(g for g in range(1, 8) if match.group(g) is not None)
         value = span(match, group)
@@ -368,7 +371,8 @@ def procedure_values(text: str) -> Values:
             add("route", name)
     # Money first, a currency on either side of its number (memwarden/guards/money.py): the
     # numbers it reads are no unit's, and neither are a fraction's.
-    money_found, money, money_overflow = read_money(nfkc)
+    money_found, money, money_overflow, money_spans = read_money(nfkc)
+    read += [(*span_, "amount") for span_ in money_spans]
     for category, keys in money_found.items():
         found.setdefault(category, set()).update(keys)
     shares, share_ends, share_overflow = read_shares(nfkc)
