@@ -30,7 +30,6 @@ _STRIP = "\"'()[]{}<>.,;:!?*\u2026\u00ab\u00bb\u201c\u201d\u2018\u2019"
 _NOT_VALUES = re.compile(r"^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?(?:am|pm|h)?"
                          r"|\d{1,2}(?:am|pm|h|uhr)|(?:19|20)\d{2}s?|\d+(?:st|nd|rd|th|er|e|ème|º|ª)|\d{1,2}[./]\d{1,2})$")
 _NUMBERING = re.compile(r"^\(?\d{1,2}[.)]$")
-_HOST = re.compile(r"^[^\W_]+(?:[.\-][^\W_]+)*\.[^\W\d_]{2,}(?:[/:].*)?$")
 _SPELLING = frozenset({"dot", "arroba", "chiocciola", "(at)", "[at]", "(dot)", "[dot]"})
 
 
@@ -39,7 +38,11 @@ def _value_like(token: str) -> bool:
         return True
     if any(c.isdigit() or c in "%\u066a\u2030" or unicodedata.category(c) == "Sc" for c in token):
         return True
-    return bool(_HOST.match(token)) and all(len(label) >= 2 for label in token.split("/")[0].split("."))
+    # A host-like dotted label ("globex.be", "portal.globex.nu/pay"): labels of two letters or digits
+    # or more, the last of letters (no "e.g", "v1.2" is read by its digit). (No pattern: linear.)
+    labels = token.split("/")[0].split(":")[0].split(".")
+    return (len(labels) > 1 and all(len(label) >= 2 and label.replace("-", "").isalnum() for label in labels)
+            and labels[-1].isalpha())
 
 
 def unread_tokens(nfkc: str, spans: Iterable[tuple[int, int, str]], ends: Iterable[int] = ()) -> dict[str, frozenset[str]]:

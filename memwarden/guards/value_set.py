@@ -144,8 +144,9 @@ class Values:
         # A value no reader read, where the established text holds procedure values, fails closed.
         if established.by_category:
             families = {c.partition(":")[0] for c in established.by_category}
-            # (A number a reader read elsewhere in the text is read: "between 400 and 500 EUR".)
-            numbers = {k.partition("/")[0] for c, keys in self.by_category.items() if c.startswith("amount:") for k in keys}
+            # (A number a reader read as an amount in either text is read: "between 400 and 500 EUR".)
+            numbers = {k.partition("/")[0] for v in (self, established) for c, keys in v.by_category.items()
+                       if c.startswith("amount:") for k in keys}
             new = sorted(t for t, read in self.tokens.items()
                          if t not in established.tokens and not read & families and t.replace(",", "") not in numbers)
             if new:
