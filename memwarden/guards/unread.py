@@ -13,7 +13,7 @@ procedure value.
 
 Not value-like: dates ("2026-12-03", "3/12/2025", "03.12.2025"), times ("9:30", "9am", "17h"),
 years (1900-2099), ordinals ("12th"), and a list's numbering at the start of a line ("1.", "2)",
-"(3)"): a restatement adds them freely, and no procedure value is one.
+"(3)"), and "(3)" or "[2]" anywhere (a note's or a copy's number): a restatement adds them freely, and no procedure value is one.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ _STRIP = "\"'()[]{}<>.,;:!?*\u2026\u00ab\u00bb\u201c\u201d\u2018\u2019"
 _NOT_VALUES = re.compile(r"^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?(?:am|pm|h)?"
                          r"|\d{1,2}(?:am|pm|h|uhr)|(?:19|20)\d{2}s?|\d+(?:st|nd|rd|th|er|e|ème|º|ª)|\d{1,2}[./]\d{1,2})$")
 _NUMBERING = re.compile(r"^\(?\d{1,2}[.)]$")
+# A numbered note or copy anywhere ("(3)", "[2]"): a reference, no value.
+_REFERENCE = re.compile(r"^[(\[]\d{1,2}[)\]][.,;:]?$")
 _SPELLING = frozenset({"dot", "arroba", "chiocciola", "(at)", "[at]", "(dot)", "[dot]"})
 
 
@@ -63,7 +65,7 @@ def unread_tokens(nfkc: str, spans: Iterable[tuple[int, int, str]], ends: Iterab
         if not key or not _value_like(key) or _NOT_VALUES.match(key):
             continue
         start = match.start()
-        if _NUMBERING.match(raw) and (start == 0 or nfkc[start - 1] == "\n"):
+        if _NUMBERING.match(raw) and (start == 0 or nfkc[start - 1] == "\n") or _REFERENCE.match(raw):
             continue
         families = tokens.setdefault(key, set())
         families.update(*(c for c in covered[start:match.end()] if c))
