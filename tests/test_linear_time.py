@@ -126,6 +126,9 @@ VALUE_TEXTS = {
     "numbers and units": fill("5 mg "), "weakening words": fill("alone without "),
     "check words": fill("checked without a call-back "), "deadline routes": fill("signed off by friday "),
     "labels and function words": fill("room 12 de "), "digit words": fill("a1b2"),
+    # memwarden/guards/unread.py: value-like tokens, one host-like token of 32 KB, spelling words
+    "unread tokens": fill("x1 "), "host labels": fill("ab."), "spelling words": fill("ap arroba dot "),
+    "arabic percent signs": fill("7\u066a "), "dates and ordinals": fill("2026-12-03 1st "),
     "negated weakenings": fill("no payment without "), "weakenings in a list": fill("no a, and without "),
     "dropped objects": fill("without countersigning "), "un-ed words": fill("unescorted "),
     "approver lists": fill("held by nadia, the "), "units after words": fill("50 of the mg "),

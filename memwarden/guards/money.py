@@ -79,9 +79,9 @@ LOWER_CASE_CODES = frozenset("usd eur gbp jpy cny rmb inr krw chf sek nok dkk pl
 #: "₹5 lakh", "2 crore rupees", "$2 trillion").
 MAGNITUDES = {**dict.fromkeys(("k", "thousand", "thousands", "tsd", "tausend", "grand"), 3),
               **dict.fromkeys(("lakh", "lakhs", "lac", "lacs", "lakh's"), 5),
-              **dict.fromkeys(("m", "mn", "mm", "mio", "million", "millions", "millionen", "mil"), 6),
+              **dict.fromkeys(("m", "mn", "mm", "mln", "mio", "million", "millions", "millionen", "mil"), 6),
               **dict.fromkeys(("crore", "crores", "cr"), 7),
-              **dict.fromkeys(("bn", "b", "mrd", "md", "mds", "billion", "billions", "milliard", "milliarden",
+              **dict.fromkeys(("bn", "b", "bln", "mld", "mrd", "md", "mds", "billion", "billions", "milliard", "milliarden",
                                "milliards"), 9),
               **dict.fromkeys(("tn", "trn", "trillion", "trillions"), 12)}
 #: Every currency symbol (Unicode category Sc), for a character class of Python's re.
@@ -270,14 +270,16 @@ def _groups(pattern: re2._Regexp) -> dict[str, int]:
 _BEFORE_GROUPS, _AFTER_GROUPS, _PERCENT_GROUPS = _groups(_BEFORE), _groups(_AFTER), _groups(_PERCENT)
 
 
-def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
+def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool, list[tuple[int, int]]]:
     """The amounts of money in ``nfkc`` (an NFKC text, its numbers :func:`plain_numbers`), by
     category ("amount:eur": keys), with the end of each number read (the amount pattern of
-    memwarden.guards.values skips those), and whether more matches were found than read."""
+    memwarden.guards.values skips those), whether more matches were found than read, and the
+    spans of the matches."""
     text = nfkc.translate(_DASHES)
     data = project(text.translate(ASCII_LOWER))
     found: dict[str, set[str]] = {}
     ends: set[int] = set()
+    spans: list[tuple[int, int]] = []  # (what was matched: memwarden.guards.unread)
     overflow = False
 
     def add(match: re2._Match, groups: dict[str, int]) -> None:
@@ -329,8 +331,11 @@ def read_money(nfkc: str) -> tuple[dict[str, set[str]], set[int], bool]:
             if n == MAX_MATCHES:
                 overflow = True
                 break
+            read = len(ends)
             add(match, groups)
-    return found, ends, overflow
+            if len(ends) > read:
+                spans.append(match.span())
+    return found, ends, overflow, spans
 
 
 def _compound(span, value: Decimal, mag: str, hundredths: bool, key: str, found: dict[str, set[str]],

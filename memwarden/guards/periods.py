@@ -103,12 +103,18 @@ def period_key(between: str, period: str) -> str:
 _PERIOD_WORD = compile_projected(rf"(?:^|[^a-zA0-9B\x01])({projected(' '.join(_PERIOD_ADVERBS.values()))})(?:e|en|er|es)?\b")
 
 
-def read_periods(nfkc: str) -> set[str]:
+def read_periods(nfkc: str) -> tuple[set[str], bool]:
     """The keys (:func:`period_key`) of the periods' adverbs and adjectives of ``nfkc``, for a
     text that holds an amount: "the weekly retainer is 400 EUR" changes "the monthly retainer is
-    400 EUR" though neither period follows the amount."""
-    matches = zip(range(MAX_MATCHES), _PERIOD_WORD.finditer(project(nfkc.translate(ASCII_LOWER))))
-    return {key for _, m in matches if (key := period_key("", nfkc[m.start(1):m.end(1)]))}
+    400 EUR" though neither period follows the amount; and whether more than MAX_MATCHES were
+    found (the rest unread: Values.overflow)."""
+    keys: set[str] = set()
+    for n, m in enumerate(_PERIOD_WORD.finditer(project(nfkc.translate(ASCII_LOWER)))):
+        if n == MAX_MATCHES:
+            return keys, True
+        if key := period_key("", nfkc[m.start(1):m.end(1)]):
+            keys.add(key)
+    return keys, False
 
 
 def period_of(match: re2._Match, groups: dict[str, int], text: str) -> str:

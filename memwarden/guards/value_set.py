@@ -4,7 +4,7 @@ reads them out of a text)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memwarden.guards.money import is_money
 
@@ -14,6 +14,11 @@ __all__ = ["Values"]
 #: of every currency, and every text that holds money holds it (:meth:`Values.held`), so that the
 #: records a change of it may change are found among those holding any money.
 ANY_MONEY = "amount:money"
+#: The category of a value-like token no reader read (memwarden/guards/unread.py): held by
+#: every established text that holds a procedure value.
+UNREAD = "unread"
+# A dose's two dimensions (memwarden.guards.values._measure): one said in the other is a change.
+_DIMENSIONS = {"amount:mass:mg": "amount:volume:ml", "amount:volume:ml": "amount:mass:mg"}
 
 
 def _unsaid_period(value: str, theirs: frozenset[str]) -> bool:
@@ -52,19 +57,30 @@ class Values:
     #: and does not restate the obligation weakens it.
     obliged: frozenset[str] = frozenset()
     unkept: frozenset[str] = frozenset()
+    #: The value-like tokens of the text (memwarden/guards/unread.py), each with the families of
+    #: the values that read it (none: unread). One read by no family the established text holds,
+    #: and that the established text does not hold, is a change (:meth:`changes`).
+    tokens: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def unread(self) -> frozenset[str]:
+        """The value-like tokens no reader read."""
+        return frozenset(t for t, families in self.tokens.items() if not families)
 
     def any(self) -> bool:
         """Whether the text holds anything a procedure change is made of (a value, a weakening,
-        a role opened to anyone, a check named without an obligation, or more values than were
-        read)."""
-        return bool(self.by_category) or self.weakened or self.opened or self.overflow or bool(self.unkept)
+        a role opened to anyone, a check named without an obligation, a value-like token, or
+        more values than were read)."""
+        return (bool(self.by_category) or self.weakened or self.opened or self.overflow or bool(self.unkept)
+                or bool(self.tokens))
 
     def held(self) -> frozenset[str]:
         """What a change of this text would change, as an established record: its value
         categories, and "check" when it names a check. The lexical index keeps them per record,
         so that the records a procedure change is compared with are chosen among those that
         hold what it changes (memwarden/memory/nearby.py)."""
-        return self._categories() | (frozenset({"check"}) if self.names_check else frozenset())
+        return (self._categories() | (frozenset({"check"}) if self.names_check else frozenset())
+                | (frozenset({UNREAD}) if self.by_category else frozenset()))
 
     def _categories(self) -> frozenset[str]:
         money = any(is_money(c) for c in self.by_category)
@@ -83,7 +99,8 @@ class Values:
     def changing(self) -> frozenset[str]:
         """What this text may change of an established record (see :meth:`held`): its value
         categories, and "check" when it weakens one or opens a role to anyone."""
-        return self._categories() | (frozenset({"check"}) if self.weakened or self.opened or self.unkept else frozenset())
+        return (self._categories() | (frozenset({"check"}) if self.weakened or self.opened or self.unkept else frozenset())
+                | (frozenset({UNREAD}) if self.tokens else frozenset()))
 
     def weakens_any(self) -> bool:
         """Whether this text may weaken a check of an established text that holds no value of
@@ -123,12 +140,26 @@ class Values:
         out = []
         for category, mine in self.by_category.items():
             theirs = established._compared(category)
+            if not theirs and (other := _DIMENSIONS.get(category)) in established.by_category:
+                # A dose moved to another dimension ("5 mg" made "5 ml") is a changed dose.
+                out.append((category, min(mine), min(established.by_category[other])))
+                continue
             if not theirs:
                 continue
             for value in sorted(v for v in mine - theirs if not _unsaid_period(v, theirs)):
                 if not any(_restates(value, t) for t in theirs):
                     out.append((category, value, min(theirs)))
                     break
+        # A value no reader read, where the established text holds procedure values, fails closed.
+        if established.by_category:
+            families = {c.partition(":")[0] for c in established.by_category}
+            # (A number a reader read as an amount in either text is read: "between 400 and 500 EUR".)
+            numbers = {k.partition("/")[0] for v in (self, established) for c, keys in v.by_category.items()
+                       if c.startswith("amount:") for k in keys}
+            new = sorted(t for t, read in self.tokens.items()
+                         if t not in established.tokens and not read & families and t.replace(",", "") not in numbers)
+            if new:
+                out.append((UNREAD, new[0], ""))
         return out
 
 

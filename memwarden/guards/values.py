@@ -59,6 +59,7 @@ from memwarden.guards.ruleset import LETTER as _L
 from memwarden.guards.periods import PERIOD, period_key, read_periods
 from memwarden.guards.ruleset import ASCII_LOWER, MAX_MATCHES, compile_projected, project
 from memwarden.guards.ruleset import WORD_CHAR as _WI
+from memwarden.guards.unread import unread_tokens
 from memwarden.guards.value_set import Values
 
 __all__ = ["CATEGORIES", "CURRENCY_CODES", "LOWER_CASE_CODES", "MAGNITUDES", "Values", "procedure_values", "skeleton"]
@@ -146,8 +147,8 @@ _PATTERNS: dict[str, re2._Regexp] = {
     "credential": compile_projected(rf"\b(?:password|passcode|passphrase|pin|api key|access key|deployment key|key|token|"
                            rf"secret|login|credentials?|(?:alarm|door|gate|entry|access|lock|safe|keypad|garage|building|wi-?fi) code|"
                            rf"combination)s?\b[^.\n]{{0,30}}?\b(?:is|are|:|=|now|changed to|set to|"
-                           rf"kept in|stored in|found in|lives in|posted in|shared in)\s+({_WI}(?:{_WI}|[#@._\-])*"
-                           rf"(?:\s+{_WI}(?:{_WI}|[#@._\-])*){{0,3}})"),
+                           rf"kept in|stored in|found in|lives in|posted in|shared in|reset to|updated to|now reads)\s+({_WI}[^\s]*"
+                           rf"(?:\s+{_WI}[^\s]*){{0,3}})"),
     # (Not after a colon: the minutes of "17:45 Uhr" are no amount of "Uhr".)
     # A hyphen or a bracket may stand between a number and its unit ("a 50-mg tablet", "50
     # (mg)"); a unit of mass or volume a few words on is the unit of a number whose next word
@@ -182,13 +183,14 @@ _DEFANGED = {"hxxp": "http", "hxxps": "https"}
 def _key(value: str, category: str | None = None) -> str:
     """``value``'s comparison key in ``category`` (None: a number's, an account's, a route's,
     without what people group them with)."""
-    value = unicodedata.normalize("NFKC", value).casefold()
+    value = unicodedata.normalize("NFKC", value)
+    if category == "credential" and not value.translate(_GROUPING).isdigit():  # (a PIN is typed as its digits)
+        # Its case and every character kept ("Hunter2" is not "hUNTER2"), but the sentence's full stop.
+        return " ".join(value.split()).rstrip(".")
+    value = value.casefold()
     if category == "destination":
         return _destination(value)
-    grouped = value.translate(_GROUPING)
-    if category == "credential" and not grouped.isdigit():  # (a PIN is typed as its digits)
-        return " ".join(value.split()).rstrip(".")  # (nor the full stop of the sentence)
-    return grouped
+    return value.translate(_GROUPING)
 
 
 def _destination(value: str) -> str:
@@ -207,8 +209,21 @@ def _destination(value: str) -> str:
     host, _, path = rest.rstrip(".,;:!?").partition("/")
     port = _DEFAULT_PORTS.get(scheme)
     host = host[:-len(port) - 1] if port and host.endswith(":" + port) else host
+    host = _unicode_host(host.rstrip("."))  # (a host's root dot names it again, and so does its IDNA spelling)
     path = path.rstrip("/")
     return f"{scheme}://{host}/{path}" if path else f"{scheme}://{host}"
+
+
+def _unicode_host(host: str) -> str:
+    """``host`` with its punycode labels ("xn--bcher-globex-llb.de") in the Unicode they spell."""
+    if "xn--" not in host:
+        return host
+    name, colon, port = host.rpartition(":") if ":" in host else (host, "", "")
+    try:
+        name = name.encode("ascii").decode("idna")
+    except (UnicodeError, ValueError):
+        return host
+    return name + colon + port
 
 
 _THOUSANDS = re2.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
@@ -260,12 +275,13 @@ def _measure(unit: str, number: str) -> tuple[str, str]:
 
 
 def _respelt(text: str, data: bytes, pattern: re2._Regexp,
-             spell: Callable[[re2._Match, str], tuple[int, int, str]]) -> tuple[str, bytes]:
+             spell: Callable[[re2._Match, str], tuple[int, int, str]], overflowed: list[bool]) -> tuple[str, bytes]:
     """``text`` and its projection with the spans ``spell`` gives for each match of ``pattern``
     (on ``data``, the projection) replaced by what it gives."""
     parts, last = [], 0
     for n, match in enumerate(pattern.finditer(data)):
         if n == MAX_MATCHES:
+            overflowed.append(True)  # (the rest were not read: Values.overflow)
             break
         start, end, spelt = spell(match, text)
         parts += [text[last:start], spelt]
@@ -312,16 +328,19 @@ def procedure_values(text: str) -> Values:
                 return
             yield match
 
+    respelt_over: list[bool] = []
     # Destinations are read with "[at]", "[dot]" and "[:]" read as "@", "." and ":" ("hxxps[:]//"),
     # then an address in words as one.
     plain, plain_data = _respelt(nfkc, data, _OBFUSCATED, lambda match, _: (
-        match.start(), match.end(), {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")))
-    plain, plain_data = _respelt(plain, plain_data, _SPELT, _address)
+        match.start(), match.end(), {b"at": "@", b"@": "@", b":": ":"}.get(match.group(1), ".")), respelt_over)
+    plain, plain_data = _respelt(plain, plain_data, _SPELT, _address, respelt_over)
+    overflow = bool(respelt_over)
     def link(match: re2._Match) -> int | None:
         """Where a link or host starts (an address's mailbox may name who approves)."""
         group = 1 if match.group(1) is not None else 0
         return match.start(group) if b"@" not in match.group(group) else None
 
+    read: list[tuple[int, int, str]] = []  # (the spans the readers matched, for memwarden.guards.unread)
     starts = set()  # (for the routes below)
     for match in matches("destination", plain_data):
         group = 1 if match.group(1) is not None else 0
@@ -329,6 +348,10 @@ def procedure_values(text: str) -> Values:
         starts.add(link(match))
     if plain_data is not data:  # (where they start in the text as it was written)
         starts = {link(match) for match in matches("destination")}
+    read += [(*m.span(), "destination") for m in matches("destination")]
+    if plain is not nfkc:  # (an address spelt out: its "[at]" and "dot" were read)
+        read += [(*m.span(), "destination") for pattern in (_OBFUSCATED, _SPELT)
+                 for m in zip(range(MAX_MATCHES), pattern.finditer(data)) for m in [m[1]]]
     for match in matches("account"):
         group = next(g for g in range(1, 8) if match.group(g) is not None)
         value = span(match, group)
@@ -337,8 +360,10 @@ def procedure_values(text: str) -> Values:
                 continue
             value = value[:8] if value.endswith("XXX") else value
         add("account", value, "*" if group > 4 else "")
+        read.append((*match.span(group), "account"))
     for match in matches("credential"):
         add("credential", span(match, 1))
+        read.append((*match.span(1), "credential"))
     for match in matches("route"):
         start, name = approver(match, nfkc)
         # (A link's scheme or host is where it goes, "paid through https://...", not who approves.)
@@ -346,7 +371,8 @@ def procedure_values(text: str) -> Values:
             add("route", name)
     # Money first, a currency on either side of its number (memwarden/guards/money.py): the
     # numbers it reads are no unit's, and neither are a fraction's.
-    money_found, money, money_overflow = read_money(nfkc)
+    money_found, money, money_overflow, money_spans = read_money(nfkc)
+    read += [(*span_, "amount") for span_ in money_spans]
     for category, keys in money_found.items():
         found.setdefault(category, set()).update(keys)
     shares, share_ends, share_overflow = read_shares(nfkc)
@@ -366,11 +392,16 @@ def procedure_values(text: str) -> Values:
             category, number = _measure(unit, _number(span(match, 1)))
             period = period_key(span(match, _AMOUNT_GROUPS[b"between"]), span(match, _AMOUNT_GROUPS[b"period"]))
             found.setdefault(f"amount:{category}", set()).add(f"{number}/{period}" if period else number)
+            read.append((*match.span(), "amount"))
     # A period said before its amount ("the monthly retainer is 400 EUR") is a value of its own.
-    if any(c.startswith("amount:") for c in found) and (periods := read_periods(nfkc)):
-        found.setdefault("amount:period", set()).update(periods)
+    if any(c.startswith("amount:") for c in found):
+        periods, periods_over = read_periods(nfkc)
+        overflow = overflow or periods_over
+        if periods:
+            found.setdefault("amount:period", set()).update(periods)
     checks = read_checks(data)
+    tokens = unread_tokens(nfkc, read, money)
     return Values({k: frozenset(v) for k, v in found.items()}, checks.weakened, raw, overflow or checks.overflow,
                   checks.names_check, checks.opened, checks.dropped,
                   frozenset(w.decode() for w in data.translate(_NOT_LETTERS).split() if len(w) >= 4), checks.dropped_words,
-                  checks.obliged, checks.unkept)
+                  checks.obliged, checks.unkept, tokens)

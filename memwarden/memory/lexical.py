@@ -69,7 +69,7 @@ MAX_TERMS = 64
 K1, B = 1.2, 0.75
 # The layout's version. The procedures table holds what memwarden.guards.values reads in each
 # text (Values.held): a change to those categories must bump it too, so the index is rebuilt.
-_SCHEMA_VERSION = "5"
+_SCHEMA_VERSION = "6"
 # Keys every read filter compares (policy scope, visibility, kind, time, and who wrote it:
 # the windows of the write checks go writer by writer), kept as generated columns so a filter
 # reads them without parsing the JSON (memwarden.policies.sqlfilter).
