@@ -38,7 +38,8 @@ _CHANGED = CHANGED.removesuffix(".")
 # Twenty rare words (as many as the nearest window compares): every pad holds some, the change
 # holds all, so each pad outranks the established record in a lexical query.
 _RARE = PAD_WORDS[:20]
-_COLLUDERS = [f"colleague{i}" for i in range(5)]  # as many as the related records compared
+# (Names of letters only: a digit in a note is a value-like token, memwarden/guards/unread.py.)
+_COLLUDERS = [f"colleague{chr(97 + i)}" for i in range(5)]  # as many as the related records compared
 
 
 def _established(mem: Memory, source: str) -> None:
@@ -91,7 +92,7 @@ def test_as_many_colluding_agents_as_the_window_without_a_value_change_nothing(t
     """Twenty colluding agents (the window's nearby_k), one near copy each, filled the nearest
     window before an agent's established record; without a value, their copies now come
     after every record that holds what the change changes."""
-    names = [f"colleague{i}" for i in range(ContradictionCheck().nearby_k)]
+    names = [f"colleague{chr(97 + i)}" for i in range(ContradictionCheck().nearby_k)]
     with office_memory(tmp_path) as mem:
         _established(mem, "agent")
         for agent, name in zip(_agents(mem, names), names):
@@ -111,7 +112,7 @@ def test_as_many_colluding_agents_as_the_window_holding_the_new_value_do_not_out
     must outrank it on words of its own, and the query reads 64 terms of the change at most
     (twenty copies need a hundred). Not a proof: twenty principals of the writer's own trust
     with copies that each outrank the established record would fill the window."""
-    names = [f"colleague{i}" for i in range(ContradictionCheck().nearby_k)]
+    names = [f"colleague{chr(97 + i)}" for i in range(ContradictionCheck().nearby_k)]
     new_account = _CHANGED.rsplit(" ", 1)[1]
     # Five words of its own per copy (BM25 over the matches: words every copy holds weigh nothing).
     own = [[f"{a}{b}{c}vek" for c in "lmnpr"] for a, b in zip("bcdfghjklmnpqrstvwxz", "aeiouyaeiouyaeiouyae")]

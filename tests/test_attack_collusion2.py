@@ -37,7 +37,7 @@ _NOTES = ("office", "projects", "orion", "notes")
 # Rare words only the pads and the change hold: each pad outranks the manager's record.
 _RARE = ("vellor quambit sprindle torvex halcyn brumble oskerat pellimon drav zintle "
          "morrowgate fennix glimmet tarrowby quelsh ambrit yorvane ceddix plunt wharrel").split()
-_COLLUDERS = [f"teammate{i}" for i in range(5)]  # as many as the related records compared
+_COLLUDERS = [f"teammate{chr(97 + i)}" for i in range(5)]  # as many as the related records compared
 
 
 def _manager_establishes(mem: Memory) -> None:
@@ -103,7 +103,7 @@ def test_agents_holding_the_new_account_never_share_the_users_tier(
     trusted source is a tier of its own."""
     monkeypatch.setattr(Pipeline, "nearby", lambda self, ctx, record, k: [])
     new_account = _CHANGED.rsplit(" ", 1)[1]
-    names = [f"teammate{i}" for i in range(2 * len(_COLLUDERS))]
+    names = [f"teammate{chr(97 + i)}" for i in range(2 * len(_COLLUDERS))]
     with office_memory(tmp_path) as mem:
         _manager_establishes(mem)
         for n, (agent, name) in enumerate(zip(_agents(mem, names), names)):
