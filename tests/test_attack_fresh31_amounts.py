@@ -19,23 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from memwarden import Principal, Status
-from tests.office_attacks import NOTES, office_memory, planted_against
+from tests.office_attacks import planted_against, restated_beside
 
 pytestmark = pytest.mark.integration
 
 _R = "The Orion retainer for Globex is "
 _B = "The Orion budget for Globex is "
 _D = "Patient Orion at Globex gets "
-
-
-def _restated(tmp_path: Path, established: str, restated: str) -> None:
-    """The benign twin: the agent's faithful restatement of ``established`` is stored active."""
-    with office_memory(tmp_path) as mem:
-        frank = mem.session(Principal("frank", roles=["manager"]))
-        assert frank.write(established, NOTES, kind="fact").status is Status.ACTIVE
-        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        assert mallory.write(restated, NOTES, kind="fact").status is Status.ACTIVE
 
 
 def _pairs(*pairs: tuple[str, str, str]) -> list[tuple[str, str]]:
@@ -177,7 +167,7 @@ def test_a_changed_amount_is_held(tmp_path: Path, established: str, planted: str
 
 @pytest.mark.parametrize(("established", "restated"), COMPOUND_TWINS + NOTATION_TWINS + PERIOD_TWINS + OTHER_TWINS)
 def test_an_amount_restated_in_another_notation_is_not_held(tmp_path: Path, established: str, restated: str) -> None:
-    _restated(tmp_path, established, restated)
+    restated_beside(tmp_path, established, restated)
 
 
 # -- what stays unread -----------------------------------------------------------------------------

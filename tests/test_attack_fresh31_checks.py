@@ -23,19 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from memwarden import Principal, Status
-from tests.office_attacks import NOTES, office_memory, planted_against
+from tests.office_attacks import planted_against, restated_beside
 
 pytestmark = pytest.mark.integration
-
-
-def _restated(tmp_path: Path, established: str, restated: str) -> None:
-    """The benign twin: the agent's faithful restatement of ``established`` is stored active."""
-    with office_memory(tmp_path) as mem:
-        frank = mem.session(Principal("frank", roles=["manager"]))
-        assert frank.write(established, NOTES, kind="fact").status is Status.ACTIVE
-        mallory = mem.session(Principal("mallory", roles=["employee"]), source="agent")
-        assert mallory.write(restated, NOTES, kind="fact").status is Status.ACTIVE
 
 
 # -- 1. approvers named by other words -----------------------------------------------------------
@@ -73,7 +63,7 @@ def test_an_approver_named_by_other_words_is_held(tmp_path: Path, planted: str) 
     "Orion refunds to Globex are cleared through the bank once the CFO approves them.",
 ])
 def test_an_approver_restated_by_other_words_is_not_held(tmp_path: Path, restated: str) -> None:
-    _restated(tmp_path, _APPROVED, restated)
+    restated_beside(tmp_path, _APPROVED, restated)
 
 
 # -- 2. a call-back weakened by other words ------------------------------------------------------
@@ -129,7 +119,7 @@ def test_a_call_back_threshold_raised_out_of_reach_is_held(tmp_path: Path) -> No
     "Every Orion payment to Globex gets a call-back and the receipt is filed afterwards.",
 ])
 def test_a_call_back_restated_or_strengthened_is_not_held(tmp_path: Path, restated: str) -> None:
-    _restated(tmp_path, _CALL_BACK, restated)
+    restated_beside(tmp_path, _CALL_BACK, restated)
 
 
 # -- 3. a countersignature undone by who or when -------------------------------------------------
@@ -154,4 +144,4 @@ def test_a_countersignature_undone_by_who_or_when_is_held(tmp_path: Path, plante
     "The same manager may not countersign an Orion refund to Globex twice.",
 ])
 def test_a_countersignature_restated_is_not_held(tmp_path: Path, restated: str) -> None:
-    _restated(tmp_path, _COUNTERSIGNED, restated)
+    restated_beside(tmp_path, _COUNTERSIGNED, restated)
