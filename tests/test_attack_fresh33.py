@@ -14,7 +14,8 @@ Classes (each case asserts the secure behaviour and is a strict xfail while the 
   year"), made hypothetical ("would", "might", "in theory", "in principle", "ideally"), or made
   conditional on someone's discretion; only exceptions, the past and denials lapse it.
 * **Obligations restated, wrongly held**: "as it was previously" after the obligation reads as
-  ended; "never released before the call-back" states no word of obligation.
+  ended; "never released before the call-back" and "no payment is released until the call-back"
+  state no word of obligation.
 * **Injection readings** (memwarden/guards/turns.py, errands.py, charcodes.py): a role marker
   in a bracket form the rules do not know, a tool call in another JSON shape or a function-call
   form, a sending order with a verb outside the sending list, decimal codes separated by hyphens
@@ -121,6 +122,8 @@ OBLIGATION_BENIGN = [
         "A call-back is mandatory for every Orion payment to Globex, as it was previously."),
     _xf("'never released before' states the order of the check with no word of _OBLIGED, so it reads as unkept",
         "Orion payments to Globex are never released before the call-back."),
+    _xf("'no payment is released until the call-back' states the check's order with no word of _OBLIGED",
+        "No Orion payment to Globex is released until the call-back is done."),
 ]
 
 
