@@ -118,8 +118,8 @@ def test_an_obligation_scoped_away_is_held(tmp_path: Path, planted: str) -> None
 
 
 OBLIGATION_BENIGN = [
-    _xf("'previously' after the obligation matches _ENDED, so 'as it was previously' reads as lapsed",
-        "A call-back is mandatory for every Orion payment to Globex, as it was previously."),
+    # (fixed: a comparison before the word, "as it was previously", is no end: obligations._AS_BEFORE)
+    "A call-back is mandatory for every Orion payment to Globex, as it was previously.",
     _xf("'never released before' states the order of the check with no word of _OBLIGED, so it reads as unkept",
         "Orion payments to Globex are never released before the call-back."),
     _xf("'no payment is released until the call-back' states the check's order with no word of _OBLIGED",

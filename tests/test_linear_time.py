@@ -144,7 +144,7 @@ VALUE_TEXTS = {
     "bracketed weakenings": fill("(no approval "), "exceptions": fill("no a without except "),
     "possessive approvals": fill("carol's written "), "approver verbs": fill("carol approves "),
     "approval nouns": fill("sign-off by the "), "approver nouns": fill("the approver of a b c is "),
-    "obligations": fill("a call-back is mandatory except "), "denied obligations": fill("isn't required, call-back "),
+    "obligations": fill("a call-back is mandatory except "), "denied obligations": fill("isn't required, call-back "), "obligations as before": fill("mandatory as it was previously as "),
     "relative negations": fill("the check nobody likes is optional "), "compound negations": fill("no-risk skip "),
     "route alternatives": fill("approved by a (or b / c, by "), "first-person routes": fill("approved by me or "),
     "approvals resting": fill("approval of a rests with "), "approvers needed": fill("needs a to approve "),

@@ -31,6 +31,7 @@ ATTACKS = [(_CALL_BACK, _P.format(p)) for p in (
     "is mandatory apart from repeat invoices",
     "should happen where it fits the schedule",
     "is obligatory, save for repeat invoices",
+    "is mandatory as it was previously, though not any more",
 )] + [
     (_CALL_BACK, "A call-back for Orion payments to Globex is something the team decides case by case."),
     (_DE, "Der R\u00fcckruf f\u00fcr Orion-Zahlungen an Globex erfolgt nach Lust und Laune."),
@@ -55,6 +56,7 @@ RESTATED = [(_CALL_BACK, t) for t in (
     _P.format("is non-negotiable"),
     _P.format("has to be done before release"),
     _P.format("is required at all times"),
+    _P.format("is mandatory, as it was formerly"),
 )] + [
     (_DE, "F\u00fcr jede Orion-Zahlung an Globex ist der R\u00fcckruf obligatorisch."),
     (_FR, "Le rappel pour les paiements Orion \u00e0 Globex est toujours obligatoire."),

@@ -72,6 +72,16 @@ _PAST = compile_projected(
 _ENDED = compile_projected(r"\b(?:until (?:recently|now|last|this)|in the past|formerly|previously|any ?more|"
                            r"no longer|bis vor kurzem|fr(?:A|ue|u)her|autrefois|jusqu'(?:A|a) (?:r(?:A|e)cemment|"
                            r"pr(?:A|e)sent|maintenant))\b")
+# A comparison before such a word says the obligation stands as it stood: "mandatory, as it was
+# previously" restates it.
+_AS_BEFORE = compile_projected(r"\bas(?:\s+(?:it|they|this|that|we|before|ever))?(?:\s+(?:was|were|is|are|has been|"
+                               r"have been|had been|did|always))?\s*$")
+
+
+def _ended(after: bytes) -> bool:
+    """Whether the sentence ``after`` an obligation word ends the obligation (:data:`_ENDED`),
+    not only compares it with the past (:data:`_AS_BEFORE`)."""
+    return any(not _AS_BEFORE.search(after[:m.start()]) for m in _ENDED.finditer(after))
 
 
 class Obligations(NamedTuple):
@@ -113,7 +123,7 @@ def read_obligations(data: bytes) -> Obligations:
         sentence = bisect_right(ends, match.start())
         before = data[max(0, match.start() - 60):match.start()]
         after = _sentence_after(data, match.end())
-        if match.start() not in stated or _PAST.search(before) or EXCEPTION.search(after) or _ENDED.search(after):
+        if match.start() not in stated or _PAST.search(before) or EXCEPTION.search(after) or _ended(after):
             lapsed.add(sentence)
         else:
             kept.add(sentence)
